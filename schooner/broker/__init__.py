@@ -1,0 +1,1 @@
+"""The broker: an asyncio server speaking the Kafka protocol, with thin handlers over storage."""

@@ -1,0 +1,104 @@
+"""What every handler shares: Redis, the keyspace, settings, and short-lived caches of cluster state."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Settings
+from ..storage import registry, topics
+from ..storage.keys import Keyspace
+from ..storage.registry import BrokerInfo
+from ..storage.topics import Topic
+from .sequencer import PartitionSequencer
+from .waiters import AppendWaiters
+
+TOPIC_CACHE_SECONDS = 1.0
+BROKER_CACHE_SECONDS = 0.5
+
+
+@dataclass
+class Capabilities:
+    """What the Redis server offers for acks=all: replicas to WAIT for, and WAITAOF (7.2+) with AOF on."""
+
+    replicas: int = 0
+    waitaof: bool = False
+
+
+@dataclass
+class BrokerContext:
+    settings: Settings
+    redis: Any
+    ks: Keyspace
+    me: BrokerInfo
+    cluster_id: str = ""
+    waiters: AppendWaiters = field(default_factory=AppendWaiters)
+    sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
+    _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
+    _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def topic_defaults(self) -> Mapping[str, str]:
+        return self.settings.topic_defaults
+
+    # -- topics -----------------------------------------------------------------------------------
+    async def topic(self, name: str) -> Topic | None:
+        """The topic's metadata, cached for a second (other brokers' changes show within that)."""
+        now = time.monotonic()
+        cached = self._topics.get(name)
+        if cached and now - cached[0] < TOPIC_CACHE_SECONDS:
+            return cached[1]
+        found = await topics.load(self.redis, self.ks, name, self.topic_defaults)
+        self._topics[name] = (now, found)
+        return found
+
+    async def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        for _, t in self._topics.values():
+            if t is not None and t.id == topic_id and time.monotonic() - _ < TOPIC_CACHE_SECONDS:
+                return t
+        name = await topics.name_of(self.redis, self.ks, topic_id)
+        if name is None:
+            return None
+        found = await self.topic(name)
+        return found if found is not None and found.id == topic_id else None
+
+    def forget_topic(self, name: str) -> None:
+        self._topics.pop(name, None)
+
+    def remember_topic(self, topic: Topic) -> None:
+        self._topics[topic.name] = (time.monotonic(), topic)
+
+    async def create_topic(self, name: str, partitions: int, overrides: Mapping[str, str]) -> Topic:
+        created = await topics.create(self.redis, self.ks, name, partitions, overrides, self.topic_defaults)
+        self.remember_topic(created)
+        return created
+
+    # -- brokers ----------------------------------------------------------------------------------
+    async def live_brokers(self) -> list[BrokerInfo]:
+        """Live brokers (always including this one), cached briefly."""
+        now = time.monotonic()
+        if now - self._brokers[0] < BROKER_CACHE_SECONDS:
+            return self._brokers[1]
+        async with self._broker_lock:
+            if time.monotonic() - self._brokers[0] < BROKER_CACHE_SECONDS:
+                return self._brokers[1]
+            found = await registry.live_brokers(self.redis, self.ks)
+            if all(b.broker_id != self.me.broker_id for b in found):
+                found = sorted([*found, self.me], key=lambda b: b.broker_id)
+            self._brokers = (time.monotonic(), found)
+            return found
+
+    @staticmethod
+    def leader_for(brokers: list[BrokerInfo], topic: str, partition: int) -> int:
+        """Spreads partition leaders over the live brokers; any broker can serve any partition."""
+        return brokers[(zlib.crc32(topic.encode()) + partition) % len(brokers)].broker_id
+
+    def controller_id(self, brokers: list[BrokerInfo]) -> int:
+        return brokers[0].broker_id if brokers else self.me.broker_id

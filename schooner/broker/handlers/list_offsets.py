@@ -1,0 +1,97 @@
+"""ListOffsets (earliest, latest, by timestamp, max timestamp) and OffsetForLeaderEpoch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...protocol.messages import make, response_module_of
+from ...storage import log as storage_log
+from ...storage.topics import Topic
+from ..context import BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+# Leader epochs never change here: Redis holds the only copy, so every partition stays at epoch 0.
+LEADER_EPOCH = 0
+
+
+async def handle(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    topics = []
+    for requested in body.topics:
+        try:
+            topic = await ctx.topic(requested.name)
+        except STORAGE_ERRORS:
+            topic = None
+        partitions = []
+        for p in requested.partitions:
+            code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp)
+            partitions.append(
+                make(
+                    mod.ListOffsetsPartitionResponse,
+                    partition_index=p.partition_index,
+                    error_code=code,
+                    timestamp=timestamp,
+                    offset=offset,
+                    leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
+                    old_style_offsets=(),
+                )
+            )
+        topics.append(make(mod.ListOffsetsTopicResponse, name=requested.name, partitions=tuple(partitions)))
+    return make(mod.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+async def _lookup(ctx: BrokerContext, topic: Topic | None, partition: int, target: int) -> tuple[ErrorCode, int, int]:
+    if topic is None or not 0 <= partition < topic.partitions:
+        return ErrorCode.unknown_topic_or_partition, -1, -1
+    try:
+        if target in (EARLIEST, EARLIEST_LOCAL):
+            b = await storage_log.bounds(ctx.redis, ctx.ks, topic, partition)
+            return ErrorCode.none, -1, b.log_start_offset
+        if target in (LATEST, LATEST_TIERED):
+            b = await storage_log.bounds(ctx.redis, ctx.ks, topic, partition)
+            return ErrorCode.none, -1, b.high_watermark
+        if target == MAX_TIMESTAMP:
+            found = await storage_log.max_timestamp(ctx.redis, ctx.ks, topic, partition)
+        elif target >= 0:
+            found = await storage_log.offset_for_timestamp(ctx.redis, ctx.ks, topic, partition, target)
+        else:
+            return ErrorCode.invalid_request, -1, -1
+    except STORAGE_ERRORS:
+        return ErrorCode.kafka_storage_error, -1, -1
+    if found is None:
+        return ErrorCode.none, -1, -1
+    offset, timestamp = found
+    return ErrorCode.none, timestamp, offset
+
+
+async def handle_leader_epoch(ctx: BrokerContext, body: Any) -> Any:
+    """Every partition has one epoch (0) whose end is the high watermark; no truncation ever happens."""
+    mod = response_module_of(body)
+    topics = []
+    for requested in body.topics:
+        try:
+            topic = await ctx.topic(requested.topic)
+        except STORAGE_ERRORS:
+            topic = None
+        partitions = []
+        for p in requested.partitions:
+            code, epoch, end = ErrorCode.none, LEADER_EPOCH, -1
+            if topic is None or not 0 <= p.partition < topic.partitions:
+                code, epoch = ErrorCode.unknown_topic_or_partition, -1
+            else:
+                try:
+                    end = (await storage_log.bounds(ctx.redis, ctx.ks, topic, p.partition)).high_watermark
+                except STORAGE_ERRORS:
+                    code, epoch = ErrorCode.kafka_storage_error, -1
+            partitions.append(
+                make(mod.EpochEndOffset, error_code=code, partition=p.partition, leader_epoch=epoch, end_offset=end)
+            )
+        topics.append(make(mod.OffsetForLeaderTopicResult, topic=requested.topic, partitions=tuple(partitions)))
+    return make(mod.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -1,0 +1,125 @@
+"""Metadata: live brokers, topics and partition leaders; creates topics when auto-creation is on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...protocol.messages import has_field, make, response_module_of
+from ...storage import topics as topic_store
+from ...storage.topic_config import valid_topic_name
+from ...storage.topics import Topic
+from ..context import BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
+
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+async def handle(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    version = body.__version__
+    try:
+        brokers = await ctx.live_brokers()
+    except STORAGE_ERRORS:
+        brokers = [ctx.me]
+    broker_entries = tuple(
+        make(mod.MetadataResponseBroker, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack) for b in brokers
+    )
+    allow_create = version < 4 or bool(body.allow_auto_topic_creation)
+    results = []
+    try:
+        if body.topics is None or (version == 0 and not body.topics):
+            wanted: list[tuple[str | None, Any]] = [(t.name, t) for t in await _all_topics(ctx)]
+        else:
+            wanted = []
+            for requested in body.topics:
+                name = requested.name
+                topic_id = getattr(requested, "topic_id", None)
+                if name is None and topic_id is not None and str(topic_id) != ZERO_UUID:
+                    found = await ctx.topic_by_id(topic_id)
+                    wanted.append((None if found is None else found.name, found or topic_id))
+                    continue
+                wanted.append((name, None))
+        for name, found in wanted:
+            results.append(await _topic_entry(ctx, mod, brokers, name, found, allow_create))
+    except STORAGE_ERRORS:
+        results = [
+            make(
+                mod.MetadataResponseTopic,
+                error_code=ErrorCode.kafka_storage_error if version >= 0 else ErrorCode.leader_not_available,
+                name=getattr(t, "name", None),
+                topic_id=None,
+                is_internal=False,
+                partitions=(),
+                topic_authorized_operations=-2147483648,
+            )
+            for t in (body.topics or ())
+        ]
+    return make(
+        mod.MetadataResponse,
+        throttle_time=NO_THROTTLE,
+        brokers=broker_entries,
+        cluster_id=ctx.cluster_id,
+        controller_id=ctx.controller_id(brokers),
+        topics=tuple(results),
+        cluster_authorized_operations=-2147483648,
+        error_code=ErrorCode.none,
+    )
+
+
+async def _all_topics(ctx: BrokerContext) -> list[Topic]:
+    found = await topic_store.load_all(ctx.redis, ctx.ks, ctx.topic_defaults)
+    for t in found:
+        ctx.remember_topic(t)
+    return found
+
+
+async def _topic_entry(
+    ctx: BrokerContext, mod: Any, brokers: list[Any], name: str | None, found: Any, allow_create: bool
+) -> Any:
+    def error(code: ErrorCode, topic_id: Any = None) -> Any:
+        return make(
+            mod.MetadataResponseTopic,
+            error_code=code,
+            name=name,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=-2147483648,
+        )
+
+    if name is None:
+        return error(ErrorCode.unknown_topic_id, found)
+    topic = found if isinstance(found, Topic) else None
+    if topic is None:
+        if not valid_topic_name(name):
+            return error(ErrorCode.invalid_topic_exception)
+        topic = await (topic_for_write(ctx, name) if allow_create else ctx.topic(name))
+        if topic is None:
+            return error(ErrorCode.unknown_topic_or_partition)
+    partitions = []
+    for p in range(topic.partitions):
+        leader = ctx.leader_for(brokers, topic.name, p)
+        partitions.append(
+            make(
+                mod.MetadataResponsePartition,
+                error_code=ErrorCode.none,
+                partition_index=p,
+                leader_id=leader,
+                leader_epoch=0,
+                replica_nodes=(leader,),
+                isr_nodes=(leader,),
+                offline_replicas=(),
+            )
+        )
+    values: dict[str, Any] = dict(
+        error_code=ErrorCode.none,
+        name=topic.name,
+        is_internal=False,
+        partitions=tuple(partitions),
+        topic_authorized_operations=-2147483648,
+    )
+    if has_field(mod.MetadataResponseTopic, "topic_id"):
+        values["topic_id"] = topic.id
+    return make(mod.MetadataResponseTopic, **values)

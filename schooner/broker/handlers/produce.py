@@ -1,0 +1,209 @@
+"""Produce: decode batches, append each through the append script, answer per partition (acks 0/1/all)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...protocol.messages import make, response_module_of
+from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
+from ...storage import log as storage_log
+from ...storage import topics as topic_store
+from ...storage.log import DUPLICATE, AppendResult
+from ...storage.topics import Topic
+from ..context import BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
+
+_STATUS_ERRORS = {
+    -3: ErrorCode.unknown_topic_or_partition,
+    -45: ErrorCode.out_of_order_sequence_number,
+    -47: ErrorCode.invalid_producer_epoch,
+}
+_ACKS_ALL_TIMEOUT_MS = 5000
+
+
+class _PartitionResult:
+    __slots__ = ("error", "base_offset", "append_time", "log_start", "message")
+
+    def __init__(
+        self,
+        error: ErrorCode,
+        base_offset: int = -1,
+        append_time: int = -1,
+        log_start: int = -1,
+        message: str | None = None,
+    ) -> None:
+        self.error = error
+        self.base_offset = base_offset
+        self.append_time = append_time
+        self.log_start = log_start
+        self.message = message
+
+
+async def handle(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    acks = body.acks
+    if acks not in (0, 1, -1):
+        return _response(mod, body, lambda t, p: _PartitionResult(ErrorCode.invalid_required_acks))
+    if body.transactional_id is not None:
+        return _response(mod, body, lambda t, p: _PartitionResult(ErrorCode.transactional_id_authorization_failed))
+
+    # Claim each partition's turn before the first await, so appends keep request order.
+    turns = {
+        (ti, pd.index): ctx.sequencer.claim((td.name or td.topic_id, pd.index))
+        for ti, td in enumerate(body.topic_data)
+        for pd in td.partition_data
+    }
+    jobs: dict[tuple[int, int], asyncio.Task[_PartitionResult]] = {}
+    try:
+        for ti, topic_data in enumerate(body.topic_data):
+            topic = await _resolve(ctx, topic_data)
+            for partition_data in topic_data.partition_data:
+                jobs[(ti, partition_data.index)] = asyncio.ensure_future(
+                    _in_turn(turns[(ti, partition_data.index)], ctx, topic, partition_data)
+                )
+    finally:
+        for key, turn in turns.items():
+            if key not in jobs:
+                turn.release()
+    await asyncio.gather(*jobs.values())
+    results = {key: task.result() for key, task in jobs.items()}
+    if acks == -1 and any(r.error == ErrorCode.none for r in results.values()):
+        await _wait_durable(ctx)
+    if acks == 0:
+        return None
+    return _response(mod, body, lambda ti, p: results[(ti, p)])
+
+
+async def _resolve(ctx: BrokerContext, topic_data: Any) -> Topic | ErrorCode:
+    try:
+        topic_id = getattr(topic_data, "topic_id", None)
+        if topic_id is not None:
+            found = await ctx.topic_by_id(topic_id)
+            return found if found is not None else ErrorCode.unknown_topic_id
+        found = await topic_for_write(ctx, topic_data.name)
+        return found if found is not None else ErrorCode.unknown_topic_or_partition
+    except STORAGE_ERRORS:
+        return ErrorCode.kafka_storage_error
+
+
+async def _in_turn(turn: Any, ctx: BrokerContext, topic: Topic | ErrorCode, data: Any) -> _PartitionResult:
+    async with turn:
+        return await _produce_partition(ctx, topic, data)
+
+
+async def _produce_partition(ctx: BrokerContext, topic: Topic | ErrorCode, data: Any) -> _PartitionResult:
+    if isinstance(topic, ErrorCode):
+        return _PartitionResult(topic)
+    if not 0 <= data.index < topic.partitions:
+        return _PartitionResult(ErrorCode.unknown_topic_or_partition)
+    raw = data.records or b""
+    limit = topic.max_message_bytes
+    try:
+        batches = read_batches(raw)
+    except InvalidRecords as exc:
+        return _PartitionResult(ErrorCode(exc.error_code), message=str(exc))
+    if not batches:
+        return _PartitionResult(ErrorCode.invalid_record, message="no record batch")
+    for batch in batches:
+        if batch.size_bytes > limit:
+            return _PartitionResult(
+                ErrorCode.message_too_large, message=f"batch of {batch.size_bytes} bytes exceeds max.message.bytes={limit}"
+            )
+    try:
+        first: AppendResult | None = None
+        last: AppendResult | None = None
+        for batch in batches:
+            last = await _append(ctx, topic, data.index, batch)
+            if last.status < 0:
+                return _PartitionResult(_STATUS_ERRORS.get(last.status, ErrorCode.kafka_storage_error))
+            first = first or last
+    except STORAGE_ERRORS as exc:
+        return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
+    assert first is not None and last is not None
+    append_time = last.append_time if topic.log_append_time else -1
+    return _PartitionResult(ErrorCode.none, first.base_offset, append_time, last.log_start_offset)
+
+
+async def _append(ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch) -> AppendResult:
+    result = await storage_log.append(
+        ctx.redis,
+        ctx.ks,
+        topic,
+        partition,
+        batch.records,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        size_bytes=batch.size_bytes,
+    )
+    if result.status == -3:
+        # Unstamped partition (a create interrupted before its second step) or a stale cache.
+        ctx.forget_topic(topic.name)
+        fresh = await ctx.topic(topic.name)
+        if fresh is not None and fresh.id == topic.id and partition < fresh.partitions:
+            await topic_store.stamp_partitions(ctx.redis, ctx.ks, topic.name, topic.id, range(partition, partition + 1))
+            result = await storage_log.append(
+                ctx.redis,
+                ctx.ks,
+                fresh,
+                partition,
+                batch.records,
+                producer_id=batch.producer_id,
+                producer_epoch=batch.producer_epoch,
+                base_sequence=batch.base_sequence,
+                size_bytes=batch.size_bytes,
+            )
+    if result.status >= 0 and result.status != DUPLICATE:
+        ctx.waiters.notify(topic.name, partition)
+    return result
+
+
+async def _wait_durable(ctx: BrokerContext) -> None:
+    """acks=all: wait for the replicas Redis has and for the local AOF fsync, where configured."""
+    caps = ctx.capabilities
+    try:
+        if caps.waitaof:
+            await ctx.redis.execute_command("WAITAOF", 1, caps.replicas, _ACKS_ALL_TIMEOUT_MS)
+        elif caps.replicas:
+            await ctx.redis.execute_command("WAIT", caps.replicas, _ACKS_ALL_TIMEOUT_MS)
+    except STORAGE_ERRORS:
+        return
+
+
+def _response(mod: Any, body: Any, result_for: Any) -> Any:
+    topics = []
+    for ti, topic_data in enumerate(body.topic_data):
+        partitions = []
+        for partition_data in topic_data.partition_data:
+            r: _PartitionResult = result_for(ti, partition_data.index)
+            partitions.append(
+                make(
+                    mod.PartitionProduceResponse,
+                    index=partition_data.index,
+                    error_code=r.error,
+                    base_offset=r.base_offset,
+                    log_append_time=_time(r.append_time),
+                    log_start_offset=r.log_start,
+                    record_errors=(),
+                    error_message=r.message,
+                )
+            )
+        topics.append(
+            make(
+                mod.TopicProduceResponse,
+                name=getattr(topic_data, "name", None),
+                topic_id=getattr(topic_data, "topic_id", None),
+                partition_responses=tuple(partitions),
+            )
+        )
+    return make(mod.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _time(ms: int) -> datetime.datetime | None:
+    if ms < 0:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)

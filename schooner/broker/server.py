@@ -1,0 +1,141 @@
+"""The broker process: registers in Redis, serves Kafka clients, and keeps background duties running."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from ..config import Settings
+from ..storage import client as redis_client
+from ..storage import log as storage_log
+from ..storage import registry, topics
+from ..storage.keys import Keyspace
+from ..storage.registry import BrokerInfo
+from .connection import Connection
+from .context import BrokerContext, Capabilities
+from .dispatch import dispatcher
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    def __init__(self, settings: Settings, redis_url: str) -> None:
+        self.settings = settings
+        self.redis_url = redis_url
+        self.ctx: BrokerContext | None = None
+        self._server: asyncio.Server | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._connections: set[asyncio.Task[Any]] = set()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        s = self.settings
+        redis = redis_client.connect(self.redis_url, health_check_interval=10)
+        ks = Keyspace(s.keyspace)
+        broker_id = s.broker_id if s.broker_id is not None else await registry.allocate_broker_id(redis, ks)
+        self._server = await asyncio.start_server(self._on_client, s.host, s.port, limit=1 << 20)
+        host, port = s.advertised_host_port
+        if not s.advertise and s.port == 0:
+            port = self.port
+        me = BrokerInfo(broker_id, host, port, s.rack)
+        self.ctx = BrokerContext(settings=s, redis=redis, ks=ks, me=me)
+        self.ctx.cluster_id = await registry.cluster_id(redis, ks)
+        self.ctx.capabilities = await _capabilities(redis)
+        await registry.heartbeat(redis, ks, me, s.session_ms)
+        self._tasks = [
+            asyncio.create_task(self._heartbeat()),
+            asyncio.create_task(self._listen_for_appends()),
+            asyncio.create_task(self._sweep_retention()),
+        ]
+        log.info("broker %d serving on %s:%d (advertised %s:%d)", broker_id, s.host, self.port, host, port)
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self._server:
+            self._server.close()
+        for conn in list(self._connections):
+            conn.cancel()
+        for task in [*self._tasks, *self._connections]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.ctx:
+            with contextlib.suppress(RedisError, OSError):
+                await registry.unregister(self.ctx.redis, self.ctx.ks, self.ctx.me.broker_id)
+            await self.ctx.redis.aclose()
+
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert self.ctx is not None
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await Connection(reader, writer, dispatcher(self.ctx), self.settings.max_request_bytes).serve()
+        finally:
+            self._connections.discard(task)
+
+    async def _heartbeat(self) -> None:
+        assert self.ctx is not None
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_ms / 1000)
+            try:
+                await registry.heartbeat(self.ctx.redis, self.ctx.ks, self.ctx.me, self.settings.session_ms)
+            except (RedisError, OSError) as exc:
+                log.warning("heartbeat failed: %s", exc)
+
+    async def _listen_for_appends(self) -> None:
+        """Wakes local long-polls when any broker (or this one) appends."""
+        assert self.ctx is not None
+        while True:
+            pubsub = self.ctx.redis.pubsub()
+            try:
+                await pubsub.subscribe(self.ctx.ks.appended_channel)
+                while True:
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                    if message and message.get("type") == "message":
+                        self.ctx.waiters.notify_text(message["data"])
+            except (RedisError, OSError) as exc:
+                log.warning("append notices interrupted: %s", exc)
+                await asyncio.sleep(0.5)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    async def _sweep_retention(self) -> None:
+        """Applies retention to every partition, so topics that get no writes are trimmed too."""
+        assert self.ctx is not None
+        ctx = self.ctx
+        while True:
+            await asyncio.sleep(self.settings.retention_check_ms / 1000)
+            try:
+                for topic in await topics.load_all(ctx.redis, ctx.ks, ctx.topic_defaults):
+                    for p in range(topic.partitions):
+                        await storage_log.apply_retention(ctx.redis, ctx.ks, topic, p)
+            except (RedisError, OSError) as exc:
+                log.warning("retention sweep failed: %s", exc)
+
+
+async def _capabilities(redis: Any) -> Capabilities:
+    caps = Capabilities()
+    try:
+        info = await redis.info("replication")
+        caps.replicas = int(info.get("connected_slaves", 0))
+        persistence = await redis.info("persistence")
+        if int(persistence.get("aof_enabled", 0)):
+            await redis.execute_command("WAITAOF", 0, 0, 0)  # raises on Redis < 7.2
+            caps.waitaof = True
+    except RedisError:
+        pass
+    return caps

@@ -1,0 +1,98 @@
+"""Broker settings: defaults, then a TOML config file, then SCHOONER_* environment variables, then flags.
+
+Config file (TOML), all keys optional:
+    host = "127.0.0.1"            port = 9092            advertise = "host:port"
+    redis_url = "redis://..."     data_dir = ".data"     keyspace = "schooner"
+    broker_id = 1                 default_partitions = 1 auto_create_topics = true
+    max_request_bytes = 104857600
+    [topic_defaults]               # any topic config, e.g.
+    "retention.ms" = "604800000"
+Each key has an environment variable: SCHOONER_<KEY IN CAPITALS>; topic defaults use
+SCHOONER_TOPIC_<NAME WITH DOTS AS UNDERSCORES>, e.g. SCHOONER_TOPIC_RETENTION_MS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertise: str | None = None  # HOST:PORT that clients are told to connect to
+    redis_url: str | None = None  # None: start the embedded redis-server
+    data_dir: str = ".data"
+    keyspace: str = "schooner"
+    broker_id: int | None = None  # None: allocated from Redis
+    rack: str | None = None
+    default_partitions: int = 1
+    auto_create_topics: bool = True
+    max_request_bytes: int = 100 * 1024 * 1024
+    heartbeat_ms: int = 1000
+    session_ms: int = 5000  # a broker that misses heartbeats this long leaves Metadata
+    retention_check_ms: int = 30000  # how often idle partitions are trimmed
+    topic_defaults: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def advertised_host_port(self) -> tuple[str, int]:
+        if self.advertise:
+            host, _, port = self.advertise.rpartition(":")
+            return host, int(port)
+        host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        return host, self.port
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_TOPIC_ENV_PREFIX = "SCHOONER_TOPIC_"
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind = _FIELDS[name].type
+    if value is None:
+        return None
+    if "bool" in str(kind):
+        return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+    if "int" in str(kind):
+        return int(value)
+    return str(value)
+
+
+def load(
+    config_file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    topic_defaults: dict[str, str] = {}
+    path = config_file or env.get("SCHOONER_CONFIG")
+    if path:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+        for key, value in data.items():
+            if key == "topic_defaults":
+                topic_defaults.update({str(k): str(v) for k, v in value.items()})
+            elif key in _FIELDS:
+                values[key] = _coerce(key, value)
+            else:
+                raise ValueError(f"unknown setting {key!r} in {path}")
+    for name in _FIELDS:
+        raw = env.get(f"SCHOONER_{name.upper()}")
+        if raw is not None and name != "topic_defaults":
+            values[name] = _coerce(name, raw)
+    for key, raw in env.items():
+        if key.startswith(_TOPIC_ENV_PREFIX):
+            topic_defaults[key[len(_TOPIC_ENV_PREFIX) :].lower().replace("_", ".")] = raw
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name] = value
+    settings = Settings(**values)
+    settings.topic_defaults.update(topic_defaults)
+    return settings

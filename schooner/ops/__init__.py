@@ -1,0 +1,1 @@
+"""Operations: the CLI (and later metrics and the console)."""

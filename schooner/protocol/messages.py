@@ -1,0 +1,152 @@
+"""Typed requests from frames, and typed responses to frames."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+import sys
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kio.serial import entity_reader, entity_writer
+from kio.static.protocol import Entity, RequestPayload, ResponsePayload
+
+from .apis import ApiKey, is_flexible, is_supported, request_type
+from .errors import MalformedRequest, UnsupportedRequest
+from .framing import frame
+
+_HEADER = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: RequestHeader
+    body: Any  # the kio request entity of this API and version
+
+
+def read_header(data: bytes) -> tuple[RequestHeader, int]:
+    """Reads the request header (v1 or v2) and returns it with the offset of the body.
+
+    Read by hand: the header decides which kio schema applies, so it is parsed before any schema.
+    """
+    if len(data) < _HEADER.size + 2:
+        raise MalformedRequest("truncated request header")
+    api_key, api_version, correlation_id = _HEADER.unpack_from(data, 0)
+    pos = _HEADER.size
+    (client_len,) = struct.unpack_from(">h", data, pos)
+    pos += 2
+    client_id: str | None = None
+    if client_len >= 0:
+        if pos + client_len > len(data):
+            raise MalformedRequest("truncated client id")
+        client_id = data[pos : pos + client_len].decode("utf-8", "replace")
+        pos += client_len
+    header = RequestHeader(api_key, api_version, correlation_id, client_id)
+    if not is_supported(api_key, api_version):
+        raise UnsupportedRequest(api_key, api_version, correlation_id)
+    if is_flexible(api_key, api_version):
+        pos = _skip_tagged_fields(data, pos)
+    return header, pos
+
+
+def decode_request(data: bytes) -> Request:
+    """Decodes one frame. Raises UnsupportedRequest or MalformedRequest."""
+    header, pos = read_header(data)
+    try:
+        body, size = entity_reader(request_type(header.api_key, header.api_version))(data, pos)
+    except Exception as exc:  # kio raises several types for bad bytes; all mean the same here
+        raise MalformedRequest(f"cannot decode {ApiKey(header.api_key).name} v{header.api_version}: {exc}")
+    if pos + size != len(data):
+        raise MalformedRequest(f"{len(data) - pos - size} trailing bytes after the request body")
+    return Request(header, body)
+
+
+def encode_response(header: RequestHeader, body: ResponsePayload | Entity) -> bytes:
+    """Frames a response: correlation id, header tagged fields when flexible, then the body.
+
+    ApiVersions responses always use header v0, whatever their version, so that a client that
+    does not yet know the broker's versions can read them.
+    """
+    buf = io.BytesIO()
+    buf.write(header.correlation_id.to_bytes(4, "big", signed=True))
+    if header.api_key != ApiKey.API_VERSIONS and is_flexible(header.api_key, header.api_version):
+        buf.write(b"\x00")
+    entity_writer(type(body))(buf, body)
+    return frame(buf.getbuffer())
+
+
+def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    shift = 0
+    value = 0
+    while True:
+        if pos >= len(data):
+            raise MalformedRequest("truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedRequest("varint too long")
+
+
+def _skip_tagged_fields(data: bytes, pos: int) -> int:
+    count, pos = _read_uvarint(data, pos)
+    for _ in range(count):
+        _, pos = _read_uvarint(data, pos)
+        size, pos = _read_uvarint(data, pos)
+        pos += size
+        if pos > len(data):
+            raise MalformedRequest("truncated tagged field")
+    return pos
+
+
+E = TypeVar("E")
+
+
+def make(cls: type[E], **values: Any) -> E:
+    """Builds a kio entity from the values its version has; values of other versions are dropped.
+
+    Handlers serve many versions of one API with one code path: they pass every value they know,
+    and each version's generated dataclass keeps the fields it defines.
+    """
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = frozenset(f.name for f in dataclasses.fields(cls))
+        _FIELD_NAMES[cls] = names
+    return names
+
+
+def has_field(cls: type, name: str) -> bool:
+    return name in _field_names(cls)
+
+
+def sibling(entity_or_type: object, name: str) -> Any:
+    """Another class from the same generated kio module (the nested types of one version)."""
+    cls = entity_or_type if isinstance(entity_or_type, type) else type(entity_or_type)
+    return getattr(sys.modules[cls.__module__], name)
+
+
+def response_module_of(request_body: RequestPayload) -> Any:
+    """The kio module holding the response types that match a request's API and version."""
+    from .apis import response_type
+
+    return sys.modules[response_type(request_body.__api_key__, request_body.__version__).__module__]

@@ -1,0 +1,172 @@
+"""Record batches (magic 2): decoding what producers send and building what consumers fetch.
+
+The per-record work runs in aiokafka's compiled codec, which measured fastest for both directions
+(see docs/benchmarks.md); this module adds the broker-side rules Kafka applies around it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from aiokafka.record._crecords import DefaultRecordBatch, DefaultRecordBatchBuilder
+from aiokafka.record._crecords.cutil import crc32c_cython
+
+CODEC_NONE = 0
+CODEC_GZIP = 1
+CODEC_SNAPPY = 2
+CODEC_LZ4 = 3
+CODEC_ZSTD = 4
+
+CODEC_BY_NAME = {
+    "none": CODEC_NONE,
+    "uncompressed": CODEC_NONE,
+    "producer": CODEC_NONE,  # re-encoded uncompressed on fetch; the producer's choice is not stored
+    "gzip": CODEC_GZIP,
+    "snappy": CODEC_SNAPPY,
+    "lz4": CODEC_LZ4,
+    "zstd": CODEC_ZSTD,
+}
+
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+# Offsets within the v2 batch header.
+_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_LEADER_EPOCH_OFFSET = 12
+_MAGIC_OFFSET = 16
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+_TIMESTAMP_TYPE_MASK = 0x08
+_CONTROL_MASK = 0x20
+_MAX_TIMESTAMP_OFFSET = 35
+_MIN_BATCH_SIZE = 61
+MAX_OFFSET_DELTA = 2**31 - 1
+
+
+class InvalidRecords(Exception):
+    """A produce payload that Kafka would refuse; error_code says with which code."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+CORRUPT_MESSAGE = 2
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+INVALID_RECORD = 87
+
+
+@dataclass(slots=True)
+class ProducedRecord:
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+@dataclass(slots=True)
+class ProducedBatch:
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
+    records: list[ProducedRecord]
+    size_bytes: int
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return NO_SEQUENCE
+        return (self.base_sequence + len(self.records) - 1) % (2**31)
+
+
+def read_batches(data: bytes) -> list[ProducedBatch]:
+    """Splits a produce payload into batches and decodes their records.
+
+    Raises InvalidRecords for truncated data, a bad CRC, an old magic, or a control batch.
+    """
+    batches: list[ProducedBatch] = []
+    pos = 0
+    end = len(data)
+    view = memoryview(data)
+    while pos < end:
+        if end - pos < 12:
+            raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch header")
+        _, length = _BASE_OFFSET_AND_LENGTH.unpack_from(data, pos)
+        size = 12 + length
+        if length < _MIN_BATCH_SIZE - 12 or pos + size > end:
+            raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch")
+        magic = data[pos + _MAGIC_OFFSET]
+        if magic != 2:
+            raise InvalidRecords(UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {magic} is not 2")
+        raw = bytes(view[pos : pos + size])
+        batch = DefaultRecordBatch(raw)
+        if not batch.validate_crc():
+            raise InvalidRecords(CORRUPT_MESSAGE, "record batch CRC mismatch")
+        if batch.is_control_batch:
+            raise InvalidRecords(INVALID_RECORD, "clients may not produce control batches")
+        try:
+            records = [ProducedRecord(r.timestamp, r.key, r.value, r.headers) for r in batch]
+        except Exception as exc:  # a codec or varint error inside the batch
+            raise InvalidRecords(CORRUPT_MESSAGE, f"cannot decode records: {exc}") from exc
+        if not records:
+            raise InvalidRecords(INVALID_RECORD, "record batch holds no records")
+        batches.append(
+            ProducedBatch(
+                producer_id=batch.producer_id,
+                producer_epoch=batch.producer_epoch,
+                base_sequence=batch.base_sequence,
+                is_transactional=batch.is_transactional,
+                records=records,
+                size_bytes=size,
+            )
+        )
+        pos += size
+    return batches
+
+
+class BatchBuilder:
+    """Builds one fetch batch from records whose offsets may have gaps (as in a compacted topic)."""
+
+    __slots__ = ("_builder", "base_offset", "last_offset", "_timestamp_type", "count")
+
+    def __init__(self, base_offset: int, codec: int, timestamp_type: int = TIMESTAMP_CREATE_TIME) -> None:
+        self._builder = DefaultRecordBatchBuilder(2, codec, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 2**31 - 1)
+        self.base_offset = base_offset
+        self.last_offset = base_offset
+        self._timestamp_type = timestamp_type
+        self.count = 0
+
+    def fits(self, offset: int) -> bool:
+        """Whether a record at this offset keeps the batch's offset delta within int32."""
+        return offset - self.base_offset <= MAX_OFFSET_DELTA
+
+    def append(
+        self,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]],
+    ) -> None:
+        self._builder.append(offset - self.base_offset, timestamp, key, value, headers)
+        self.last_offset = offset
+        self.count += 1
+
+    def size(self) -> int:
+        return int(self._builder.size())
+
+    def build(self) -> bytes:
+        buf = self._builder.build()
+        _BASE_OFFSET_AND_LENGTH.pack_into(buf, 0, self.base_offset, len(buf) - 12)
+        struct.pack_into(">i", buf, _LEADER_EPOCH_OFFSET, 0)
+        if self._timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+            buf[_ATTRIBUTES_OFFSET + 1] |= _TIMESTAMP_TYPE_MASK
+            struct.pack_into(">I", buf, _CRC_OFFSET, crc32c_cython(bytes(buf[_ATTRIBUTES_OFFSET:])))
+        return bytes(buf)

@@ -1,0 +1,62 @@
+-- Shared helpers, prepended to scripts whose header says "-- uses: _ids".
+local function parse_id(id)
+  local dash = string.find(id, '-', 1, true)
+  return tonumber(string.sub(id, 1, dash - 1)), tonumber(string.sub(id, dash + 1))
+end
+
+local function id_less(ams, aseq, bms, bseq)
+  return ams < bms or (ams == bms and aseq < bseq)
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Drops time-index entries wholly before the first remaining entry, keeping one so that a
+-- lookup still has a start point at or before the log start.
+local function trim_time_index(stream, tindex)
+  local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+  if not first then
+    redis.call('DEL', tindex)
+    return
+  end
+  local fms, fseq = parse_id(first[1])
+  while true do
+    local two = redis.call('ZRANGE', tindex, 0, 1)
+    if #two < 2 then return end
+    local sms, sseq = parse_id(two[2])
+    if id_less(fms, fseq, sms, sseq) then return end
+    redis.call('ZREM', tindex, two[1])
+  end
+end
+
+-- Applies retention.ms (MINID on the entry time) and retention.bytes (MAXLEN from the average
+-- record size). Returns the number of entries removed.
+local function apply_retention(stream, state, tindex, retention_ms, retention_bytes, approx, now)
+  local removed = 0
+  if retention_ms >= 0 then
+    local minid = tostring(math.max(now - retention_ms, 0)) .. '-0'
+    if approx then
+      removed = removed + redis.call('XTRIM', stream, 'MINID', '~', minid)
+    else
+      removed = removed + redis.call('XTRIM', stream, 'MINID', minid)
+    end
+  end
+  if retention_bytes >= 0 then
+    local totals = redis.call('HMGET', state, 'bytes', 'records')
+    local bytes, records = tonumber(totals[1] or 0), tonumber(totals[2] or 0)
+    if records > 0 and bytes > 0 then
+      local maxlen = math.floor(retention_bytes / (bytes / records))
+      if approx then
+        removed = removed + redis.call('XTRIM', stream, 'MAXLEN', '~', maxlen)
+      else
+        removed = removed + redis.call('XTRIM', stream, 'MAXLEN', maxlen)
+      end
+    end
+  end
+  if removed > 0 then
+    trim_time_index(stream, tindex)
+  end
+  return removed
+end

@@ -1,0 +1,144 @@
+-- uses: _ids
+-- append.lua: appends one produce batch to one partition, atomically.
+-- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
+-- ARGV[1] sequence bits          ARGV[2] timestamp type (0 CreateTime, 1 LogAppendTime)
+-- ARGV[3] producer id (-1: none) ARGV[4] producer epoch   ARGV[5] base sequence
+-- ARGV[6] record count n         ARGV[7] retention.ms (-1: none)   ARGV[8] retention.bytes (-1: none)
+-- ARGV[9] '1' to trim with ~     ARGV[10] batch size in bytes
+-- ARGV[11] channel to publish on ('' for none)   ARGV[12] message to publish
+-- ARGV[13] topic id: must equal the state hash's topic_id, so a deleted or re-created topic is refused
+-- then for each record: timestamp, field count f, then f field/value items (no timestamp field).
+-- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq}:
+--   status 0 appended; 1 duplicate of a recent batch (the IDs are that batch's);
+--   -3 UNKNOWN_TOPIC_OR_PARTITION; -45 OUT_OF_ORDER_SEQUENCE_NUMBER; -47 INVALID_PRODUCER_EPOCH.
+--   start_ms is -1 when the stream is empty.
+local stream, state, tindex = KEYS[1], KEYS[2], KEYS[3]
+local bits = tonumber(ARGV[1])
+local log_append_time = ARGV[2] == '1'
+local pid = tonumber(ARGV[3])
+local epoch = tonumber(ARGV[4])
+local base_seq = tonumber(ARGV[5])
+local n = tonumber(ARGV[6])
+local mask = 2 ^ bits - 1
+local now = now_ms()
+if redis.call('HGET', state, 'topic_id') ~= ARGV[13] then return {-3, 0, 0, 0, 0, now, -1, -1} end
+
+local function log_start()
+  local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+  if not first then return -1, -1 end
+  return parse_id(first[1])
+end
+
+-- Idempotent producers: epoch fencing and the last five batches, as Kafka's producer state.
+local pfield, pbatches
+if pid >= 0 then
+  pfield = 'producer:' .. ARGV[3]
+  pbatches = {}
+  local saved = redis.call('HGET', state, pfield)
+  local last_seq = base_seq + n - 1
+  if last_seq > 2147483647 then last_seq = last_seq - 2147483648 end
+  if saved then
+    local parts = {}
+    for part in string.gmatch(saved, '[^;]+') do parts[#parts + 1] = part end
+    local saved_epoch = tonumber(parts[1])
+    for i = 2, #parts do
+      local b = {}
+      for v in string.gmatch(parts[i], '[^,]+') do b[#b + 1] = tonumber(v) end
+      pbatches[#pbatches + 1] = b -- {first seq, last seq, base ms, base seq, last ms, last seq}
+    end
+    if epoch < saved_epoch then
+      return {-47, 0, 0, 0, 0, now, -1, -1}
+    elseif epoch > saved_epoch then
+      if base_seq ~= 0 then return {-45, 0, 0, 0, 0, now, -1, -1} end
+      pbatches = {}
+    else
+      for _, b in ipairs(pbatches) do
+        if b[1] == base_seq and b[2] == last_seq then
+          local sms, sseq = log_start()
+          return {1, b[3], b[4], b[5], b[6], now, sms, sseq}
+        end
+      end
+      local expected = 0
+      if #pbatches > 0 then
+        expected = pbatches[#pbatches][2] + 1
+        if expected > 2147483647 then expected = 0 end
+        if base_seq ~= expected then return {-45, 0, 0, 0, 0, now, -1, -1} end
+      end
+    end
+  end
+end
+
+-- The next ID: after both our own last ID and the stream's tail (a native writer may have added).
+local saved_ids = redis.call('HMGET', state, 'last_ms', 'last_seq', 'max_ts')
+local last_ms, last_seq = tonumber(saved_ids[1] or -1), tonumber(saved_ids[2] or -1)
+local tail = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+if tail then
+  local tms, tseq = parse_id(tail[1])
+  if id_less(last_ms, last_seq, tms, tseq) then last_ms, last_seq = tms, tseq end
+end
+
+local function first_id_after(ms, seq)
+  if now > ms then return now, 0 end
+  seq = seq + 1
+  if seq > mask then return ms + 1, 0 end
+  return ms, seq
+end
+
+local ms, seq = first_id_after(last_ms, last_seq)
+local base_ms, base_seq_id = ms, seq
+local max_ts = tonumber(saved_ids[3] or -1)
+local batch_max_ts, batch_max_ms, batch_max_seq = -1, ms, seq
+local i = 14
+for r = 1, n do
+  local ts = now
+  if not log_append_time then ts = tonumber(ARGV[i]) end
+  local f = tonumber(ARGV[i + 1])
+  local id = ms .. '-' .. seq
+  local ok, err = pcall(redis.call, 'XADD', stream, id, 'timestamp', ts, unpack(ARGV, i + 2, i + 1 + f))
+  if not ok then
+    if r > 1 then return redis.error_reply(tostring(err)) end
+    -- The tail was deleted after a higher ID was used: start after the stream's last generated ID.
+    local info = redis.call('XINFO', 'STREAM', stream)
+    for k = 1, #info, 2 do
+      if info[k] == 'last-generated-id' then last_ms, last_seq = parse_id(info[k + 1]) end
+    end
+    ms, seq = first_id_after(last_ms, last_seq)
+    base_ms, base_seq_id = ms, seq
+    id = ms .. '-' .. seq
+    redis.call('XADD', stream, id, 'timestamp', ts, unpack(ARGV, i + 2, i + 1 + f))
+  end
+  if ts > batch_max_ts then batch_max_ts, batch_max_ms, batch_max_seq = ts, ms, seq end
+  last_ms, last_seq = ms, seq
+  i = i + 2 + f
+  seq = seq + 1
+  if seq > mask then ms, seq = ms + 1, 0 end
+end
+
+redis.call('HSET', state, 'last_ms', last_ms, 'last_seq', last_seq)
+redis.call('HINCRBY', state, 'bytes', tonumber(ARGV[10]))
+redis.call('HINCRBY', state, 'records', n)
+if batch_max_ts > max_ts then
+  redis.call('HSET', state, 'max_ts', batch_max_ts, 'max_ts_id', batch_max_ms .. '-' .. batch_max_seq)
+  if not log_append_time then
+    redis.call('ZADD', tindex, batch_max_ts, base_ms .. '-' .. base_seq_id)
+  end
+end
+
+if pid >= 0 then
+  local last_seq_no = base_seq + n - 1
+  if last_seq_no > 2147483647 then last_seq_no = last_seq_no - 2147483648 end
+  pbatches[#pbatches + 1] = {base_seq, last_seq_no, base_ms, base_seq_id, last_ms, last_seq}
+  while #pbatches > 5 do table.remove(pbatches, 1) end
+  local parts = {tostring(epoch)}
+  for _, b in ipairs(pbatches) do
+    parts[#parts + 1] = string.format('%d,%d,%d,%d,%d,%d', b[1], b[2], b[3], b[4], b[5], b[6])
+  end
+  redis.call('HSET', state, pfield, table.concat(parts, ';'))
+end
+
+apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', now)
+
+if ARGV[11] ~= '' then redis.call('PUBLISH', ARGV[11], ARGV[12]) end
+
+local sms, sseq = log_start()
+return {0, base_ms, base_seq_id, last_ms, last_seq, now, sms, sseq}
