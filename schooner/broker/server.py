@@ -30,6 +30,8 @@ class Broker:
         self._server: asyncio.Server | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._connections: set[asyncio.Task[Any]] = set()
+        self._pubsub: Any = None
+        self._stopping = False
 
     @property
     def port(self) -> int:
@@ -62,6 +64,11 @@ class Broker:
         await self._server.serve_forever()
 
     async def stop(self) -> None:
+        self._stopping = True
+        if self._pubsub is not None:
+            # redis-py's pub/sub read can swallow a cancel; closing its connection ends the read.
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()
         for task in self._tasks:
             task.cancel()
         if self._server:
@@ -83,6 +90,8 @@ class Broker:
         self._connections.add(task)
         try:
             await Connection(reader, writer, dispatcher(self.ctx), self.settings.max_request_bytes).serve()
+        except asyncio.CancelledError:
+            writer.close()  # the broker is stopping
         finally:
             self._connections.discard(task)
 
@@ -98,15 +107,16 @@ class Broker:
     async def _listen_for_appends(self) -> None:
         """Wakes local long-polls when any broker (or this one) appends."""
         assert self.ctx is not None
-        while True:
-            pubsub = self.ctx.redis.pubsub()
+        while not self._stopping:
+            pubsub = self._pubsub = self.ctx.redis.pubsub()
             try:
                 await pubsub.subscribe(self.ctx.ks.appended_channel)
-                while True:
-                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-                    if message and message.get("type") == "message":
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
                         self.ctx.waiters.notify_text(message["data"])
-            except (RedisError, OSError) as exc:
+            except (RedisError, OSError, AttributeError) as exc:
+                if self._stopping:
+                    return
                 log.warning("append notices interrupted: %s", exc)
                 await asyncio.sleep(0.5)
             finally:

@@ -65,8 +65,7 @@ def decode_request(data: bytes) -> Request:
         body, size = entity_reader(request_type(header.api_key, header.api_version))(data, pos)
     except Exception as exc:  # kio raises several types for bad bytes; all mean the same here
         raise MalformedRequest(f"cannot decode {ApiKey(header.api_key).name} v{header.api_version}: {exc}")
-    if pos + size != len(data):
-        raise MalformedRequest(f"{len(data) - pos - size} trailing bytes after the request body")
+    # Trailing bytes are ignored, as Kafka's own parser does: librdkafka sends some after Metadata v13.
     return Request(header, body)
 
 

@@ -1,9 +1,391 @@
-"""Placeholder."""
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics; broker configs are static."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 
-async def handle_describe(ctx: Any, body: Any) -> Any:
-    raise NotImplementedError
+from ...protocol.messages import make, response_module_of
+from ...storage import topics as topic_store
+from ...storage.offsets import DEFAULT_SEQUENCE_BITS
+from ...storage.topic_config import (
+    CONFIG_DEFS,
+    SEQUENCE_BITS,
+    TRIM_APPROXIMATE,
+    InvalidConfig,
+    valid_topic_name,
+    validate,
+)
+from ...storage.topics import Topic, UnknownTopic
+from ..context import BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS
+
+TOPIC = 2
+BROKER = 4
+
+# Config sources (DescribeConfigsResponse) and config types (v3+).
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
+
+# IncrementalAlterConfigs operations.
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+# Control-plane changes that could not reach Redis: the client may retry.
+ADMIN_STORAGE_ERROR = ErrorCode.request_timed_out
+STATIC_BROKER_MESSAGE = (
+    "broker configs are static in Schooner: set them in the broker's config file or environment and restart"
+)
+
+_CONFIG_TYPES: dict[str, int] = {
+    "cleanup.policy": LIST,
+    "compression.type": STRING,
+    "max.message.bytes": INT,
+    "message.timestamp.type": STRING,
+    SEQUENCE_BITS: INT,
+    TRIM_APPROXIMATE: BOOLEAN,
+    "segment.bytes": INT,
+    "segment.index.bytes": INT,
+    "min.insync.replicas": INT,
+    "unclean.leader.election.enable": BOOLEAN,
+    "index.interval.bytes": INT,
+    "min.cleanable.dirty.ratio": DOUBLE,
+    "preallocate": BOOLEAN,
+    "leader.replication.throttled.replicas": LIST,
+    "follower.replication.throttled.replicas": LIST,
+    "remote.storage.enable": BOOLEAN,
+}  # every other topic config is a LONG
+
+# The broker-wide config that supplies each topic config's default (Kafka's synonyms).
+BROKER_SYNONYMS: dict[str, str] = {
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "cleanup.policy": "log.cleanup.policy",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "preallocate": "log.preallocate",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
+    "local.retention.ms": "log.local.retention.ms",
+    "local.retention.bytes": "log.local.retention.bytes",
+}
+
+_DOCS: dict[str, str] = {
+    "retention.ms": "How long records are kept before retention trims them (MINID); -1 keeps them forever.",
+    "retention.bytes": "Size a partition may reach before its oldest records are trimmed; -1: no limit.",
+    "cleanup.policy": "Only 'delete' is supported: retention trims the oldest records.",
+    "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
+    "max.message.bytes": "The largest record batch a producer may send to this topic.",
+    "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
+    SEQUENCE_BITS: "Low bits of an offset holding the entry ID's sequence; fixed when the topic is created.",
+    TRIM_APPROXIMATE: "Trim retention with '~' (approximate and cheaper) rather than exactly.",
+}
+_NO_EFFECT_DOC = "Accepted for compatibility; it has no effect on a log kept in Redis Streams."
 
 
-handle_alter = handle_incremental_alter = handle_describe
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    config_type: int
+    synonyms: tuple[tuple[str, str | None, int], ...]
+    documentation: str | None = None
+
+
+def check_config(name: str, value: str | None) -> None:
+    """validate(), with a message that names the config."""
+    if name not in CONFIG_DEFS:
+        raise InvalidConfig(f"Unknown topic config name: {name}")
+    try:
+        validate(name, value)
+    except InvalidConfig as exc:
+        raise InvalidConfig(f"Invalid value {value} for configuration {name}: {exc}") from None
+
+
+def topic_config_values(
+    overrides: Mapping[str, str], defaults: Mapping[str, str], bits: int
+) -> list[ConfigValue]:
+    """Every topic config with its value, source and synonyms (the topic's, then the broker's)."""
+    values = []
+    overrides = {k: v for k, v in overrides.items() if k != SEQUENCE_BITS}
+    default_bits = str(defaults.get(SEQUENCE_BITS, CONFIG_DEFS[SEQUENCE_BITS].default))
+    if str(bits) != default_bits:
+        overrides[SEQUENCE_BITS] = str(bits)
+    for name, definition in CONFIG_DEFS.items():
+        broker_name = BROKER_SYNONYMS.get(name, name)
+        synonyms: list[tuple[str, str | None, int]] = []
+        if name in overrides:
+            synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
+        if name in defaults:
+            synonyms.append((broker_name, str(defaults[name]), STATIC_BROKER_CONFIG))
+        synonyms.append((broker_name, definition.default, DEFAULT_CONFIG))
+        values.append(
+            ConfigValue(
+                name=name,
+                value=synonyms[0][1],
+                source=synonyms[0][2],
+                read_only=definition.read_only,
+                config_type=_CONFIG_TYPES.get(name, LONG),
+                synonyms=tuple(synonyms),
+                documentation=_DOCS.get(name) if definition.effective else _NO_EFFECT_DOC,
+            )
+        )
+    return values
+
+
+def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
+    settings = ctx.settings
+    defaults = ctx.topic_defaults
+
+    def static(
+        name: str, value: str, config_type: int, is_default: bool = False, doc: str | None = None
+    ) -> ConfigValue:
+        source = DEFAULT_CONFIG if is_default else STATIC_BROKER_CONFIG
+        return ConfigValue(name, value, source, True, config_type, ((name, value, source),), doc)
+
+    host, port = ctx.me.host, ctx.me.port
+    values = [
+        static("broker.id", str(ctx.me.broker_id), INT),
+        static("advertised.listeners", f"PLAINTEXT://{host}:{port}", LIST),
+        static("num.partitions", str(settings.default_partitions), INT, settings.default_partitions == 1),
+        static("default.replication.factor", "1", INT, True, "Redis keeps the data: one copy per partition."),
+        static(
+            "auto.create.topics.enable",
+            str(settings.auto_create_topics).lower(),
+            BOOLEAN,
+            settings.auto_create_topics,
+        ),
+        static("socket.request.max.bytes", str(settings.max_request_bytes), INT),
+    ]
+    for name, definition in CONFIG_DEFS.items():
+        if not definition.effective:
+            continue
+        value = str(defaults.get(name, definition.default))
+        broker_name = BROKER_SYNONYMS.get(name, name)
+        config_type = _CONFIG_TYPES.get(name, LONG)
+        values.append(static(broker_name, value, config_type, name not in defaults, _DOCS.get(name)))
+    return values
+
+
+# -- DescribeConfigs ------------------------------------------------------------------------------
+
+
+async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    synonyms = bool(getattr(body, "include_synonyms", False))
+    docs = bool(getattr(body, "include_documentation", False))
+    results = []
+    for resource in body.resources:
+        code, message, found = await _describe_resource(ctx, resource)
+        wanted = set(resource.configuration_keys or ())
+        configs = tuple(
+            _config_entry(mod, c, synonyms, docs) for c in found if c.name in wanted or not wanted
+        )
+        results.append(
+            make(
+                mod.DescribeConfigsResult,
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=configs,
+            )
+        )
+    return make(mod.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+async def _describe_resource(
+    ctx: BrokerContext, resource: Any
+) -> tuple[ErrorCode, str | None, list[ConfigValue]]:
+    name = resource.resource_name
+    if resource.resource_type == TOPIC:
+        if not valid_topic_name(name):
+            return ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal", []
+        try:
+            topic = await ctx.topic(name)
+        except STORAGE_ERRORS as exc:
+            return ADMIN_STORAGE_ERROR, f"Redis is unavailable: {exc}", []
+        if topic is None:
+            return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist", []
+        values = topic_config_values(topic.overrides, ctx.topic_defaults, topic.sequence_bits)
+        return ErrorCode.none, None, values
+    if resource.resource_type == BROKER:
+        if name not in ("", str(ctx.me.broker_id)):
+            return ErrorCode.invalid_request, f"This is broker {ctx.me.broker_id}, not broker {name!r}", []
+        return ErrorCode.none, None, _broker_config_values(ctx)
+    return ErrorCode.invalid_request, f"Config resource type {resource.resource_type} is not supported", []
+
+
+def _config_entry(mod: Any, c: ConfigValue, synonyms: bool, docs: bool) -> Any:
+    return make(
+        mod.DescribeConfigsResourceResult,
+        name=c.name,
+        value=c.value,
+        read_only=c.read_only,
+        config_source=c.source,
+        is_sensitive=False,
+        synonyms=(
+            tuple(make(mod.DescribeConfigsSynonym, name=n, value=v, source=s) for n, v, s in c.synonyms)
+            if synonyms
+            else ()
+        ),
+        config_type=c.config_type,
+        documentation=c.documentation if docs else None,
+    )
+
+
+# -- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------------------
+
+
+class _BadRequest(Exception):
+    pass
+
+
+async def handle_alter(ctx: BrokerContext, body: Any) -> Any:
+    """Legacy AlterConfigs: the given configs replace every override the topic had."""
+    return await _alter(ctx, body, incremental=False)
+
+
+async def handle_incremental_alter(ctx: BrokerContext, body: Any) -> Any:
+    return await _alter(ctx, body, incremental=True)
+
+
+async def _alter(ctx: BrokerContext, body: Any, incremental: bool) -> Any:
+    mod = response_module_of(body)
+    seen = Counter((r.resource_type, r.resource_name) for r in body.resources)
+    responses = []
+    for resource in body.resources:
+        message: str | None
+        if seen[(resource.resource_type, resource.resource_name)] > 1:
+            code, message = ErrorCode.invalid_request, "Duplicate resource in the request"
+        elif resource.resource_type == BROKER:
+            code, message = ErrorCode.invalid_request, STATIC_BROKER_MESSAGE
+        elif resource.resource_type != TOPIC:
+            code, message = (
+                ErrorCode.invalid_request,
+                f"Resource type {resource.resource_type} is unsupported",
+            )
+        else:
+            try:
+                code, message = await _alter_topic(ctx, resource, incremental, bool(body.validate_only))
+            except STORAGE_ERRORS as exc:
+                code, message = ADMIN_STORAGE_ERROR, f"Redis is unavailable: {exc}"
+        responses.append(
+            make(
+                mod.AlterConfigsResourceResponse,
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    response_cls = mod.IncrementalAlterConfigsResponse if incremental else mod.AlterConfigsResponse
+    return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(responses))
+
+
+async def _alter_topic(
+    ctx: BrokerContext, resource: Any, incremental: bool, validate_only: bool
+) -> tuple[ErrorCode, str | None]:
+    name = resource.resource_name
+    if not valid_topic_name(name):
+        return ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal"
+    repeated = sorted(n for n, count in Counter(c.name for c in resource.configs).items() if count > 1)
+    if repeated:
+        return ErrorCode.invalid_request, f"Duplicate config keys: {', '.join(repeated)}"
+    ctx.forget_topic(name)
+    topic = await ctx.topic(name)
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist"
+    try:
+        if incremental:
+            set_configs, deletes = _incremental_changes(topic, resource.configs)
+        else:
+            set_configs, deletes = _replacement(topic, resource.configs), []
+    except InvalidConfig as exc:
+        return ErrorCode.invalid_config, str(exc)
+    except _BadRequest as exc:
+        return ErrorCode.invalid_request, str(exc)
+    if validate_only:
+        return ErrorCode.none, None
+    try:
+        await topic_store.update(
+            ctx.redis,
+            ctx.ks,
+            name,
+            set_configs=set_configs,
+            delete_configs=deletes,
+            replace_configs=not incremental,
+        )
+    except UnknownTopic:
+        return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist"
+    finally:
+        ctx.forget_topic(name)
+    return ErrorCode.none, None
+
+
+def _check_topic_value(topic: Topic, name: str, value: str | None) -> None:
+    check_config(name, value)
+    if name == SEQUENCE_BITS and int(value or DEFAULT_SEQUENCE_BITS) != topic.sequence_bits:
+        raise InvalidConfig(
+            f"{SEQUENCE_BITS} is fixed when a topic is created; {topic.name!r} has {topic.sequence_bits}"
+        )
+
+
+def _replacement(topic: Topic, configs: Any) -> dict[str, str]:
+    new: dict[str, str] = {}
+    for c in configs:
+        _check_topic_value(topic, c.name, c.value)
+        if c.name != SEQUENCE_BITS:  # kept in the topic's own field, never as an override
+            new[c.name] = c.value
+    return new
+
+
+def _incremental_changes(topic: Topic, configs: Any) -> tuple[dict[str, str], list[str]]:
+    sets: dict[str, str] = {}
+    deletes: list[str] = []
+    for c in configs:
+        name, op = c.name, c.config_operation
+        if op not in (SET, DELETE, APPEND, SUBTRACT):
+            raise _BadRequest(f"Unknown config operation {op} for {name}")
+        if name not in CONFIG_DEFS:
+            raise InvalidConfig(f"Unknown topic config name: {name}")
+        if name == SEQUENCE_BITS and op != SET:
+            raise InvalidConfig(f"{SEQUENCE_BITS} is fixed when the topic is created")
+        if op == DELETE:
+            deletes.append(name)
+            continue
+        value = c.value
+        if op in (APPEND, SUBTRACT):
+            if _CONFIG_TYPES.get(name) != LIST:
+                raise InvalidConfig(f"Config value append or subtract is not allowed for config key {name}")
+            current = [v.strip() for v in topic.configs.get(name, "").split(",") if v.strip()]
+            items = [v.strip() for v in (value or "").split(",") if v.strip()]
+            if op == APPEND:
+                current += [v for v in items if v not in current]
+            else:
+                current = [v for v in current if v not in items]
+            value = ",".join(current)
+        _check_topic_value(topic, name, value)
+        if name != SEQUENCE_BITS and value is not None:
+            sets[name] = value
+    return sets, deletes

@@ -1,6 +1,62 @@
-"""Placeholder."""
+"""DeleteRecords: moves partitions' log start offsets forward."""
+
+from __future__ import annotations
+
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 
-async def handle_delete_records(ctx: Any, body: Any) -> Any:
-    raise NotImplementedError
+from ...protocol.messages import make, response_module_of
+from ...storage import log as storage_log
+from ...storage.topics import Topic
+from ..context import BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERROR_CODE, STORAGE_ERRORS
+
+HIGH_WATERMARK = -1
+
+
+async def handle_delete_records(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    topics = []
+    for requested in body.topics:
+        topic: Topic | None = None
+        lookup_failed = False
+        try:
+            topic = await ctx.topic(requested.name)
+        except STORAGE_ERRORS:
+            lookup_failed = True
+        partitions = []
+        for p in requested.partitions:
+            if lookup_failed:
+                code, low = STORAGE_ERROR_CODE, -1
+            else:
+                code, low = await _delete_before(ctx, topic, p.partition_index, p.offset)
+            partitions.append(
+                make(
+                    mod.DeleteRecordsPartitionResult,
+                    partition_index=p.partition_index,
+                    low_watermark=low,
+                    error_code=code,
+                )
+            )
+        topics.append(make(mod.DeleteRecordsTopicResult, name=requested.name, partitions=tuple(partitions)))
+    return make(mod.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+async def _delete_before(
+    ctx: BrokerContext, topic: Topic | None, partition: int, offset: int
+) -> tuple[ErrorCode, int]:
+    """Removes the records below the offset; returns the error and the new low watermark (log start)."""
+    if topic is None or not 0 <= partition < topic.partitions:
+        return ErrorCode.unknown_topic_or_partition, -1
+    try:
+        bounds = await storage_log.bounds(ctx.redis, ctx.ks, topic, partition)
+        if offset == HIGH_WATERMARK:
+            offset = bounds.high_watermark
+        if offset < 0 or offset > bounds.high_watermark:
+            return ErrorCode.offset_out_of_range, -1
+        if offset <= bounds.log_start_offset:
+            return ErrorCode.none, bounds.log_start_offset
+        return ErrorCode.none, await storage_log.delete_records(ctx.redis, ctx.ks, topic, partition, offset)
+    except STORAGE_ERRORS:
+        return STORAGE_ERROR_CODE, -1

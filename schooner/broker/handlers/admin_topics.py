@@ -1,9 +1,307 @@
-"""Placeholder."""
+"""CreateTopics, DeleteTopics and CreatePartitions."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 
-async def handle_create(ctx: Any, body: Any) -> Any:
-    raise NotImplementedError
+from ...protocol.messages import has_field, make, response_module_of
+from ...storage import topics as topic_store
+from ...storage.offsets import DEFAULT_SEQUENCE_BITS
+from ...storage.topic_config import SEQUENCE_BITS, InvalidConfig, valid_topic_name
+from ...storage.topics import PartitionsNotIncreasing, TopicExists, UnknownTopic
+from ..context import BrokerContext
+from .admin_configs import ADMIN_STORAGE_ERROR, check_config, topic_config_values
+from .common import NO_THROTTLE, STORAGE_ERRORS
+
+# Guards the broker against absurd counts (each partition gets a stamped state hash); Kafka has no such cap.
+MAX_PARTITIONS = 100_000
+# Redis keeps the data, so every partition reports a single replica.
+REPLICATION_FACTOR = 1
+
+Outcome = tuple[ErrorCode, str | None]
 
 
-handle_delete = handle_create_partitions = handle_create
+def _storage_failure(exc: BaseException) -> Outcome:
+    return ADMIN_STORAGE_ERROR, f"Redis is unavailable: {exc}"
+
+
+async def _assignment_error(ctx: BrokerContext, replica_lists: Sequence[Sequence[int]]) -> str | None:
+    """Kafka's checks of a manual assignment: replicas are given, distinct, and registered brokers."""
+    live = {b.broker_id for b in await ctx.live_brokers()}
+    for index, broker_ids in enumerate(replica_lists):
+        if not broker_ids:
+            return f"The manual partition assignment of partition {index} has an empty replica list."
+        if len(set(broker_ids)) != len(broker_ids):
+            return f"The manual partition assignment of partition {index} names a broker more than once."
+        unknown = [b for b in broker_ids if b not in live]
+        if unknown:
+            return f"The manual partition assignment names broker {unknown[0]}, which is not registered."
+    return None
+
+
+# -- CreateTopics ---------------------------------------------------------------------------------
+
+
+async def handle_create(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    counts = Counter(t.name for t in body.topics)
+    reported: set[str] = set()
+    results = []
+    for requested in body.topics:
+        if counts[requested.name] > 1:
+            if requested.name not in reported:
+                reported.add(requested.name)
+                error = _create_error(mod, requested.name, ErrorCode.invalid_request, "Duplicate topic name.")
+                results.append(error)
+            continue
+        try:
+            results.append(await _create_one(ctx, mod, requested, bool(body.validate_only)))
+        except STORAGE_ERRORS as exc:
+            results.append(_create_error(mod, requested.name, *_storage_failure(exc)))
+    return make(mod.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+def _create_error(mod: Any, name: str, code: ErrorCode, message: str | None) -> Any:
+    return make(
+        mod.CreatableTopicResult,
+        name=name,
+        topic_id=None,
+        error_code=code,
+        error_message=message,
+        topic_config_error_code=0,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=(),
+    )
+
+
+async def _create_one(ctx: BrokerContext, mod: Any, requested: Any, validate_only: bool) -> Any:
+    name = requested.name
+    if not valid_topic_name(name):
+        illegal = f"Topic name {name!r} is illegal: use 1 to 249 of [a-zA-Z0-9._-], and not '.' or '..'"
+        return _create_error(mod, name, ErrorCode.invalid_topic_exception, illegal)
+    code, message, partitions = await _partition_count(ctx, requested)
+    if code != ErrorCode.none:
+        return _create_error(mod, name, code, message)
+    overrides: dict[str, str] = {}
+    for config in requested.configs:
+        try:
+            check_config(config.name, config.value)
+        except InvalidConfig as exc:
+            return _create_error(mod, name, ErrorCode.invalid_config, str(exc))
+        overrides[config.name] = str(config.value)
+    ctx.forget_topic(name)
+    if await ctx.topic(name) is not None:
+        return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    defaults = ctx.topic_defaults
+    if validate_only:
+        bits = int(overrides.get(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
+        return _created(mod, name, None, partitions, overrides, defaults, bits)
+    try:
+        topic = await ctx.create_topic(name, partitions, overrides)
+    except TopicExists:
+        ctx.forget_topic(name)
+        return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    return _created(mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.sequence_bits)
+
+
+async def _partition_count(ctx: BrokerContext, requested: Any) -> tuple[ErrorCode, str | None, int]:
+    assignments = requested.assignments
+    if assignments:
+        if requested.num_partitions != -1 or requested.replication_factor != -1:
+            message = "Both num_partitions or replication_factor and a manual assignment were set; use one."
+            return ErrorCode.invalid_request, message, 0
+        ordered = sorted(assignments, key=lambda a: a.partition_index)
+        if [a.partition_index for a in ordered] != list(range(len(ordered))):
+            return ErrorCode.invalid_replica_assignment, "Partitions should be 0-based and consecutive.", 0
+        error = await _assignment_error(ctx, [list(a.broker_ids) for a in ordered])
+        if error:
+            return ErrorCode.invalid_replica_assignment, error, 0
+        partitions = len(ordered)
+    else:
+        partitions = requested.num_partitions
+        if partitions == -1:
+            partitions = ctx.settings.default_partitions
+        if partitions < 1:
+            return ErrorCode.invalid_partitions, "Number of partitions must be larger than 0, or -1.", 0
+        if requested.replication_factor != -1 and requested.replication_factor < 1:
+            message = "Replication factor must be larger than 0, or -1 to use the default value."
+            return ErrorCode.invalid_replication_factor, message, 0
+    if partitions > MAX_PARTITIONS:
+        return ErrorCode.invalid_partitions, f"Number of partitions must not exceed {MAX_PARTITIONS}.", 0
+    return ErrorCode.none, None, partitions
+
+
+def _created(
+    mod: Any,
+    name: str,
+    topic_id: uuid.UUID | None,
+    partitions: int,
+    overrides: Mapping[str, str],
+    defaults: Mapping[str, str],
+    bits: int,
+) -> Any:
+    configs: tuple[Any, ...] = ()
+    config_cls = getattr(mod, "CreatableTopicConfigs", None)
+    if config_cls is not None:
+        configs = tuple(
+            make(
+                config_cls,
+                name=c.name,
+                value=c.value,
+                read_only=c.read_only,
+                config_source=c.source,
+                is_sensitive=False,
+            )
+            for c in topic_config_values(overrides, defaults, bits)
+        )
+    return make(
+        mod.CreatableTopicResult,
+        name=name,
+        topic_id=topic_id,
+        error_code=ErrorCode.none,
+        error_message=None,
+        topic_config_error_code=0,
+        num_partitions=partitions,
+        replication_factor=REPLICATION_FACTOR,
+        configs=configs,
+    )
+
+
+# -- DeleteTopics ---------------------------------------------------------------------------------
+
+
+def _given_id(topic_id: uuid.UUID | None) -> uuid.UUID | None:
+    return None if topic_id is None or topic_id.int == 0 else topic_id
+
+
+async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    if has_field(type(body), "topics"):
+        wanted = [(t.name, _given_id(t.topic_id)) for t in body.topics]
+    else:
+        wanted = [(name, None) for name in body.topic_names]
+    names = Counter(n for n, _ in wanted if n is not None)
+    ids = Counter(i for n, i in wanted if n is None and i is not None)
+    results = []
+    for name, topic_id in wanted:
+        outcome: Outcome
+        if name is not None and topic_id is not None:
+            outcome = (ErrorCode.invalid_request, "You may not give both a topic name and a topic id.")
+        elif name is None and topic_id is None:
+            outcome = (ErrorCode.invalid_request, "Neither a topic name nor a topic id was given.")
+        elif (name is not None and names[name] > 1) or (topic_id is not None and ids[topic_id] > 1):
+            outcome = (ErrorCode.invalid_request, "Duplicate topic in the request.")
+        else:
+            try:
+                name, topic_id, outcome = await _delete_one(ctx, name, topic_id)
+            except STORAGE_ERRORS as exc:
+                outcome = _storage_failure(exc)
+        results.append(
+            make(
+                mod.DeletableTopicResult,
+                name=name,
+                topic_id=topic_id,
+                error_code=outcome[0],
+                error_message=outcome[1],
+            )
+        )
+    return make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+async def _delete_one(
+    ctx: BrokerContext, name: str | None, topic_id: uuid.UUID | None
+) -> tuple[str | None, uuid.UUID | None, Outcome]:
+    if name is None:
+        assert topic_id is not None
+        topic = await ctx.topic_by_id(topic_id)
+        if topic is None:
+            return None, topic_id, (ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist.")
+    else:
+        unknown = (ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
+        if not valid_topic_name(name):
+            return name, None, unknown
+        ctx.forget_topic(name)
+        topic = await ctx.topic(name)
+        if topic is None:
+            return name, None, unknown
+    try:
+        await topic_store.delete(ctx.redis, ctx.ks, topic.name)
+    except UnknownTopic:
+        code = ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
+        return name, topic_id, (code, f"Topic '{topic.name}' does not exist.")
+    finally:
+        ctx.forget_topic(topic.name)
+    return topic.name, topic.id, (ErrorCode.none, None)
+
+
+# -- CreatePartitions -----------------------------------------------------------------------------
+
+
+async def handle_create_partitions(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    counts = Counter(t.name for t in body.topics)
+    results = []
+    for requested in body.topics:
+        if counts[requested.name] > 1:
+            outcome: Outcome = (ErrorCode.invalid_request, "Duplicate topic name.")
+        else:
+            try:
+                outcome = await _grow(ctx, requested, bool(body.validate_only))
+            except STORAGE_ERRORS as exc:
+                outcome = _storage_failure(exc)
+        results.append(
+            make(
+                mod.CreatePartitionsTopicResult,
+                name=requested.name,
+                error_code=outcome[0],
+                error_message=outcome[1],
+            )
+        )
+    return make(mod.CreatePartitionsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+async def _grow(ctx: BrokerContext, requested: Any, validate_only: bool) -> Outcome:
+    name, count = requested.name, requested.count
+    unknown = (ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+    if not valid_topic_name(name):
+        return unknown
+    ctx.forget_topic(name)
+    topic = await ctx.topic(name)
+    if topic is None:
+        return unknown
+    current = topic.partitions
+    if count < current:
+        message = f"Topic currently has {current} partitions, which is higher than the requested {count}."
+        return ErrorCode.invalid_partitions, message
+    if count == current:
+        return ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
+    if count > MAX_PARTITIONS:
+        return ErrorCode.invalid_partitions, f"Number of partitions must not exceed {MAX_PARTITIONS}."
+    if requested.assignments is not None:
+        added = count - current
+        if len(requested.assignments) != added:
+            given = len(requested.assignments)
+            message = f"Increasing the number of partitions by {added} but {given} assignments were given."
+            return ErrorCode.invalid_replica_assignment, message
+        error = await _assignment_error(ctx, [list(a.broker_ids) for a in requested.assignments])
+        if error:
+            return ErrorCode.invalid_replica_assignment, error
+    if validate_only:
+        return ErrorCode.none, None
+    try:
+        old = await topic_store.update(ctx.redis, ctx.ks, name, partitions=count)
+    except UnknownTopic:
+        return unknown
+    except PartitionsNotIncreasing:
+        return ErrorCode.invalid_partitions, f"Topic '{name}' already has {count} or more partitions."
+    finally:
+        ctx.forget_topic(name)
+    await topic_store.stamp_partitions(ctx.redis, ctx.ks, name, topic.id, range(old, count))
+    ctx.forget_topic(name)
+    return ErrorCode.none, None

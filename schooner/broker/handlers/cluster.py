@@ -1,6 +1,49 @@
-"""Placeholder."""
+"""DescribeCluster: the cluster id, the controller and the live brokers."""
+
+from __future__ import annotations
+
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 
-async def handle_describe_cluster(ctx: Any, body: Any) -> Any:
-    raise NotImplementedError
+from ...protocol.messages import make, response_module_of
+from ..context import BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS
+
+BROKERS_ENDPOINT = 1
+CONTROLLERS_ENDPOINT = 2
+NO_AUTHORIZED_OPERATIONS = -2147483648
+
+
+async def handle_describe_cluster(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    code, message = ErrorCode.none, None
+    endpoint_type = getattr(body, "endpoint_type", BROKERS_ENDPOINT)
+    if endpoint_type != BROKERS_ENDPOINT:
+        code = ErrorCode.unsupported_endpoint_type
+        message = f"Endpoint type {endpoint_type} is not served: there are no separate controllers."
+    try:
+        brokers = await ctx.live_brokers()
+    except STORAGE_ERRORS:
+        brokers = [ctx.me]
+    return make(
+        mod.DescribeClusterResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        error_message=message,
+        endpoint_type=BROKERS_ENDPOINT,
+        cluster_id=ctx.cluster_id,
+        controller_id=ctx.controller_id(brokers),
+        brokers=tuple(
+            make(
+                mod.DescribeClusterBroker,
+                broker_id=b.broker_id,
+                host=b.host,
+                port=b.port,
+                rack=b.rack,
+                is_fenced=False,
+            )
+            for b in brokers
+        ),
+        cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+    )

@@ -1,0 +1,96 @@
+"""Fetch throughput: kcat reads a topic end to end through the broker; a raw XRANGE loop is the baseline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+XRANGE_COUNT = 1000
+_READ_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class KcatRun:
+    messages: int
+    seconds: float  # kcat start to exit: connection, metadata, offset lookup and every fetch
+    first_record_seconds: float  # kcat start to its first output: the fixed start-up cost
+    msgs_per_s: float  # messages / seconds
+    steady_msgs_per_s: float  # messages / (seconds - first_record_seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class XrangeRun:
+    messages: int
+    seconds: float
+    msgs_per_s: float
+
+
+def kcat_consume(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) -> KcatRun:
+    """Consumes partition 0 of `topic` from the beginning until its end (-e), one output line per record.
+
+    The output (the offset of each record) is counted here in 64 KiB reads, which costs little next to kcat.
+    """
+    args = ["kcat", "-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"]
+    args += ["-f", "%o\n"]
+    start = time.perf_counter()
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    fd = process.stdout.fileno()
+    lines = 0
+    first: float | None = None
+    deadline = start + timeout
+    while True:
+        chunk = os.read(fd, _READ_CHUNK)
+        if not chunk:
+            break
+        if first is None:
+            first = time.perf_counter()
+        lines += chunk.count(b"\n")
+        if time.perf_counter() > deadline:
+            process.kill()
+            break
+    code = process.wait()
+    end = time.perf_counter()
+    stderr = process.stderr.read().decode(errors="replace").strip()
+    process.stdout.close()
+    process.stderr.close()
+    if code != 0:
+        raise RuntimeError(f"kcat exited with {code} after {lines} records: {stderr}")
+    if lines != expected:
+        raise RuntimeError(f"kcat read {lines} records, expected {expected}: {stderr}")
+    seconds = end - start
+    first_seconds = (first or end) - start
+    steady = lines / (seconds - first_seconds) if seconds > first_seconds else float("nan")
+    return KcatRun(lines, seconds, first_seconds, lines / seconds, steady)
+
+
+def _raw_reply(response: Any, **_options: Any) -> Any:
+    return response
+
+
+def raw_xrange(redis_url: str, key: str, expected: int, count: int = XRANGE_COUNT) -> XrangeRun:
+    """Reads the whole stream with XRANGE COUNT `count`, with redis-py's reply conversion switched off."""
+    client = redis.Redis.from_url(redis_url)
+    client.response_callbacks["XRANGE"] = _raw_reply
+    try:
+        client.ping()  # connect outside the timed loop
+        messages = 0
+        start = time.perf_counter()
+        lower: bytes = b"-"
+        while True:
+            entries = client.execute_command("XRANGE", key, lower, "+", "COUNT", count)
+            if not entries:
+                break
+            messages += len(entries)
+            lower = b"(" + entries[-1][0]
+        seconds = time.perf_counter() - start
+    finally:
+        client.close()
+    if messages != expected:
+        raise RuntimeError(f"XRANGE read {messages} entries of {key}, expected {expected}")
+    return XrangeRun(messages, seconds, messages / seconds)

@@ -1,0 +1,112 @@
+"""The results of one run: medians and ratios, a compact table, and the JSON file."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+PRODUCE_TARGET = 0.25
+FETCH_TARGET = 0.25
+FETCH_AIM = 0.5
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def ratio(broker: float, raw: float) -> float:
+    return broker / raw if raw else float("nan")
+
+
+def _num(value: float, digits: int = 0) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def _cpu(shares: dict[str, float]) -> str:
+    return "/".join(f"{shares[name]:.2f}" for name in ("broker", "redis", "client"))
+
+
+def _verdict(value: float, target: float) -> str:
+    return "ok" if value >= target else "BELOW"
+
+
+def table(results: dict[str, Any]) -> str:
+    cfg = results["config"]
+    env = results["environment"]
+    p = results["produce"]
+    f = results["fetch"]
+    lat = results["latency"]
+    mem = results["memory"]
+    runs = cfg["runs"]
+    rows: list[tuple[str, str, str, str, str]] = [
+        ("figure", "broker", "raw Redis", "ratio", "target"),
+        (
+            "produce msgs/s",
+            _num(p["broker_msgs_per_s"]),
+            _num(p["raw_xadd_per_s"]),
+            f"{p['ratio']:.3f}",
+            f">= {PRODUCE_TARGET} {_verdict(p['ratio'], PRODUCE_TARGET)}",
+        ),
+        (
+            "fetch msgs/s (kcat start..exit)",
+            _num(f["broker_msgs_per_s"]),
+            _num(f["raw_xrange_per_s"]),
+            f"{f['ratio']:.3f}",
+            f">= {FETCH_TARGET} {_verdict(f['ratio'], FETCH_TARGET)} (aim {FETCH_AIM})",
+        ),
+        (
+            "fetch msgs/s (first record..exit)",
+            _num(f["broker_steady_msgs_per_s"]),
+            _num(f["raw_xrange_per_s"]),
+            f"{f['steady_ratio']:.3f}",
+            "",
+        ),
+        (
+            f"e2e latency @{_num(lat['target_msgs_per_s'])}/s p50/p99/max",
+            f"{lat['p50_ms']:.1f}/{lat['p99_ms']:.1f}/{lat['max_ms']:.1f} ms",
+            "",
+            "",
+            f"{lat['received']:,}/{lat['sent']:,} received",
+        ),
+        (
+            "Redis bytes per record (stream)",
+            f"{mem['broker_stream']['bytes_per_record']:.1f}",
+            f"{mem['raw_stream']['bytes_per_record']:.1f}",
+            f"{mem['ratio']:.3f}",
+            "",
+        ),
+        (
+            "  + partition state and time index",
+            f"{mem['broker_partition_bytes_per_record']:.1f}",
+            "",
+            "",
+            "",
+        ),
+    ]
+    rows += [
+        ("CPU during produce, cores", _cpu(p["broker_cpu"]), _cpu(p["raw_cpu"]), "", "broker/redis/client"),
+        ("CPU during fetch, cores", _cpu(f["broker_cpu"]), _cpu(f["raw_cpu"]), "", "broker/redis/client"),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [
+        f"Schooner benchmark {results['date']}: {env['cpus']} CPUs, {cfg['messages']:,} x "
+        f"{cfg['value_bytes']}-byte records, median of {runs} run{'s' if runs != 1 else ''}",
+    ]
+    for n, row in enumerate(rows):
+        lines.append(
+            "  ".join(
+                cell.ljust(widths[i]) if i in (0, 4) else cell.rjust(widths[i]) for i, cell in enumerate(row)
+            ).rstrip()
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    if results.get("broker_log_problems"):
+        lines.append(f"broker log: {len(results['broker_log_problems'])} warning/error lines (see JSON)")
+    return "\n".join(lines)
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")

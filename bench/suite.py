@@ -1,0 +1,213 @@
+"""Runs every figure against one redis-server and one broker process, and collects the results."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import confluent_kafka
+import redis
+
+from . import fetch, latency, memory, produce, report
+from .servers import BenchServers, CpuMeter, Endpoints, cpu_count
+
+WARMUP_TOPIC = "bench-warmup"
+LATENCY_TOPIC = "bench-latency"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    messages: int = 300_000
+    runs: int = 5
+    raw_requests: int = 1_000_000
+    pipeline: int = 64
+    latency_rate: int = 5000
+    latency_seconds: float = 5.0
+
+
+def produce_topic_name(run: int) -> str:
+    return f"bench-produce-{run}"
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def mean_cpu(samples: list[dict[str, float]]) -> dict[str, float]:
+    """The mean share of a core of each process over several runs."""
+    names = samples[0].keys() if samples else ()
+    return {name: round(sum(s[name] for s in samples) / len(samples), 3) for name in names}
+
+
+def _close_producer(producer: confluent_kafka.Producer) -> None:
+    close = getattr(producer, "close", None)
+    if close is not None:
+        close()
+
+
+def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, Any]:
+    value = produce.bench_value()
+    producer = produce.make_producer(ep.bootstrap)
+    try:
+        produce.warm_up(producer, WARMUP_TOPIC)
+        producer.produce(WARMUP_TOPIC, value, partition=0)
+        producer.flush(15)
+        broker_runs: list[produce.ProduceRun] = []
+        raw_runs: list[float] = []
+        broker_cpu: list[dict[str, float]] = []
+        raw_cpu: list[dict[str, float]] = []
+        meter = CpuMeter(ep)
+        for run in range(opts.runs):
+            topic = produce_topic_name(run)
+            produce.warm_up(producer, topic)
+            meter.start()
+            result = produce.produce_topic(producer, topic, opts.messages, value)
+            broker_cpu.append(meter.stop())
+            stored = int(client.xlen(ep.keyspace.stream(topic, 0)))
+            if stored != opts.messages:
+                raise RuntimeError(f"{topic}: its stream holds {stored} entries; {opts.messages} were sent")
+            broker_runs.append(result)
+            _say(f"  produce run {run + 1}: broker {result.msgs_per_s:,.0f} msgs/s")
+            client.delete(produce.RAW_STREAM_KEY)  # the last run's stream stays for the memory figure
+            meter.start()
+            raw = produce.redis_benchmark_xadd(ep.redis_port, opts.raw_requests, value, opts.pipeline)
+            raw_cpu.append(meter.stop())
+            raw_runs.append(raw)
+            _say(f"  produce run {run + 1}: raw XADD {raw:,.0f} /s")
+    finally:
+        _close_producer(producer)
+    broker = report.median([r.msgs_per_s for r in broker_runs])
+    raw = report.median(raw_runs)
+    return {
+        "broker_msgs_per_s": broker,
+        "raw_xadd_per_s": raw,
+        "ratio": report.ratio(broker, raw),
+        "target_ratio": report.PRODUCE_TARGET,
+        "producer_config": produce.PRODUCER_CONFIG,
+        "raw_command": f"redis-benchmark -P {opts.pipeline} -n {opts.raw_requests} -q XADD "
+        f"{produce.RAW_STREAM_KEY} '*' f <{len(value)}-byte value>",
+        "broker_runs": [{**asdict(r), "cpu": c} for r, c in zip(broker_runs, broker_cpu, strict=True)],
+        "raw_runs": [{"per_s": r, "cpu": c} for r, c in zip(raw_runs, raw_cpu, strict=True)],
+        "broker_cpu": mean_cpu(broker_cpu),
+        "raw_cpu": mean_cpu(raw_cpu),
+    }
+
+
+def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
+    topic = produce_topic_name(0)
+    key = ep.keyspace.stream(topic, 0)
+    kcat_runs: list[fetch.KcatRun] = []
+    raw_runs: list[fetch.XrangeRun] = []
+    kcat_cpu: list[dict[str, float]] = []
+    raw_cpu: list[dict[str, float]] = []
+    meter = CpuMeter(ep)
+    for run in range(opts.runs):
+        meter.start()
+        k = fetch.kcat_consume(ep.bootstrap, topic, opts.messages)
+        kcat_cpu.append(meter.stop())
+        kcat_runs.append(k)
+        meter.start()
+        r = fetch.raw_xrange(ep.redis_url, key, opts.messages)
+        raw_cpu.append(meter.stop())
+        raw_runs.append(r)
+        _say(f"  fetch run {run + 1}: kcat {k.msgs_per_s:,.0f} msgs/s, raw XRANGE {r.msgs_per_s:,.0f} /s")
+    broker = report.median([r.msgs_per_s for r in kcat_runs])
+    steady = report.median([r.steady_msgs_per_s for r in kcat_runs])
+    raw = report.median([r.msgs_per_s for r in raw_runs])
+    return {
+        "broker_msgs_per_s": broker,
+        "broker_steady_msgs_per_s": steady,
+        "raw_xrange_per_s": raw,
+        "ratio": report.ratio(broker, raw),
+        "steady_ratio": report.ratio(steady, raw),
+        "target_ratio": report.FETCH_TARGET,
+        "aim_ratio": report.FETCH_AIM,
+        "topic": topic,
+        "stream_key": key,
+        "xrange_count": fetch.XRANGE_COUNT,
+        "kcat_runs": [{**asdict(r), "cpu": c} for r, c in zip(kcat_runs, kcat_cpu, strict=True)],
+        "raw_runs": [{**asdict(r), "cpu": c} for r, c in zip(raw_runs, raw_cpu, strict=True)],
+        "broker_cpu": mean_cpu(kcat_cpu),
+        "raw_cpu": mean_cpu(raw_cpu),
+    }
+
+
+def run_memory(ep: Endpoints, client: redis.Redis) -> dict[str, Any]:
+    topic = produce_topic_name(0)
+    broker = memory.stream_memory(client, ep.keyspace.stream(topic, 0))
+    raw = memory.stream_memory(client, produce.RAW_STREAM_KEY)
+    partition_bytes = memory.keys_memory(client, ep.keyspace.partition_keys(topic, 0))
+    return {
+        "broker_stream": asdict(broker),
+        "raw_stream": asdict(raw),
+        "ratio": report.ratio(broker.bytes_per_record, raw.bytes_per_record),
+        "broker_partition_bytes": partition_bytes,
+        "broker_partition_bytes_per_record": partition_bytes / broker.entries,
+    }
+
+
+def _environment(client: redis.Redis) -> dict[str, Any]:
+    kcat = subprocess.run(["kcat", "-V"], capture_output=True, text=True, check=False).stdout
+    kcat_line = next((line.strip() for line in kcat.splitlines() if line.startswith("Version")), "")
+    bench_version = subprocess.run(
+        ["redis-benchmark", "--version"], capture_output=True, text=True, check=False
+    )
+    return {
+        "cpus": cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "redis_server": client.info("server").get("redis_version"),
+        "redis_benchmark": bench_version.stdout.strip(),
+        "confluent_kafka": confluent_kafka.version()[0],
+        "librdkafka_python": confluent_kafka.libversion()[0],
+        "kcat": kcat_line,
+    }
+
+
+def run_all(opts: Options) -> dict[str, Any]:
+    started = datetime.datetime.now(datetime.UTC)
+    servers = BenchServers()
+    with servers as ep:
+        client = ep.redis_client()
+        try:
+            env = _environment(client)
+            _say(f"redis-server {env['redis_server']} at {ep.redis_url}, broker at {ep.bootstrap}")
+            _say("produce ...")
+            produce_results = run_produce(ep, client, opts)
+            memory_results = run_memory(ep, client)
+            _say("fetch ...")
+            fetch_results = run_fetch(ep, opts)
+            _say(f"latency at {opts.latency_rate} msg/s for {opts.latency_seconds} s ...")
+            meter = CpuMeter(ep)
+            meter.start()
+            lat = latency.end_to_end_latency(
+                ep.bootstrap, LATENCY_TOPIC, opts.latency_rate, opts.latency_seconds
+            )
+            latency_cpu = meter.stop()
+            if not servers.broker_alive():
+                raise RuntimeError("the broker process died during the benchmark")
+        finally:
+            client.close()
+        problems = servers.broker_log_problems()
+    return {
+        "date": started.isoformat(timespec="seconds"),
+        "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
+        "environment": env,
+        "config": {
+            "messages": opts.messages,
+            "value_bytes": produce.VALUE_SIZE,
+            "runs": opts.runs,
+            "raw_requests": opts.raw_requests,
+            "latency_rate": opts.latency_rate,
+            "latency_seconds": opts.latency_seconds,
+        },
+        "produce": produce_results,
+        "fetch": fetch_results,
+        "latency": {**asdict(lat), "producer_config": latency.PRODUCER_CONFIG, "cpu": latency_cpu},
+        "memory": memory_results,
+        "broker_log_problems": problems,
+    }

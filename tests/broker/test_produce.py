@@ -1,0 +1,118 @@
+"""Produce semantics: acks, idempotence with retries, sequence checks, seek by offset and time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tests.clients import Rec, confluent_consume, confluent_produce, kafka_python_produce
+from tests.proxy import DroppingProxy
+
+
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+def test_acks(broker, acks: str) -> None:
+    records = [Rec(b"k", b"v%d" % i) for i in range(50)]
+    confluent_produce(broker.bootstrap, f"acks-{acks}", records, acks=acks)
+    got = confluent_consume(broker.bootstrap, f"acks-{acks}", 50)
+    assert [m.value() for m in got] == [r.value for r in records]
+
+
+def test_kafka_python_acks_zero(broker) -> None:
+    kafka_python_produce(broker.bootstrap, "kp-acks0", [Rec(None, b"a"), Rec(None, b"b")], acks=0)
+    assert [m.value() for m in confluent_consume(broker.bootstrap, "kp-acks0", 2)] == [b"a", b"b"]
+
+
+def test_idempotent_producer_retry_after_dropped_response_writes_once(broker_factory) -> None:
+    # The broker advertises the proxy, so every connection the client makes goes through it.
+    proxy = DroppingProxy(0, drop_api_key=0, drops=2)
+    try:
+        b = broker_factory(advertise=f"127.0.0.1:{proxy.port}")
+        proxy.target_port = b.port
+        producer = Producer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{proxy.port}",
+                "enable.idempotence": True,
+                "linger.ms": 20,
+                "retry.backoff.ms": 50,
+                "message.timeout.ms": 20000,
+            }
+        )
+        errors: list[object] = []
+        for i in range(200):
+            producer.produce("idem", value=b"%d" % i, on_delivery=lambda e, m: errors.append(e) if e else None)
+            if i % 50 == 0:
+                producer.flush(20)
+        assert producer.flush(30) == 0
+        assert not errors
+        assert proxy.dropped == 2
+        got = confluent_consume(b.bootstrap, "idem", 200, timeout=10)
+        assert [m.value() for m in got] == [b"%d" % i for i in range(200)]
+        time.sleep(0.5)
+        assert len(confluent_consume(b.bootstrap, "idem", 201, timeout=2)) == 200
+    finally:
+        proxy.close()
+
+
+def test_seek_to_offset_and_timestamp(broker) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    base = 1_700_000_000_000
+    for i in range(30):
+        producer.produce("seek", value=b"%d" % i, timestamp=base + i * 1000)
+        producer.flush(10)  # one batch per record: offsets with gaps between batches
+    delivered = confluent_consume(broker.bootstrap, "seek", 30)
+    offsets = [m.offset() for m in delivered]
+
+    middle = offsets[17]
+    got = confluent_consume(broker.bootstrap, "seek", 3, offset=middle)
+    assert [m.value() for m in got] == [b"17", b"18", b"19"]
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "x"})
+    try:
+        found = consumer.offsets_for_times([TopicPartition("seek", 0, base + 9500)], timeout=10)
+        assert found[0].offset == offsets[10]
+        exact = consumer.offsets_for_times([TopicPartition("seek", 0, base + 5000)], timeout=10)
+        assert exact[0].offset == offsets[5]
+        beyond = consumer.offsets_for_times([TopicPartition("seek", 0, base + 10**9)], timeout=10)
+        assert beyond[0].offset == -1
+        low, high = consumer.get_watermark_offsets(TopicPartition("seek", 0), timeout=10)
+        assert low == offsets[0] and high == offsets[-1] + 1
+    finally:
+        consumer.close()
+
+
+def test_out_of_order_timestamps_are_found_by_kafkas_rule(broker) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    stamps = [5000, 1000, 9000, 2000, 12000]
+    for ts in stamps:
+        producer.produce("backfill", value=str(ts).encode(), timestamp=ts)
+        producer.flush(10)
+    offsets = [m.offset() for m in confluent_consume(broker.bootstrap, "backfill", 5)]
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "x"})
+    try:
+        for target, expected_index in [(0, 0), (5000, 0), (6000, 2), (9000, 2), (9001, 4)]:
+            found = consumer.offsets_for_times([TopicPartition("backfill", 0, target)], timeout=10)
+            assert found[0].offset == offsets[expected_index], target
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_offsets_for_times_and_max_timestamp(broker) -> None:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for ts in (3000, 8000, 4000):
+        producer.produce("kp-times", value=b"x", timestamp=ts)
+        producer.flush(10)
+    offsets = [m.offset() for m in confluent_consume(broker.bootstrap, "kp-times", 3)]
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        tp = KTP("kp-times", 0)
+        found = consumer.offsets_for_times({tp: 3500})[tp]
+        assert found.offset == offsets[1] and found.timestamp == 8000
+        assert consumer.beginning_offsets([tp])[tp] == offsets[0]
+        assert consumer.end_offsets([tp])[tp] == offsets[2] + 1
+    finally:
+        consumer.close()

@@ -1,0 +1,145 @@
+"""Thin helpers that drive the real Kafka clients from tests (no stand-ins)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+Headers = list[tuple[str, bytes | None]]
+
+
+@dataclass(frozen=True)
+class Rec:
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+SAMPLE = [
+    Rec(b"k1", b"v1"),
+    Rec(None, b"null key"),
+    Rec(b"empty value", b""),
+    Rec(b"tombstone", None),
+    Rec(b"", b"empty key"),
+    Rec(b"h", b"headers", (("dup", b"one"), ("dup", b"two"), ("bin", bytes(range(256))), ("null", None))),
+    Rec(bytes(range(256)), bytes(range(255, -1, -1))),
+]
+
+
+def confluent_produce(bootstrap: str, topic: str, records: list[Rec], partition: int = 0, **conf: Any) -> list[Any]:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+    delivered: list[Any] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        delivered.append(err or msg)
+
+    for r in records:
+        producer.produce(
+            topic, value=r.value, key=r.key, headers=list(r.headers) or None, partition=partition, on_delivery=on_delivery
+        )
+    assert producer.flush(30) == 0
+    errors = [d for d in delivered if not hasattr(d, "offset")]
+    assert not errors, errors
+    return delivered
+
+
+def confluent_consume(
+    bootstrap: str, topic: str, count: int, partition: int = 0, offset: int = -2, timeout: float = 20
+) -> list[Any]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, partition, offset)])
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            out.append(msg)
+    finally:
+        consumer.close()
+    return out
+
+
+def as_rec(key: bytes | None, value: bytes | None, headers: Any) -> Rec:
+    return Rec(key, value, tuple((k, None if v is None else bytes(v)) for k, v in (headers or [])))
+
+
+def kafka_python_produce(bootstrap: str, topic: str, records: list[Rec], **conf: Any) -> list[Any]:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, **conf)
+    futures = [producer.send(topic, key=r.key, value=r.value, headers=list(r.headers), partition=0) for r in records]
+    producer.flush(30)
+    results = [f.get(10) for f in futures]
+    producer.close()
+    return results
+
+
+def kafka_python_consume(bootstrap: str, topic: str, count: int, timeout: float = 20) -> list[Any]:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=2000)
+    consumer.assign([KTP(topic, 0)])
+    consumer.seek_to_beginning()
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < count and time.monotonic() < deadline:
+        for batch in consumer.poll(500).values():
+            out.extend(batch)
+    consumer.close()
+    return out
+
+
+def aiokafka_produce(bootstrap: str, topic: str, records: list[Rec], **conf: Any) -> list[Any]:
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> list[Any]:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **conf)
+        await producer.start()
+        try:
+            futures = [
+                await producer.send(topic, key=r.key, value=r.value, headers=list(r.headers), partition=0)
+                for r in records
+            ]
+            return [await f for f in futures]
+        finally:
+            await producer.stop()
+
+    return asyncio.run(run())
+
+
+def aiokafka_consume(bootstrap: str, topic: str, count: int, timeout: float = 20) -> list[Any]:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as ATP
+
+    async def run() -> list[Any]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            consumer.assign([ATP(topic, 0)])
+            await consumer.seek_to_beginning()
+            out: list[Any] = []
+            deadline = time.monotonic() + timeout
+            while len(out) < count and time.monotonic() < deadline:
+                for batch in (await consumer.getmany(timeout_ms=500)).values():
+                    out.extend(batch)
+            return out
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
+
+
+def kcat(*args: str, stdin: bytes | None = None, timeout: float = 30) -> str:
+    done = subprocess.run(["kcat", *args], input=stdin, capture_output=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
