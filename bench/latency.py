@@ -34,6 +34,8 @@ class LatencyRun:
     p99_ms: float
     max_ms: float
     mean_ms: float
+    over_100ms: int  # messages slower than 100 ms
+    slow_sent_at_s: list[float]  # when the first of those were sent, in seconds from the first timed send
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -53,12 +55,14 @@ class _Receiver(threading.Thread):
         super().__init__(name="bench-latency-consumer", daemon=True)
         self.consumer = consumer
         self.latencies_ns: list[int] = []
+        self.sent_ns: list[int] = []
         self.errors: list[str] = []
         self.stop_event = threading.Event()
 
     def run(self) -> None:
         poll = self.consumer.poll
         out = self.latencies_ns
+        sent_at = self.sent_ns
         while not self.stop_event.is_set():
             message = poll(0.05)
             if message is None:
@@ -69,7 +73,9 @@ class _Receiver(threading.Thread):
                 continue
             value = message.value()
             if value and value[:1] == MARK:
-                out.append(received - int(value[1:21]))
+                sent = int(value[1:21])
+                out.append(received - sent)
+                sent_at.append(sent)
 
 
 def _wait_live(producer: Producer, consumer: Consumer, topic: str, timeout: float) -> None:
@@ -101,6 +107,7 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: fl
         produce = producer.produce
         sent = 0
         start = time.perf_counter()
+        start_ns = time.time_ns()
         while sent < total:
             due = min(total, int((time.perf_counter() - start) * rate) + 1)
             while sent < due:
@@ -123,6 +130,11 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: fl
     if receiver.errors:
         raise RuntimeError(f"latency consumer errors: {receiver.errors[:3]}")
     ms = sorted(n / 1e6 for n in receiver.latencies_ns)
+    slow = [
+        round((at - start_ns) / 1e9, 3)
+        for at, ns in zip(receiver.sent_ns, receiver.latencies_ns, strict=True)
+        if ns > 100_000_000
+    ]
     return LatencyRun(
         target_msgs_per_s=rate,
         sent=sent,
@@ -133,4 +145,6 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: fl
         p99_ms=percentile(ms, 0.99),
         max_ms=ms[-1] if ms else float("nan"),
         mean_ms=sum(ms) / len(ms) if ms else float("nan"),
+        over_100ms=len(slow),
+        slow_sent_at_s=slow[:10],
     )

@@ -31,7 +31,9 @@ SAMPLE = [
 ]
 
 
-def confluent_produce(bootstrap: str, topic: str, records: list[Rec], partition: int = 0, **conf: Any) -> list[Any]:
+def confluent_produce(
+    bootstrap: str, topic: str, records: list[Rec], partition: int = 0, **conf: Any
+) -> list[Any]:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
     delivered: list[Any] = []
 
@@ -40,7 +42,12 @@ def confluent_produce(bootstrap: str, topic: str, records: list[Rec], partition:
 
     for r in records:
         producer.produce(
-            topic, value=r.value, key=r.key, headers=list(r.headers) or None, partition=partition, on_delivery=on_delivery
+            topic,
+            value=r.value,
+            key=r.key,
+            headers=list(r.headers) or None,
+            partition=partition,
+            on_delivery=on_delivery,
         )
     assert producer.flush(30) == 0
     errors = [d for d in delivered if not hasattr(d, "offset")]
@@ -76,7 +83,9 @@ def kafka_python_produce(bootstrap: str, topic: str, records: list[Rec], **conf:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, **conf)
-    futures = [producer.send(topic, key=r.key, value=r.value, headers=list(r.headers), partition=0) for r in records]
+    futures = [
+        producer.send(topic, key=r.key, value=r.value, headers=list(r.headers), partition=0) for r in records
+    ]
     producer.flush(30)
     results = [f.get(10) for f in futures]
     producer.close()

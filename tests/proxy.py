@@ -5,6 +5,7 @@ Used to force a producer to retry a batch the broker already appended (idempoten
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -30,8 +31,12 @@ class DroppingProxy:
                 return
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             api_keys: dict[int, int] = {}
-            threading.Thread(target=self._pump_requests, args=(client, upstream, api_keys), daemon=True).start()
-            threading.Thread(target=self._pump_responses, args=(upstream, client, api_keys), daemon=True).start()
+            threading.Thread(
+                target=self._pump_requests, args=(client, upstream, api_keys), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._pump_responses, args=(upstream, client, api_keys), daemon=True
+            ).start()
 
     @staticmethod
     def _read_frame(sock: socket.socket) -> bytes | None:
@@ -82,10 +87,8 @@ class DroppingProxy:
     @staticmethod
     def _close(*socks: socket.socket) -> None:
         for s in socks:
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
 
     def close(self) -> None:

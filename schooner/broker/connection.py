@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -43,10 +44,8 @@ class Connection:
             await self._read_requests()
         finally:
             await self._pending.put(None)
-            try:
+            with contextlib.suppress(Exception):  # the peer went away mid-write
                 await responder
-            except Exception:  # the peer went away mid-write
-                pass
             self._writer.close()
 
     async def _read_requests(self) -> None:

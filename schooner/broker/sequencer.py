@@ -14,7 +14,9 @@ from collections.abc import Hashable
 class Turn:
     __slots__ = ("_sequencer", "_key", "_previous", "_mine")
 
-    def __init__(self, sequencer: PartitionSequencer, key: Hashable, previous: asyncio.Future[None] | None) -> None:
+    def __init__(
+        self, sequencer: PartitionSequencer, key: Hashable, previous: asyncio.Future[None] | None
+    ) -> None:
         self._sequencer = sequencer
         self._key = key
         self._previous = previous

@@ -67,7 +67,9 @@ def _run(settings: config.Settings, redis_url: str) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        click.echo(f"schooner broker {b.ctx.me.broker_id if b.ctx else '?'} listening on {settings.host}:{b.port}")
+        click.echo(
+            f"schooner broker {b.ctx.me.broker_id if b.ctx else '?'} listening on {settings.host}:{b.port}"
+        )
         await stop.wait()
         await b.stop()
 

@@ -64,7 +64,9 @@ def decode_request(data: bytes) -> Request:
     try:
         body, size = entity_reader(request_type(header.api_key, header.api_version))(data, pos)
     except Exception as exc:  # kio raises several types for bad bytes; all mean the same here
-        raise MalformedRequest(f"cannot decode {ApiKey(header.api_key).name} v{header.api_version}: {exc}")
+        raise MalformedRequest(
+            f"cannot decode {ApiKey(header.api_key).name} v{header.api_version}: {exc}"
+        ) from exc
     # Trailing bytes are ignored, as Kafka's own parser does: librdkafka sends some after Metadata v13.
     return Request(header, body)
 
@@ -80,7 +82,7 @@ def encode_response(header: RequestHeader, body: ResponsePayload | Entity) -> by
     if header.api_key != ApiKey.API_VERSIONS and is_flexible(header.api_key, header.api_version):
         buf.write(b"\x00")
     entity_writer(type(body))(buf, body)
-    return frame(buf.getbuffer())
+    return frame(buf.getvalue())
 
 
 def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:

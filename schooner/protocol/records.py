@@ -137,7 +137,9 @@ class BatchBuilder:
     __slots__ = ("_builder", "base_offset", "last_offset", "_timestamp_type", "count")
 
     def __init__(self, base_offset: int, codec: int, timestamp_type: int = TIMESTAMP_CREATE_TIME) -> None:
-        self._builder = DefaultRecordBatchBuilder(2, codec, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 2**31 - 1)
+        self._builder = DefaultRecordBatchBuilder(
+            2, codec, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 2**31 - 1
+        )
         self.base_offset = base_offset
         self.last_offset = base_offset
         self._timestamp_type = timestamp_type

@@ -69,7 +69,9 @@ class EmbeddedRedis:
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
         while True:
             if self._process.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self._process.returncode}; see {self.data_dir}")
+                raise RuntimeError(
+                    f"redis-server exited with {self._process.returncode}; see {self.data_dir}"
+                )
             try:
                 if client.ping():
                     break

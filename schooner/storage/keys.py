@@ -73,5 +73,5 @@ class Keyspace:
 
     @property
     def appended_channel(self) -> str:
-        """Pub/sub channel: the append script publishes "topic:partition" so every broker wakes its fetches."""
+        """Pub/sub channel: append.lua publishes "topic:partition" here, so every broker wakes its fetches."""
         return f"{self.prefix}:appended"

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from redis.exceptions import ResponseError
-
 from . import entry, scripts
 from .keys import Keyspace
 from .offsets import id_text, offset_of, offset_of_id
@@ -123,8 +121,12 @@ def parse_append_reply(reply: list[int], bits: int) -> AppendResult:
     )
 
 
-def _bounds_from_info(info: Any, bits: int) -> PartitionBounds:
-    """Log start and high watermark from an XINFO STREAM reply (or the error a missing stream gives)."""
+def _bounds_from_info(info: Any, bits: int, valid_from: bytes | None = None) -> PartitionBounds:
+    """Log start and high watermark from an XINFO STREAM reply (or the error a missing stream gives).
+
+    valid_from is the state hash's record of the lowest ID not yet removed by retention or
+    DeleteRecords (XTRIM leaves no trace in the stream itself).
+    """
     if isinstance(info, Exception) or not info:
         return PartitionBounds(0, 0)
     fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
@@ -133,34 +135,36 @@ def _bounds_from_info(info: Any, bits: int) -> PartitionBounds:
     high = offset_of_id(fields[b"last-generated-id"], bits) + 1
     first = fields.get(b"first-entry")
     start = offset_of_id(first[0], bits) if first else high
-    deleted = fields.get(b"max-deleted-entry-id")
-    valid = 0
-    if deleted and deleted != b"0-0":
-        valid = min(offset_of_id(deleted, bits) + 1, start)
+    valid = min(offset_of_id(valid_from, bits), start) if valid_from else 0
     return PartitionBounds(start, high, valid)
 
 
 async def bounds(redis: Any, ks: Keyspace, topic: Topic, partition: int) -> PartitionBounds:
-    """One XINFO STREAM: log start offset (first entry) and high watermark (last generated ID + 1)."""
-    try:
-        info = await redis.execute_command("XINFO STREAM", ks.stream(topic.name, partition))
-    except ResponseError as exc:
-        info = exc
-    return _bounds_from_info(info, topic.sequence_bits)
+    """One pipelined round trip: XINFO STREAM (first entry, last generated ID) and the valid-from mark."""
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.execute_command("XINFO STREAM", ks.stream(topic.name, partition))
+        pipe.hget(ks.partition_state(topic.name, partition), "valid_from")
+        info, valid_from = await pipe.execute(raise_on_error=False)
+    return _bounds_from_info(info, topic.sequence_bits, valid_from)
 
 
 async def read(
     redis: Any, ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int
 ) -> PartitionRead:
-    """One pipelined round trip: XRANGE from the offset's ID, and XINFO STREAM for the bounds."""
+    """One pipelined round trip: XRANGE from the offset's ID, and the bounds as in bounds()."""
     stream = ks.stream(topic.name, partition)
     async with redis.pipeline(transaction=False) as pipe:
-        pipe.execute_command("XRANGE", stream, id_text(offset, topic.sequence_bits), "+", "COUNT", max_entries)
+        pipe.execute_command(
+            "XRANGE", stream, id_text(offset, topic.sequence_bits), "+", "COUNT", max_entries
+        )
         pipe.execute_command("XINFO STREAM", stream)
-        entries, info = await pipe.execute(raise_on_error=False)
+        pipe.hget(ks.partition_state(topic.name, partition), "valid_from")
+        entries, info, valid_from = await pipe.execute(raise_on_error=False)
     if isinstance(entries, Exception):
-        entries = []
-    b = _bounds_from_info(info, topic.sequence_bits)
+        raise entries
+    if isinstance(valid_from, Exception):
+        raise valid_from
+    b = _bounds_from_info(info, topic.sequence_bits, valid_from)
     return PartitionRead(entries or [], b.log_start_offset, b.high_watermark, b.first_valid_offset)
 
 

@@ -57,7 +57,9 @@ async def live_brokers(redis: Any, ks: Keyspace) -> list[BrokerInfo]:
         if not h:
             continue
         brokers.append(
-            BrokerInfo(int(raw), h[b"host"].decode(), int(h[b"port"]), (h.get(b"rack") or b"").decode() or None)
+            BrokerInfo(
+                int(raw), h[b"host"].decode(), int(h[b"port"]), (h.get(b"rack") or b"").decode() or None
+            )
         )
     return sorted(brokers, key=lambda b: b.broker_id)
 

@@ -1,4 +1,4 @@
-"""Topic configs: names, types, defaults and validation. Pure; the broker and the retention sweeper read it."""
+"""Topic configs: names, types, defaults and validation. Pure; read by the broker and the sweeper."""
 
 from __future__ import annotations
 
@@ -72,7 +72,10 @@ _DEFS = [
     ConfigDef("retention.bytes", "-1", _long(-1), True),
     ConfigDef("cleanup.policy", "delete", _one_of("delete"), True),
     ConfigDef(
-        "compression.type", "producer", _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"), True
+        "compression.type",
+        "producer",
+        _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        True,
     ),
     ConfigDef("max.message.bytes", "1048588", _long(0, 2**31 - 1), True),
     ConfigDef("message.timestamp.type", "CreateTime", _one_of("CreateTime", "LogAppendTime"), True),

@@ -90,7 +90,14 @@ async def create(
     topic_id = uuid.uuid4()
     overrides = dict(overrides)
     bits = int(overrides.pop(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
-    fields: list[Any] = ["partitions", partitions, "sequence_bits", bits, "created_ms", int(time.time() * 1000)]
+    fields: list[Any] = [
+        "partitions",
+        partitions,
+        "sequence_bits",
+        bits,
+        "created_ms",
+        int(time.time() * 1000),
+    ]
     for key, value in overrides.items():
         fields += [_CONFIG_PREFIX + key, value]
     created = await scripts.run(
@@ -111,7 +118,9 @@ async def create(
     )
 
 
-async def stamp_partitions(redis: Any, ks: Keyspace, name: str, topic_id: uuid.UUID, partitions: range) -> None:
+async def stamp_partitions(
+    redis: Any, ks: Keyspace, name: str, topic_id: uuid.UUID, partitions: range
+) -> None:
     """Writes the topic id into each partition's state hash; the append script refuses any other id."""
     async with redis.pipeline(transaction=False) as pipe:
         for p in partitions:

@@ -41,7 +41,9 @@ def test_idempotent_producer_retry_after_dropped_response_writes_once(broker_fac
         )
         errors: list[object] = []
         for i in range(200):
-            producer.produce("idem", value=b"%d" % i, on_delivery=lambda e, m: errors.append(e) if e else None)
+            producer.produce(
+                "idem", value=b"%d" % i, on_delivery=lambda e, m: errors.append(e) if e else None
+            )
             if i % 50 == 0:
                 producer.flush(20)
         assert producer.flush(30) == 0

@@ -26,8 +26,16 @@ def unsupported_version_response() -> Any:
 
 async def handle(ctx: BrokerContext, body: Any) -> Any:
     cls = response_type(18, body.__version__)
-    return make(cls, error_code=ErrorCode.none, api_keys=_api_list(cls), throttle_time=_zero(), supported_features=(),
-                finalized_features_epoch=-1, finalized_features=(), zk_migration_ready=False)
+    return make(
+        cls,
+        error_code=ErrorCode.none,
+        api_keys=_api_list(cls),
+        throttle_time=_zero(),
+        supported_features=(),
+        finalized_features_epoch=-1,
+        finalized_features=(),
+        zk_migration_ready=False,
+    )
 
 
 def _zero() -> Any:

@@ -42,9 +42,7 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
     resolved: list[tuple[Any, Topic | ErrorCode]] = []
     for fetch_topic in body.topics:
         resolved.append((fetch_topic, await _resolve(ctx, fetch_topic, version)))
-    waits = [
-        (t.name, p.partition) for ft, t in resolved if isinstance(t, Topic) for p in ft.partitions
-    ]
+    waits = [(t.name, p.partition) for ft, t in resolved if isinstance(t, Topic) for p in ft.partitions]
     while True:
         results, total = await _read_all(ctx, resolved, body.max_bytes)
         remaining = deadline - time.monotonic()
@@ -78,7 +76,11 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
             )
         )
     return make(
-        mod.FetchResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=tuple(topics)
+        mod.FetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(topics),
     )
 
 
@@ -130,7 +132,9 @@ async def _read_partition(ctx: BrokerContext, topic: Topic | ErrorCode, request:
     average = _avg_entry_bytes.get(key)
     count = FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
     try:
-        read = await storage_log.read(ctx.redis, ctx.ks, topic, request.partition, max(request.fetch_offset, 0), count)
+        read = await storage_log.read(
+            ctx.redis, ctx.ks, topic, request.partition, max(request.fetch_offset, 0), count
+        )
     except STORAGE_ERRORS:
         result.error = ErrorCode.kafka_storage_error
         return result
@@ -141,7 +145,11 @@ async def _read_partition(ctx: BrokerContext, topic: Topic | ErrorCode, request:
         return result
     if read.entries:
         records, n, payload = encode_entries(
-            read.entries, topic.sequence_bits, codec_for(topic.compression_type), topic.log_append_time, budget
+            read.entries,
+            topic.sequence_bits,
+            codec_for(topic.compression_type),
+            topic.log_append_time,
+            budget,
         )
         result.records = records
         if n:

@@ -47,7 +47,9 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
     return make(mod.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-async def _lookup(ctx: BrokerContext, topic: Topic | None, partition: int, target: int) -> tuple[ErrorCode, int, int]:
+async def _lookup(
+    ctx: BrokerContext, topic: Topic | None, partition: int, target: int
+) -> tuple[ErrorCode, int, int]:
     if topic is None or not 0 <= partition < topic.partitions:
         return ErrorCode.unknown_topic_or_partition, -1, -1
     try:
@@ -91,7 +93,15 @@ async def handle_leader_epoch(ctx: BrokerContext, body: Any) -> Any:
                 except STORAGE_ERRORS:
                     code, epoch = ErrorCode.kafka_storage_error, -1
             partitions.append(
-                make(mod.EpochEndOffset, error_code=code, partition=p.partition, leader_epoch=epoch, end_offset=end)
+                make(
+                    mod.EpochEndOffset,
+                    error_code=code,
+                    partition=p.partition,
+                    leader_epoch=epoch,
+                    end_offset=end,
+                )
             )
-        topics.append(make(mod.OffsetForLeaderTopicResult, topic=requested.topic, partitions=tuple(partitions)))
+        topics.append(
+            make(mod.OffsetForLeaderTopicResult, topic=requested.topic, partitions=tuple(partitions))
+        )
     return make(mod.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))

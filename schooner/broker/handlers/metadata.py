@@ -24,7 +24,8 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
     except STORAGE_ERRORS:
         brokers = [ctx.me]
     broker_entries = tuple(
-        make(mod.MetadataResponseBroker, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack) for b in brokers
+        make(mod.MetadataResponseBroker, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+        for b in brokers
     )
     allow_create = version < 4 or bool(body.allow_auto_topic_creation)
     results = []

@@ -49,7 +49,9 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
     if acks not in (0, 1, -1):
         return _response(mod, body, lambda t, p: _PartitionResult(ErrorCode.invalid_required_acks))
     if body.transactional_id is not None:
-        return _response(mod, body, lambda t, p: _PartitionResult(ErrorCode.transactional_id_authorization_failed))
+        return _response(
+            mod, body, lambda t, p: _PartitionResult(ErrorCode.transactional_id_authorization_failed)
+        )
 
     # Claim each partition's turn before the first await, so appends keep request order.
     turns = {
@@ -111,7 +113,8 @@ async def _produce_partition(ctx: BrokerContext, topic: Topic | ErrorCode, data:
     for batch in batches:
         if batch.size_bytes > limit:
             return _PartitionResult(
-                ErrorCode.message_too_large, message=f"batch of {batch.size_bytes} bytes exceeds max.message.bytes={limit}"
+                ErrorCode.message_too_large,
+                message=f"batch of {batch.size_bytes} bytes exceeds max.message.bytes={limit}",
             )
     try:
         first: AppendResult | None = None
@@ -145,7 +148,9 @@ async def _append(ctx: BrokerContext, topic: Topic, partition: int, batch: Produ
         ctx.forget_topic(topic.name)
         fresh = await ctx.topic(topic.name)
         if fresh is not None and fresh.id == topic.id and partition < fresh.partitions:
-            await topic_store.stamp_partitions(ctx.redis, ctx.ks, topic.name, topic.id, range(partition, partition + 1))
+            await topic_store.stamp_partitions(
+                ctx.redis, ctx.ks, topic.name, topic.id, range(partition, partition + 1)
+            )
             result = await storage_log.append(
                 ctx.redis,
                 ctx.ks,

@@ -31,28 +31,46 @@ local function trim_time_index(stream, tindex)
   end
 end
 
+-- Records the lowest ID a reader may still ask for: every entry below it is gone.
+local function set_valid_from(state, id)
+  redis.call('HSET', state, 'valid_from', id)
+end
+
 -- Applies retention.ms (MINID on the entry time) and retention.bytes (MAXLEN from the average
 -- record size). Returns the number of entries removed.
 local function apply_retention(stream, state, tindex, retention_ms, retention_bytes, approx, now)
   local removed = 0
   if retention_ms >= 0 then
     local minid = tostring(math.max(now - retention_ms, 0)) .. '-0'
+    local n
     if approx then
-      removed = removed + redis.call('XTRIM', stream, 'MINID', '~', minid)
+      n = redis.call('XTRIM', stream, 'MINID', '~', minid)
     else
-      removed = removed + redis.call('XTRIM', stream, 'MINID', minid)
+      n = redis.call('XTRIM', stream, 'MINID', minid)
     end
+    if n > 0 then
+      local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+      -- With ~ some entries below minid may stay; the first remaining one bounds what is gone.
+      if approx and first then set_valid_from(state, first[1]) else set_valid_from(state, minid) end
+    end
+    removed = removed + n
   end
   if retention_bytes >= 0 then
     local totals = redis.call('HMGET', state, 'bytes', 'records')
     local bytes, records = tonumber(totals[1] or 0), tonumber(totals[2] or 0)
     if records > 0 and bytes > 0 then
       local maxlen = math.floor(retention_bytes / (bytes / records))
+      local n
       if approx then
-        removed = removed + redis.call('XTRIM', stream, 'MAXLEN', '~', maxlen)
+        n = redis.call('XTRIM', stream, 'MAXLEN', '~', maxlen)
       else
-        removed = removed + redis.call('XTRIM', stream, 'MAXLEN', maxlen)
+        n = redis.call('XTRIM', stream, 'MAXLEN', maxlen)
       end
+      if n > 0 then
+        local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+        if first then set_valid_from(state, first[1]) end
+      end
+      removed = removed + n
     end
   end
   if removed > 0 then

@@ -4,6 +4,7 @@
 -- ARGV[1] the entry ID of the new log start: entries below it are removed
 -- Returns {start_ms, start_seq} of the first remaining entry, or {-1, -1} when none remain.
 redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
+set_valid_from(KEYS[2], ARGV[1])
 trim_time_index(KEYS[1], KEYS[3])
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
 if not first then return {-1, -1} end

@@ -1,0 +1,198 @@
+"""The append script and the log reads, against a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from schooner.storage import client, log, topics
+from schooner.storage.keys import Keyspace
+from schooner.storage.offsets import id_of
+
+
+class R:
+    def __init__(self, value: bytes, timestamp: int = 1_700_000_000_000, key: bytes | None = None) -> None:
+        self.value = value
+        self.key = key
+        self.timestamp = timestamp
+        self.headers: list[tuple[str, bytes | None]] = []
+
+
+@pytest.fixture
+def run(redis_server, keyspace) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
+    def runner(fn: Callable[..., Awaitable[Any]]) -> Any:
+        async def main() -> Any:
+            redis = client.connect(redis_server.url)
+            try:
+                return await fn(redis, Keyspace(keyspace))
+            finally:
+                await redis.aclose()
+
+        return asyncio.run(main())
+
+    return runner
+
+
+async def _topic(redis: Any, ks: Keyspace, name: str = "t", **overrides: str) -> topics.Topic:
+    return await topics.create(redis, ks, name, 1, overrides, {})
+
+
+def test_batch_gets_contiguous_offsets_and_carries_past_the_sequence_bits(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"schooner.sequence.bits": "2"})
+        result = await log.append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
+        assert result.status == log.APPENDED
+        assert result.last_offset == result.base_offset + 9
+        read = await log.read(redis, ks, t, 0, result.base_offset, 100)
+        ids = [e[0] for e in read.entries]
+        offsets = [(int(i.split(b"-")[0]) << 2) | int(i.split(b"-")[1]) for i in ids]
+        assert offsets == list(range(result.base_offset, result.base_offset + 10))
+        assert {id_of(o, 2)[1] for o in offsets} <= {0, 1, 2, 3}
+        assert read.high_watermark == result.last_offset + 1
+        assert read.log_start_offset == result.base_offset
+
+    run(body)
+
+
+def test_offsets_only_grow_across_appends(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+        last = -1
+        for _ in range(50):
+            r = await log.append(redis, ks, t, 0, [R(b"x"), R(b"y")])
+            assert r.base_offset > last
+            last = r.last_offset
+
+    run(body)
+
+
+def test_idempotent_producer_state(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+
+        async def send(epoch: int, seq: int, n: int = 2) -> log.AppendResult:
+            return await log.append(
+                redis, ks, t, 0, [R(b"v")] * n, producer_id=7, producer_epoch=epoch, base_sequence=seq
+            )
+
+        first = await send(0, 0)
+        assert first.status == log.APPENDED
+        again = await send(0, 0)
+        assert again.status == log.DUPLICATE and again.base_offset == first.base_offset
+        assert (await send(0, 5)).status == -45  # a gap: OUT_OF_ORDER_SEQUENCE_NUMBER
+        second = await send(0, 2)
+        assert second.status == log.APPENDED
+        for seq in (4, 6, 8, 10, 12):
+            assert (await send(0, seq)).status == log.APPENDED
+        assert (await send(0, 0)).status == -45  # older than the last five batches
+        assert (await send(0, 12)).status == log.DUPLICATE
+        assert (await send(1, 3)).status == -45  # a new epoch must start at sequence 0
+        assert (await send(1, 0)).status == log.APPENDED
+        assert (await send(0, 14)).status == -47  # fenced: INVALID_PRODUCER_EPOCH
+        fresh = await log.append(
+            redis, ks, t, 0, [R(b"v")], producer_id=8, producer_epoch=0, base_sequence=42
+        )
+        assert fresh.status == log.APPENDED  # no state for this producer yet: any sequence
+
+    run(body)
+
+
+def test_append_to_a_deleted_or_recreated_topic_is_refused(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+        await topics.delete(redis, ks, "t")
+        assert (await log.append(redis, ks, t, 0, [R(b"late")])).status == -3
+        again = await _topic(redis, ks)
+        assert (await log.append(redis, ks, t, 0, [R(b"stale id")])).status == -3
+        assert (await log.append(redis, ks, again, 0, [R(b"ok")])).status == log.APPENDED
+
+    run(body)
+
+
+def test_retention_ms_trims_on_append_and_when_idle(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"retention.ms": "300"})
+        await log.append(redis, ks, t, 0, [R(b"old")] * 5)
+        await asyncio.sleep(0.4)
+        assert await log.apply_retention(redis, ks, t, 0) == 5  # an idle partition
+        bounds = await log.bounds(redis, ks, t, 0)
+        assert bounds.log_start_offset == bounds.high_watermark  # empty, but the watermark stays
+        await log.append(redis, ks, t, 0, [R(b"a")])
+        await asyncio.sleep(0.4)
+        r = await log.append(redis, ks, t, 0, [R(b"b")])
+        read = await log.read(redis, ks, t, 0, 0, 10)
+        assert [e[1][-1] for e in read.entries] == [b"b"]
+        assert read.log_start_offset == r.base_offset
+
+    run(body)
+
+
+def test_retention_bytes_keeps_about_that_many_bytes(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"retention.bytes": "1000"})
+        for _ in range(20):
+            await log.append(redis, ks, t, 0, [R(b"x" * 90)], size_bytes=100)
+        assert await redis.xlen(ks.stream("t", 0)) == 10
+
+    run(body)
+
+
+def test_timestamp_lookup_with_out_of_order_create_times(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+        offsets = []
+        for ts in (5000, 1000, 9000, 2000, 12000):
+            offsets.append((await log.append(redis, ks, t, 0, [R(b"v", ts)])).base_offset)
+        for target, index in [(0, 0), (5000, 0), (5001, 2), (9001, 4)]:
+            assert await log.offset_for_timestamp(redis, ks, t, 0, target) == (
+                offsets[index],
+                [5000, 1000, 9000, 2000, 12000][index],
+            )
+        assert await log.offset_for_timestamp(redis, ks, t, 0, 12001) is None
+        assert await log.max_timestamp(redis, ks, t, 0) == (offsets[4], 12000)
+
+    run(body)
+
+
+def test_log_append_time_stamps_records_with_the_append_time(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"message.timestamp.type": "LogAppendTime"})
+        before = int(time.time() * 1000)
+        r = await log.append(redis, ks, t, 0, [R(b"v", 1)])
+        assert r.append_time >= before - 1000
+        found = await log.offset_for_timestamp(redis, ks, t, 0, before - 1000)
+        assert found == (r.base_offset, r.append_time)
+
+    run(body)
+
+
+def test_delete_records_moves_the_log_start(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+        r = await log.append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
+        start = await log.delete_records(redis, ks, t, 0, r.base_offset + 4)
+        assert start == r.base_offset + 4
+        read = await log.read(redis, ks, t, 0, start, 100)
+        assert len(read.entries) == 6 and read.first_valid_offset == start
+
+    run(body)
+
+
+def test_an_offset_in_the_gap_after_removed_records_stays_valid(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+        first = await log.append(redis, ks, t, 0, [R(b"a")])
+        await asyncio.sleep(0.01)
+        second = await log.append(redis, ks, t, 0, [R(b"b")])
+        position = first.last_offset + 1  # where a consumer of "a" resumes
+        assert position < second.base_offset
+        await log.delete_records(redis, ks, t, 0, position)
+        read = await log.read(redis, ks, t, 0, position, 10)
+        assert read.first_valid_offset <= position < read.log_start_offset == second.base_offset
+        assert [e[1][-1] for e in read.entries] == [b"b"]
+
+    run(body)

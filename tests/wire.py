@@ -1,0 +1,81 @@
+"""Raw Kafka requests over a socket, encoded with kio (for tests of bad input and exact error codes)."""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
+from kio.serial import entity_reader, entity_writer
+
+
+def encode_request(body: Any, correlation_id: int = 1, client_id: str = "test") -> bytes:
+    header_cls = HeaderV2 if body.__flexible__ else HeaderV1
+    header = header_cls(
+        request_api_key=body.__api_key__,
+        request_api_version=body.__version__,
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
+    buf = io.BytesIO()
+    entity_writer(header_cls)(buf, header)
+    entity_writer(type(body))(buf, body)
+    payload = buf.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return sock
+
+
+def read_frame(sock: socket.socket) -> bytes | None:
+    head = _read_exact(sock, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">i", head)
+    return _read_exact(sock, size)
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        try:
+            chunk = sock.recv(n - len(data))
+        except ConnectionResetError:
+            return None
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def decode_response(frame: bytes, api_key: int, version: int, flexible_header: bool) -> tuple[int, Any]:
+    (correlation_id,) = struct.unpack_from(">i", frame, 0)
+    pos = 4 + (1 if flexible_header else 0)
+    body, _ = entity_reader(load_response_schema(api_key, version))(frame, pos)
+    return correlation_id, body
+
+
+def call(port: int, body: Any) -> Any:
+    """Sends one request on a new connection and returns the decoded response body."""
+    with connect(port) as sock:
+        sock.sendall(encode_request(body, correlation_id=7))
+        frame = read_frame(sock)
+        assert frame is not None, "connection closed"
+        flexible = body.__flexible__ and body.__api_key__ != 18
+        correlation_id, response = decode_response(frame, body.__api_key__, body.__version__, flexible)
+        assert correlation_id == 7
+        return response
+
+
+def is_closed(sock: socket.socket) -> bool:
+    sock.settimeout(10)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
