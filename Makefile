@@ -18,7 +18,7 @@ system-deps:
 	@command -v kcat >/dev/null && command -v redis-benchmark >/dev/null || \
 	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools >/dev/null)
 
-broker: install
+broker: install system-deps
 	$(VENV)/bin/schooner broker
 
 test: install system-deps

@@ -81,6 +81,7 @@ class EmbeddedRedis:
                     raise RuntimeError("redis-server did not start in time") from None
                 time.sleep(0.05)
         client.close()
+        (self.data_dir / "url").write_text(self.url + "\n")  # for redis-cli -u "$(cat DATA_DIR/redis/url)"
         return self.url
 
     def stop(self) -> None:

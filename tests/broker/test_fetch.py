@@ -1,0 +1,140 @@
+"""Fetch: offsets inside a batch, int32 offset deltas, long polls, max_bytes, topic ids."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+
+import redis
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.fetch.v13.request import FetchPartition as FetchPartition13
+from kio.schema.fetch.v13.request import FetchRequest as FetchRequest13
+from kio.schema.fetch.v13.request import FetchTopic as FetchTopic13
+
+from schooner.storage.keys import Keyspace
+from schooner.storage.offsets import offset_of
+from tests.clients import Rec, confluent_consume, confluent_produce, kafka_python_consume
+from tests.wire import call
+
+
+def _fetch(
+    topic: str, offset: int, max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20
+) -> FetchRequest:
+    return FetchRequest(
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        topics=(
+            FetchTopic(
+                topic=topic,
+                partitions=(FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes),),
+            ),
+        ),
+        forgotten_topics_data=(),
+    )
+
+
+def test_fetch_from_an_offset_inside_a_batch(broker) -> None:
+    delivered = confluent_produce(
+        broker.bootstrap, "inside", [Rec(None, b"%d" % i) for i in range(10)], **{"linger.ms": 100}
+    )
+    offsets = [m.offset() for m in delivered]
+    assert offsets == list(range(offsets[0], offsets[0] + 10))  # one batch, contiguous
+    got = confluent_consume(broker.bootstrap, "inside", 4, offset=offsets[6])
+    assert [m.value() for m in got[:4]] == [b"6", b"7", b"8", b"9"]
+
+
+def test_records_far_apart_are_split_so_offset_deltas_fit_int32(broker, redis_client: redis.Redis) -> None:
+    confluent_produce(broker.bootstrap, "far", [Rec(None, b"seed")])
+    stream = Keyspace(broker.settings.keyspace).stream("far", 0)
+    last_ms = int(redis_client.xrevrange(stream, count=1)[0][0].split(b"-")[0])
+    # 2**21 ms apart at 10 sequence bits is an offset gap of 2**31: one batch cannot hold both.
+    redis_client.xadd(stream, {"value": b"later"}, id=f"{last_ms + 2**21 + 5}-0")
+    redis_client.xadd(stream, {"value": b"much later"}, id=f"{last_ms + 2**23}-0")
+    got = confluent_consume(broker.bootstrap, "far", 3)
+    assert [m.value() for m in got] == [b"seed", b"later", b"much later"]
+    assert got[1].offset() == offset_of(last_ms + 2**21 + 5, 0, 10)
+    assert [m.value for m in kafka_python_consume(broker.bootstrap, "far", 3)] == [
+        b"seed",
+        b"later",
+        b"much later",
+    ]
+
+
+def test_long_poll_waits_for_data_and_wakes_on_append(broker) -> None:
+    delivered = confluent_produce(broker.bootstrap, "poll", [Rec(None, b"first")])
+    end = delivered[0].offset() + 1
+    start = time.monotonic()
+    empty = call(broker.port, _fetch("poll", end, max_wait_ms=700))
+    waited = time.monotonic() - start
+    assert empty.responses[0].partitions[0].records in (b"", None)
+    assert waited >= 0.6
+    threading.Timer(0.3, lambda: confluent_produce(broker.bootstrap, "poll", [Rec(None, b"second")])).start()
+    start = time.monotonic()
+    woken = call(broker.port, _fetch("poll", end, max_wait_ms=20000))
+    assert woken.responses[0].partitions[0].records
+    assert time.monotonic() - start < 10
+
+
+def test_first_batch_is_returned_even_when_larger_than_max_bytes(broker) -> None:
+    delivered = confluent_produce(broker.bootstrap, "kip74", [Rec(None, b"x" * 50_000)])
+    response = call(broker.port, _fetch("kip74", delivered[0].offset(), max_bytes=1000))
+    part = response.responses[0].partitions[0]
+    assert part.error_code == ErrorCode.none and len(part.records) > 50_000
+
+
+def test_out_of_range_and_unknown(broker) -> None:
+    delivered = confluent_produce(broker.bootstrap, "range", [Rec(None, b"x")])
+    high = delivered[0].offset() + 1
+    assert (
+        call(broker.port, _fetch("range", high + 10)).responses[0].partitions[0].error_code
+        == ErrorCode.offset_out_of_range
+    )
+    assert call(broker.port, _fetch("range", high)).responses[0].partitions[0].error_code == ErrorCode.none
+    assert (
+        call(broker.port, _fetch("nope", 0)).responses[0].partitions[0].error_code
+        == ErrorCode.unknown_topic_or_partition
+    )
+
+
+def test_fetch_by_topic_id(broker) -> None:
+    import uuid
+
+    confluent_produce(broker.bootstrap, "byid", [Rec(None, b"x")])
+    topic = broker.call(broker.broker.ctx.topic("byid"))
+
+    def fetch(topic_id: uuid.UUID) -> object:
+        return call(
+            broker.port,
+            FetchRequest13(
+                max_wait=datetime.timedelta(0),
+                min_bytes=1,
+                topics=(
+                    FetchTopic13(
+                        topic_id=topic_id,
+                        partitions=(
+                            FetchPartition13(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),
+                        ),
+                    ),
+                ),
+                forgotten_topics_data=(),
+            ),
+        )
+
+    found = fetch(topic.id).responses[0]
+    assert found.topic_id == topic.id and found.partitions[0].records
+    assert fetch(uuid.uuid4()).responses[0].partitions[0].error_code == ErrorCode.unknown_topic_id
+
+
+def test_auto_create_off(broker_factory) -> None:
+    from confluent_kafka import Producer
+
+    broker = broker_factory(auto_create_topics=False)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 2000})
+    errors: list[object] = []
+    producer.produce("absent", value=b"x", on_delivery=lambda e, m: errors.append(e))
+    producer.flush(10)
+    assert errors and errors[0] is not None
+    assert broker.call(broker.broker.ctx.topic("absent")) is None
