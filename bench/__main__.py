@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -35,8 +36,13 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
     return opts, None if args.no_save else args.output
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds like an error, so the servers are stopped
+
+
 def main(argv: list[str] | None = None) -> int:
     opts, output = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     results = run_all(opts)
     print(report.table(results))
     if output is not None:

@@ -9,11 +9,16 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
-from .produce import VALUE_SIZE
+from .produce import VALUE_SIZE, close_producer
 
 MARK = b"L"  # values of the timed messages: MARK, send time in ns (20 digits), padding
 # The producer's settings besides the client's defaults (linger.ms is 5 ms by default in librdkafka 2.x).
-PRODUCER_CONFIG: dict[str, str | int] = {"acks": 1, "compression.type": "none", "log.connection.close": False}
+PRODUCER_CONFIG: dict[str, str | int] = {
+    "acks": 1,
+    "compression.type": "none",
+    "message.timeout.ms": 30000,
+    "log.connection.close": False,
+}
 # fetch.wait.max.ms stays at the client's default (500 ms): the broker must wake the long-poll on append.
 CONSUMER_CONFIG: dict[str, str | int | bool] = {
     "group.id": "schooner-bench-latency",  # required by the client; no group is joined (assign, no commits)
@@ -54,15 +59,13 @@ class _Receiver(threading.Thread):
     def __init__(self, consumer: Consumer) -> None:
         super().__init__(name="bench-latency-consumer", daemon=True)
         self.consumer = consumer
-        self.latencies_ns: list[int] = []
-        self.sent_ns: list[int] = []
+        self.samples: list[tuple[int, int]] = []  # (send time, receive time - send time), in ns
         self.errors: list[str] = []
         self.stop_event = threading.Event()
 
     def run(self) -> None:
         poll = self.consumer.poll
-        out = self.latencies_ns
-        sent_at = self.sent_ns
+        out = self.samples
         while not self.stop_event.is_set():
             message = poll(0.05)
             if message is None:
@@ -74,8 +77,7 @@ class _Receiver(threading.Thread):
             value = message.value()
             if value and value[:1] == MARK:
                 sent = int(value[1:21])
-                out.append(received - sent)
-                sent_at.append(sent)
+                out.append((sent, received - sent))
 
 
 def _wait_live(producer: Producer, consumer: Consumer, topic: str, timeout: float) -> None:
@@ -94,9 +96,36 @@ def _wait_live(producer: Producer, consumer: Consumer, topic: str, timeout: floa
 
 def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: float = 5.0) -> LatencyRun:
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
-    metadata = producer.list_topics(topic, timeout=15)  # auto-creates the topic
-    if topic not in metadata.topics or metadata.topics[topic].error is not None:
-        raise RuntimeError(f"latency topic {topic} was not created")
+    failed = True
+    try:
+        metadata = producer.list_topics(topic, timeout=15)  # auto-creates the topic
+        if topic not in metadata.topics or metadata.topics[topic].error is not None:
+            raise RuntimeError(f"latency topic {topic} was not created")
+        sent, send_seconds, start_ns, samples = _run(producer, bootstrap, topic, rate, seconds)
+        failed = False
+    finally:
+        close_producer(producer, failed)
+    ms = sorted(ns / 1e6 for _, ns in samples)
+    slow = [round((at - start_ns) / 1e9, 3) for at, ns in samples if ns > 100_000_000]
+    return LatencyRun(
+        target_msgs_per_s=rate,
+        sent=sent,
+        received=len(ms),
+        send_seconds=send_seconds,
+        sent_msgs_per_s=sent / send_seconds,
+        p50_ms=percentile(ms, 0.50),
+        p99_ms=percentile(ms, 0.99),
+        max_ms=ms[-1] if ms else float("nan"),
+        mean_ms=sum(ms) / len(ms) if ms else float("nan"),
+        over_100ms=len(slow),
+        slow_sent_at_s=slow[:10],
+    )
+
+
+def _run(
+    producer: Producer, bootstrap: str, topic: str, rate: int, seconds: float
+) -> tuple[int, float, int, list[tuple[int, int]]]:
+    """Sends at `rate` for `seconds`; returns (sent, send seconds, start time in ns, samples)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
     consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
     receiver = _Receiver(consumer)
@@ -118,9 +147,10 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: fl
             if pause > 0:
                 time.sleep(pause)
         send_seconds = time.perf_counter() - start
-        producer.flush(30)
+        if producer.flush(30):
+            raise RuntimeError("latency producer: messages still unacknowledged after 30 s")
         deadline = time.monotonic() + 15
-        while len(receiver.latencies_ns) < sent and time.monotonic() < deadline:
+        while len(receiver.samples) < sent and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         receiver.stop_event.set()
@@ -129,22 +159,4 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: fl
         consumer.close()
     if receiver.errors:
         raise RuntimeError(f"latency consumer errors: {receiver.errors[:3]}")
-    ms = sorted(n / 1e6 for n in receiver.latencies_ns)
-    slow = [
-        round((at - start_ns) / 1e9, 3)
-        for at, ns in zip(receiver.sent_ns, receiver.latencies_ns, strict=True)
-        if ns > 100_000_000
-    ]
-    return LatencyRun(
-        target_msgs_per_s=rate,
-        sent=sent,
-        received=len(ms),
-        send_seconds=send_seconds,
-        sent_msgs_per_s=sent / send_seconds,
-        p50_ms=percentile(ms, 0.50),
-        p99_ms=percentile(ms, 0.99),
-        max_ms=ms[-1] if ms else float("nan"),
-        mean_ms=sum(ms) / len(ms) if ms else float("nan"),
-        over_100ms=len(slow),
-        slow_sent_at_s=slow[:10],
-    )
+    return sent, send_seconds, start_ns, list(receiver.samples)

@@ -15,8 +15,10 @@ PRODUCER_CONFIG: dict[str, str | int] = {
     "linger.ms": 5,
     "batch.num.messages": 10000,
     "compression.type": "none",
+    "message.timeout.ms": 60000,  # fail rather than wait five minutes when the broker is gone
     "log.connection.close": False,
 }
+BUFFER_WAIT_SECONDS = 60.0
 RAW_STREAM_KEY = "benchstream"
 
 
@@ -36,6 +38,15 @@ def make_producer(bootstrap: str) -> Producer:
     return Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
 
 
+def close_producer(producer: Producer, failed: bool) -> None:
+    """Closes the client; after a failure its queued messages are dropped first, so closing cannot hang."""
+    if failed:
+        producer.purge()
+    close = getattr(producer, "close", None)  # confluent-kafka >= 2.10
+    if close is not None:
+        close()
+
+
 def warm_up(producer: Producer, topic: str) -> None:
     """Creates the topic (Metadata auto-creation) and opens the connection to its leader."""
     metadata = producer.list_topics(topic, timeout=15)
@@ -52,8 +63,11 @@ def produce_topic(producer: Producer, topic: str, messages: int, value: bytes) -
         try:
             produce(topic, value, partition=0)
         except BufferError:  # the client's queue is full: serve delivery reports and try again
+            deadline = time.perf_counter() + BUFFER_WAIT_SECONDS
             while True:
                 producer.poll(0.005)
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"the producer queue was full for {BUFFER_WAIT_SECONDS} s") from None
                 try:
                     produce(topic, value, partition=0)
                     break

@@ -24,6 +24,9 @@ def _num(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+_CPU_NOTE = "broker/redis/client"
+
+
 def _cpu(shares: dict[str, float]) -> str:
     return "/".join(f"{shares[name]:.2f}" for name in ("broker", "redis", "client"))
 
@@ -72,23 +75,23 @@ def table(results: dict[str, Any]) -> str:
         ),
         (
             "Redis bytes per record (stream)",
-            f"{mem['broker_stream']['bytes_per_record']:.1f}",
-            f"{mem['raw_stream']['bytes_per_record']:.1f}",
+            f"{mem['broker_stream']['bytes_per_record']:.2f}",
+            f"{mem['raw_stream']['bytes_per_record']:.2f}",
             f"{mem['ratio']:.3f}",
             "",
         ),
         (
             "  + partition state and time index",
-            f"{mem['broker_partition_bytes_per_record']:.1f}",
+            f"{mem['broker_partition_bytes_per_record']:.2f}",
             "",
             "",
             "",
         ),
     ]
-    rows += [
-        ("CPU during produce, cores", _cpu(p["broker_cpu"]), _cpu(p["raw_cpu"]), "", "broker/redis/client"),
-        ("CPU during fetch, cores", _cpu(f["broker_cpu"]), _cpu(f["raw_cpu"]), "", "broker/redis/client"),
-    ]
+    for name, fig in (("produce", p), ("fetch", f)):
+        rows.append((f"{name}: cores busy", _cpu(fig["broker_cpu"]), _cpu(fig["raw_cpu"]), "", _CPU_NOTE))
+        us_broker, us_raw = _cpu(fig["broker_cpu_us_per_record"]), _cpu(fig["raw_cpu_us_per_record"])
+        rows.append((f"{name}: CPU us per record", us_broker, us_raw, "", _CPU_NOTE))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
         f"Schooner benchmark {results['date']}: {env['cpus']} CPUs, {cfg['messages']:,} x "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import os
 import resource
 import signal
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -63,6 +65,8 @@ class BenchServers:
         self._stack = ExitStack()
         self._broker: subprocess.Popen[bytes] | None = None
         self.broker_log: Path | None = None
+        self.broker_exit_code: int | None = None  # set when the broker exits during the run
+        self._stopping = threading.Event()
 
     def __enter__(self) -> Endpoints:
         try:
@@ -89,6 +93,7 @@ class BenchServers:
         self._broker = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
         self._stack.callback(self._stop_broker)
         wait_for_port(port, self._broker, timeout=30)
+        threading.Thread(target=self._watch_broker, name="bench-broker-watchdog", daemon=True).start()
         client = redis.Redis.from_url(server.url)
         try:
             redis_pid = int(client.info("server")["process_id"])
@@ -96,7 +101,20 @@ class BenchServers:
             client.close()
         return Endpoints(server.url, server.port, port, Keyspace(self.keyspace), self._broker.pid, redis_pid)
 
+    def _watch_broker(self) -> None:
+        """Interrupts the main thread (as Ctrl-C would) when the broker dies, so no client waits forever."""
+        process = self._broker
+        assert process is not None
+        while not self._stopping.wait(0.2):
+            code = process.poll()
+            if code is not None:
+                self.broker_exit_code = code
+                print(f"the broker exited with code {code} during the benchmark", file=sys.stderr)
+                _thread.interrupt_main()
+                return
+
     def _stop_broker(self) -> None:
+        self._stopping.set()
         process = self._broker
         if process is None or process.poll() is not None:
             return

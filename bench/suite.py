@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import platform
+import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -43,15 +44,19 @@ def mean_cpu(samples: list[dict[str, float]]) -> dict[str, float]:
     return {name: round(sum(s[name] for s in samples) / len(samples), 3) for name in names}
 
 
-def _close_producer(producer: confluent_kafka.Producer) -> None:
-    close = getattr(producer, "close", None)
-    if close is not None:
-        close()
+def cpu_us_per_record(samples: list[dict[str, float]], rates: list[float]) -> dict[str, float]:
+    """CPU microseconds each process spent per record (share of a core / records per s); median of runs."""
+    names = samples[0].keys() if samples else ()
+    return {
+        name: round(report.median([s[name] / rate * 1e6 for s, rate in zip(samples, rates, strict=True)]), 2)
+        for name in names
+    }
 
 
 def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, Any]:
     value = produce.bench_value()
     producer = produce.make_producer(ep.bootstrap)
+    failed = True
     try:
         produce.warm_up(producer, WARMUP_TOPIC)
         producer.produce(WARMUP_TOPIC, value, partition=0)
@@ -78,8 +83,9 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
             raw_cpu.append(meter.stop())
             raw_runs.append(raw)
             _say(f"  produce run {run + 1}: raw XADD {raw:,.0f} /s")
+        failed = False
     finally:
-        _close_producer(producer)
+        produce.close_producer(producer, failed)
     broker = report.median([r.msgs_per_s for r in broker_runs])
     raw = report.median(raw_runs)
     return {
@@ -94,6 +100,8 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
         "raw_runs": [{"per_s": r, "cpu": c} for r, c in zip(raw_runs, raw_cpu, strict=True)],
         "broker_cpu": mean_cpu(broker_cpu),
         "raw_cpu": mean_cpu(raw_cpu),
+        "broker_cpu_us_per_record": cpu_us_per_record(broker_cpu, [r.msgs_per_s for r in broker_runs]),
+        "raw_cpu_us_per_record": cpu_us_per_record(raw_cpu, raw_runs),
     }
 
 
@@ -133,6 +141,8 @@ def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
         "raw_runs": [{**asdict(r), "cpu": c} for r, c in zip(raw_runs, raw_cpu, strict=True)],
         "broker_cpu": mean_cpu(kcat_cpu),
         "raw_cpu": mean_cpu(raw_cpu),
+        "broker_cpu_us_per_record": cpu_us_per_record(kcat_cpu, [r.msgs_per_s for r in kcat_runs]),
+        "raw_cpu_us_per_record": cpu_us_per_record(raw_cpu, [r.msgs_per_s for r in raw_runs]),
     }
 
 
@@ -168,7 +178,14 @@ def _environment(client: redis.Redis) -> dict[str, Any]:
     }
 
 
+def check_tools() -> None:
+    missing = [tool for tool in ("kcat", "redis-benchmark") if shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(f"missing {', '.join(missing)}: run `make system-deps` (kcat and redis-tools)")
+
+
 def run_all(opts: Options) -> dict[str, Any]:
+    check_tools()
     started = datetime.datetime.now(datetime.UTC)
     servers = BenchServers()
     with servers as ep:
@@ -190,6 +207,10 @@ def run_all(opts: Options) -> dict[str, Any]:
             latency_cpu = meter.stop()
             if not servers.broker_alive():
                 raise RuntimeError("the broker process died during the benchmark")
+        except KeyboardInterrupt:
+            if servers.broker_exit_code is not None:
+                raise RuntimeError(f"the broker exited with code {servers.broker_exit_code}") from None
+            raise
         finally:
             client.close()
         problems = servers.broker_log_problems()

@@ -10,7 +10,8 @@ from schooner import config
 def test_defaults_file_env_and_flags_in_that_order(tmp_path: Path) -> None:
     path = tmp_path / "schooner.toml"
     path.write_text(
-        'port = 9500\nkeyspace = "fromfile"\ndefault_partitions = 4\n[topic_defaults]\n"retention.ms" = 1000\n'
+        'port = 9500\nkeyspace = "fromfile"\ndefault_partitions = 4\n'
+        '[topic_defaults]\n"retention.ms" = 1000\n'
     )
     s = config.load(path, env={"SCHOONER_KEYSPACE": "fromenv", "SCHOONER_TOPIC_RETENTION_BYTES": "77"})
     assert (s.port, s.keyspace, s.default_partitions) == (9500, "fromenv", 4)

@@ -21,6 +21,8 @@ from .dispatch import dispatcher
 
 log = logging.getLogger(__name__)
 
+STOP_GRACE_SECONDS = 3.0
+
 
 class Broker:
     def __init__(self, settings: Settings, redis_url: str) -> None:
@@ -75,13 +77,15 @@ class Broker:
             self._server.close()
         for conn in list(self._connections):
             conn.cancel()
-        for task in [*self._tasks, *self._connections]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        pending = [*self._tasks, *self._connections]
+        if pending:
+            # Bounded: a client library's read may absorb a cancel; stopping must not hang on it.
+            await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
         if self.ctx:
             with contextlib.suppress(RedisError, OSError):
                 await registry.unregister(self.ctx.redis, self.ctx.ks, self.ctx.me.broker_id)
-            await self.ctx.redis.aclose()
+            with contextlib.suppress(RedisError, OSError):
+                await asyncio.wait_for(self.ctx.redis.aclose(), STOP_GRACE_SECONDS)
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self.ctx is not None
@@ -114,8 +118,8 @@ class Broker:
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         self.ctx.waiters.notify_text(message["data"])
-            except (RedisError, OSError, AttributeError) as exc:
-                if self._stopping:
+            except (RedisError, OSError, RuntimeError, AttributeError) as exc:
+                if self._stopping:  # stop() closed the connection under the read
                     return
                 log.warning("append notices interrupted: %s", exc)
                 await asyncio.sleep(0.5)

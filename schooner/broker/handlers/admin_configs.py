@@ -9,6 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...config import Settings
 from ...protocol.messages import make, response_module_of
 from ...storage import topics as topic_store
 from ...storage.offsets import DEFAULT_SEQUENCE_BITS
@@ -154,8 +155,7 @@ def topic_config_values(
 
 
 def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
-    settings = ctx.settings
-    defaults = ctx.topic_defaults
+    settings, defaults, stock = ctx.settings, ctx.topic_defaults, Settings()
 
     def static(
         name: str, value: str, config_type: int, is_default: bool = False, doc: str | None = None
@@ -167,15 +167,25 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
     values = [
         static("broker.id", str(ctx.me.broker_id), INT),
         static("advertised.listeners", f"PLAINTEXT://{host}:{port}", LIST),
-        static("num.partitions", str(settings.default_partitions), INT, settings.default_partitions == 1),
+        static(
+            "num.partitions",
+            str(settings.default_partitions),
+            INT,
+            settings.default_partitions == stock.default_partitions,
+        ),
         static("default.replication.factor", "1", INT, True, "Redis keeps the data: one copy per partition."),
         static(
             "auto.create.topics.enable",
             str(settings.auto_create_topics).lower(),
             BOOLEAN,
-            settings.auto_create_topics,
+            settings.auto_create_topics == stock.auto_create_topics,
         ),
-        static("socket.request.max.bytes", str(settings.max_request_bytes), INT),
+        static(
+            "socket.request.max.bytes",
+            str(settings.max_request_bytes),
+            INT,
+            settings.max_request_bytes == stock.max_request_bytes,
+        ),
     ]
     for name, definition in CONFIG_DEFS.items():
         if not definition.effective:
