@@ -39,6 +39,8 @@ class BrokerContext:
     cluster_id: str = ""
     waiters: AppendWaiters = field(default_factory=AppendWaiters)
     sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
+    # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
+    entry_sizes: dict[tuple[str, int], int] = field(default_factory=dict)
     capabilities: Capabilities = field(default_factory=Capabilities)
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka.record._crecords import DefaultRecordBatch, DefaultRecordBatchBuilder
 from aiokafka.record._crecords.cutil import crc32c_cython
@@ -76,7 +77,7 @@ class ProducedBatch:
     producer_epoch: int
     base_sequence: int
     is_transactional: bool
-    records: list[ProducedRecord]
+    records: list[Any]  # each has .timestamp, .key, .value, .headers (see ProducedRecord)
     size_bytes: int
 
     @property
@@ -112,7 +113,8 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
         if batch.is_control_batch:
             raise InvalidRecords(INVALID_RECORD, "clients may not produce control batches")
         try:
-            records = [ProducedRecord(r.timestamp, r.key, r.value, r.headers) for r in batch]
+            # aiokafka's compiled records already carry timestamp/key/value/headers: no copy.
+            records: list[Any] = list(batch)
         except Exception as exc:  # a codec or varint error inside the batch
             raise InvalidRecords(CORRUPT_MESSAGE, f"cannot decode records: {exc}") from exc
         if not records:

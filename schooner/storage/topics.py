@@ -149,9 +149,14 @@ async def name_of(redis: Any, ks: Keyspace, topic_id: uuid.UUID) -> str | None:
     return name.decode() if name else None
 
 
-async def delete(redis: Any, ks: Keyspace, name: str) -> None:
-    """Unregisters the topic in one script, then unlinks its partitions' keys."""
-    count = await scripts.run(redis, "topic_delete", [ks.topic(name), ks.topic_names, ks.topic_ids], [name])
+async def delete(redis: Any, ks: Keyspace, name: str, expected_id: uuid.UUID | None = None) -> None:
+    """Unregisters the topic in one script (only if it still has expected_id), then unlinks its keys."""
+    count = await scripts.run(
+        redis,
+        "topic_delete",
+        [ks.topic(name), ks.topic_names, ks.topic_ids],
+        [name, str(expected_id) if expected_id else ""],
+    )
     if count < 0:
         raise UnknownTopic(name)
     keys = [key for p in range(int(count)) for key in ks.partition_keys(name, p)]

@@ -231,7 +231,7 @@ async def _delete_one(
         if topic is None:
             return name, None, unknown
     try:
-        await topic_store.delete(ctx.redis, ctx.ks, topic.name)
+        await topic_store.delete(ctx.redis, ctx.ks, topic.name, topic.id)
     except UnknownTopic:
         code = ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
         return name, topic_id, (code, f"Topic '{topic.name}' does not exist.")

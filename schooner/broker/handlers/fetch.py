@@ -32,9 +32,6 @@ class _PartitionFetch:
     records: bytes = b""
 
 
-_avg_entry_bytes: dict[tuple[str, int], int] = {}
-
-
 async def handle(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     version = body.__version__
@@ -129,7 +126,7 @@ async def _read_partition(ctx: BrokerContext, topic: Topic | ErrorCode, request:
         return result
     key = (topic.name, request.partition)
     budget = max(request.partition_max_bytes, 1)
-    average = _avg_entry_bytes.get(key)
+    average = ctx.entry_sizes.get(key)
     count = FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
     try:
         read = await storage_log.read(
@@ -153,5 +150,5 @@ async def _read_partition(ctx: BrokerContext, topic: Topic | ErrorCode, request:
         )
         result.records = records
         if n:
-            _avg_entry_bytes[key] = max(1, payload // n)
+            ctx.entry_sizes[key] = max(1, payload // n)
     return result
