@@ -23,7 +23,14 @@ from schooner.storage.embedded import EmbeddedRedis, free_port
 from schooner.storage.keys import Keyspace
 
 KEYSPACE = "bench"
-SCHOONER_BIN = Path(sys.executable).with_name("schooner")
+
+
+def broker_command() -> list[str]:
+    """The venv's `schooner` script next to this interpreter, else the same CLI through `python -m`."""
+    script = Path(sys.executable).with_name("schooner")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "schooner.ops.cli"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +91,7 @@ class BenchServers:
         self.broker_log = tmp / "broker.log"
         log_file = self._stack.enter_context(self.broker_log.open("wb"))
         args = [
-            str(SCHOONER_BIN), "broker",
+            *broker_command(), "broker",
             "--redis-url", server.url,
             "--port", str(port),
             "--keyspace", self.keyspace,

@@ -121,7 +121,7 @@ def parse_append_reply(reply: list[int], bits: int) -> AppendResult:
     )
 
 
-def _bounds_from_info(info: Any, bits: int, valid_from: bytes | None = None) -> PartitionBounds:
+def bounds_from_info(info: Any, bits: int, valid_from: bytes | None = None) -> PartitionBounds:
     """Log start and high watermark from an XINFO STREAM reply (or the error a missing stream gives).
 
     valid_from is the state hash's record of the lowest ID not yet removed by retention or
@@ -145,7 +145,7 @@ async def bounds(redis: Any, ks: Keyspace, topic: Topic, partition: int) -> Part
         pipe.execute_command("XINFO STREAM", ks.stream(topic.name, partition))
         pipe.hget(ks.partition_state(topic.name, partition), "valid_from")
         info, valid_from = await pipe.execute(raise_on_error=False)
-    return _bounds_from_info(info, topic.sequence_bits, valid_from)
+    return bounds_from_info(info, topic.sequence_bits, valid_from)
 
 
 async def read(
@@ -164,7 +164,7 @@ async def read(
         raise entries
     if isinstance(valid_from, Exception):
         raise valid_from
-    b = _bounds_from_info(info, topic.sequence_bits, valid_from)
+    b = bounds_from_info(info, topic.sequence_bits, valid_from)
     return PartitionRead(entries or [], b.log_start_offset, b.high_watermark, b.first_valid_offset)
 
 

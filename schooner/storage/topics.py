@@ -62,7 +62,7 @@ class Topic:
         return self.configs["compression.type"]
 
 
-def _decode(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Topic:
+def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Topic:
     values = {k.decode(): v.decode() for k, v in raw.items()}
     overrides = {k[len(_CONFIG_PREFIX) :]: v for k, v in values.items() if k.startswith(_CONFIG_PREFIX)}
     bits = int(values.get("sequence_bits", DEFAULT_SEQUENCE_BITS))
@@ -106,7 +106,7 @@ async def create(
     if not created:
         raise TopicExists(name)
     await stamp_partitions(redis, ks, name, topic_id, range(partitions))
-    return _decode(
+    return decode_topic(
         {
             b"name": name.encode(),
             b"id": str(topic_id).encode(),
@@ -130,7 +130,7 @@ async def stamp_partitions(
 
 async def load(redis: Any, ks: Keyspace, name: str, defaults: Mapping[str, str]) -> Topic | None:
     raw = await redis.hgetall(ks.topic(name))
-    return _decode(raw, defaults) if raw else None
+    return decode_topic(raw, defaults) if raw else None
 
 
 async def load_all(redis: Any, ks: Keyspace, defaults: Mapping[str, str]) -> list[Topic]:
@@ -141,7 +141,7 @@ async def load_all(redis: Any, ks: Keyspace, defaults: Mapping[str, str]) -> lis
         for name in names:
             pipe.hgetall(ks.topic(name))
         raws = await pipe.execute()
-    return [_decode(raw, defaults) for raw in raws if raw]
+    return [decode_topic(raw, defaults) for raw in raws if raw]
 
 
 async def name_of(redis: Any, ks: Keyspace, topic_id: uuid.UUID) -> str | None:

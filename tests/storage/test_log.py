@@ -196,3 +196,27 @@ def test_an_offset_in_the_gap_after_removed_records_stays_valid(run) -> None:
         assert [e[1][-1] for e in read.entries] == [b"b"]
 
     run(body)
+
+
+def test_blocking_twins_append_and_read_alike(redis_server, keyspace) -> None:
+    from schooner.storage import sync
+
+    ks = Keyspace(keyspace)
+
+    async def create() -> topics.Topic:
+        redis = client.connect(redis_server.url)
+        try:
+            return await _topic(redis, ks, "blocking")
+        finally:
+            await redis.aclose()
+
+    t = asyncio.run(create())
+    redis = client.connect_sync(redis_server.url)
+    result = sync.append(redis, ks, t, 0, [R(b"a"), R(b"b", key=b"k")])
+    assert result.status == log.APPENDED and result.last_offset == result.base_offset + 1
+    read = sync.read(redis, ks, t, 0, result.base_offset, 10)
+    assert [e[1][-1] for e in read.entries] == [b"a", b"b"]
+    assert read.high_watermark == result.last_offset + 1
+    assert sync.bounds(redis, ks, t, 0).log_start_offset == result.base_offset
+    assert sync.load_topic(redis, ks, "blocking") == t
+    assert [x.name for x in sync.load_topics(redis, ks)] == ["blocking"]
