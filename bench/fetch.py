@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -42,9 +43,26 @@ def kcat_consume(bootstrap: str, topic: str, expected: int, timeout: float = 120
     """
     args = ["kcat", "-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"]
     args += ["-X", f"fetch.wait.max.ms={KCAT_FETCH_WAIT_MS}", "-f", "%o\n"]
-    start = time.perf_counter()
-    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: kcat can never block on a full stderr
+        start = time.perf_counter()
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        lines, first, code = _count_lines(process, timeout)
+        end = time.perf_counter()
+        errors.seek(0)
+        stderr = errors.read().decode(errors="replace").strip()
+    if code != 0:
+        raise RuntimeError(f"kcat exited with {code} after {lines} records: {stderr}")
+    if lines != expected:
+        raise RuntimeError(f"kcat read {lines} records, expected {expected}: {stderr}")
+    seconds = end - start
+    first_seconds = (first or end) - start
+    steady = lines / (seconds - first_seconds) if seconds > first_seconds else float("nan")
+    return KcatRun(lines, seconds, first_seconds, lines / seconds, steady)
+
+
+def _count_lines(process: subprocess.Popen[bytes], timeout: float) -> tuple[int, float | None, int]:
+    """Reads the process's stdout to its end; returns (lines, time of the first output, exit code)."""
+    assert process.stdout is not None
     watchdog = threading.Timer(timeout, process.kill)
     watchdog.start()
     fd = process.stdout.fileno()
@@ -58,24 +76,13 @@ def kcat_consume(bootstrap: str, topic: str, expected: int, timeout: float = 120
             if first is None:
                 first = time.perf_counter()
             lines += chunk.count(b"\n")
-        code = process.wait()
-        end = time.perf_counter()
+        return lines, first, process.wait()
     finally:
         watchdog.cancel()
         if process.poll() is None:
             process.kill()
             process.wait()
-    stderr = process.stderr.read().decode(errors="replace").strip()
-    process.stdout.close()
-    process.stderr.close()
-    if code != 0:
-        raise RuntimeError(f"kcat exited with {code} after {lines} records: {stderr}")
-    if lines != expected:
-        raise RuntimeError(f"kcat read {lines} records, expected {expected}: {stderr}")
-    seconds = end - start
-    first_seconds = (first or end) - start
-    steady = lines / (seconds - first_seconds) if seconds > first_seconds else float("nan")
-    return KcatRun(lines, seconds, first_seconds, lines / seconds, steady)
+        process.stdout.close()
 
 
 def _raw_reply(response: Any, **_options: Any) -> Any:

@@ -24,11 +24,26 @@ def _num(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-_CPU_NOTE = "broker/redis/client"
+_CPU_NOTE = "broker/redis/client/other"
+# Other processes using more than this share of a core during the runs make the figures unreliable.
+OTHER_LOAD_WARNING = 0.15
 
 
-def _cpu(shares: dict[str, float]) -> str:
-    return "/".join(f"{shares[name]:.2f}" for name in ("broker", "redis", "client"))
+def _cpu(shares: dict[str, float], names: int = 4) -> str:
+    order = ("broker", "redis", "client", "other")[:names]
+    return "/".join(f"{shares.get(name, 0.0):.2f}" for name in order)
+
+
+def other_load(results: dict[str, Any]) -> float:
+    """The highest mean CPU share that processes outside the benchmark used during one phase."""
+    phases = [
+        results["produce"]["broker_cpu"],
+        results["produce"]["raw_cpu"],
+        results["fetch"]["broker_cpu"],
+        results["fetch"]["raw_cpu"],
+        results["latency"]["cpu"],
+    ]
+    return max(phase.get("other", 0.0) for phase in phases)
 
 
 def _verdict(value: float, target: float) -> str:
@@ -90,8 +105,8 @@ def table(results: dict[str, Any]) -> str:
     ]
     for name, fig in (("produce", p), ("fetch", f)):
         rows.append((f"{name}: cores busy", _cpu(fig["broker_cpu"]), _cpu(fig["raw_cpu"]), "", _CPU_NOTE))
-        us_broker, us_raw = _cpu(fig["broker_cpu_us_per_record"]), _cpu(fig["raw_cpu_us_per_record"])
-        rows.append((f"{name}: CPU us per record", us_broker, us_raw, "", _CPU_NOTE))
+        us_broker, us_raw = _cpu(fig["broker_cpu_us_per_record"], 3), _cpu(fig["raw_cpu_us_per_record"], 3)
+        rows.append((f"{name}: CPU us per record", us_broker, us_raw, "", "broker/redis/client"))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
         f"Schooner benchmark {results['date']}: {env['cpus']} CPUs, {cfg['messages']:,} x "
@@ -105,11 +120,35 @@ def table(results: dict[str, Any]) -> str:
         )
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
+    spreads = [
+        ("produce broker", [r["msgs_per_s"] for r in p["broker_runs"]]),
+        ("raw XADD", [r["per_s"] for r in p["raw_runs"]]),
+        ("fetch broker", [r["msgs_per_s"] for r in f["kcat_runs"]]),
+        ("raw XRANGE", [r["msgs_per_s"] for r in f["raw_runs"]]),
+    ]
+    lines.append(
+        "run-to-run range: "
+        + "; ".join(f"{name} {min(v) / 1000:,.0f}k-{max(v) / 1000:,.0f}k" for name, v in spreads if v)
+    )
+    other = other_load(results)
+    if other > OTHER_LOAD_WARNING:
+        lines.append(f"WARNING: other processes used up to {other:.2f} cores during the runs (disturbed)")
     if results.get("broker_log_problems"):
         lines.append(f"broker log: {len(results['broker_log_problems'])} warning/error lines (see JSON)")
     return "\n".join(lines)
 
 
+def rounded(value: Any, digits: int = 4) -> Any:
+    """The same structure with every float rounded, so that the committed file diffs readably."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v, digits) for v in value]
+    return value
+
+
 def write_json(results: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+    path.write_text(json.dumps(rounded(results), indent=2) + "\n")

@@ -79,6 +79,7 @@ class BenchServers:
         try:
             return self._start()
         except BaseException:
+            self._print_log_tail()
             self._stack.close()
             raise
 
@@ -148,13 +149,16 @@ class BenchServers:
         lines = self.broker_log.read_text(errors="replace").splitlines()
         return [line for line in lines if any(mark in line for mark in marks)][:limit]
 
+    def _print_log_tail(self) -> None:
+        tail = self.broker_log_tail()
+        if tail:
+            print(f"--- broker log (last lines) ---\n{tail}", file=sys.stderr)
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if exc is not None and self.broker_log is not None and self.broker_log.exists():
-            tail = self.broker_log_tail()
-            if tail:
-                print(f"--- broker log (last lines) ---\n{tail}", file=sys.stderr)
+        if exc is not None:
+            self._print_log_tail()
         self._stack.close()
 
 
@@ -182,20 +186,33 @@ def client_cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def machine_busy_seconds() -> float:
+    """CPU time all processes on the machine have used so far (the non-idle columns of /proc/stat)."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (ticks + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 class CpuMeter:
-    """CPU seconds used by the broker, redis-server and the benchmark's clients between start() and stop()."""
+    """CPU used between start() and stop() by the broker, redis-server, the benchmark's clients, and the
+    rest of the machine ("other": anything else running at the same time disturbs the figures)."""
+
+    NAMES = ("broker", "redis", "client", "other")
 
     def __init__(self, ep: Endpoints) -> None:
         self.ep = ep
-        self._start = (0.0, 0.0, 0.0)
+        self._start = (0.0, 0.0, 0.0, 0.0)
         self._wall = 0.0
 
-    def _now(self) -> tuple[float, float, float]:
-        return (
-            process_cpu_seconds(self.ep.broker_pid),
-            process_cpu_seconds(self.ep.redis_pid),
-            client_cpu_seconds(),
-        )
+    def _now(self) -> tuple[float, float, float, float]:
+        broker = process_cpu_seconds(self.ep.broker_pid)
+        redis_cpu = process_cpu_seconds(self.ep.redis_pid)
+        client = client_cpu_seconds()
+        return broker, redis_cpu, client, machine_busy_seconds() - broker - redis_cpu - client
 
     def start(self) -> None:
         self._start = self._now()
@@ -205,5 +222,5 @@ class CpuMeter:
         """Each process's share of one core over the interval (1.0 = one core busy all the time)."""
         wall = time.perf_counter() - self._wall
         now = self._now()
-        names = ("broker", "redis", "client")
-        return {name: round((b - a) / wall, 3) for name, a, b in zip(names, self._start, now, strict=True)}
+        deltas = zip(self.NAMES, self._start, now, strict=True)
+        return {name: round(max(0.0, b - a) / wall, 3) for name, a, b in deltas}

@@ -23,7 +23,7 @@ LATENCY_TOPIC = "bench-latency"
 @dataclass(frozen=True, slots=True)
 class Options:
     messages: int = 300_000
-    runs: int = 5
+    runs: int = 7
     raw_requests: int = 1_000_000
     pipeline: int = 64
     latency_rate: int = 5000
@@ -46,7 +46,7 @@ def mean_cpu(samples: list[dict[str, float]]) -> dict[str, float]:
 
 def cpu_us_per_record(samples: list[dict[str, float]], rates: list[float]) -> dict[str, float]:
     """CPU microseconds each process spent per record (share of a core / records per s); median of runs."""
-    names = samples[0].keys() if samples else ()
+    names = [name for name in samples[0] if name != "other"] if samples else []
     return {
         name: round(report.median([s[name] / rate * 1e6 for s, rate in zip(samples, rates, strict=True)]), 2)
         for name in names
@@ -160,6 +160,11 @@ def run_memory(ep: Endpoints, client: redis.Redis) -> dict[str, Any]:
     }
 
 
+def _first(version: Any) -> str:
+    """confluent-kafka's version() is a (text, number) pair in some releases and a text in others."""
+    return str(version[0] if isinstance(version, tuple) else version)
+
+
 def _environment(client: redis.Redis) -> dict[str, Any]:
     kcat = subprocess.run(["kcat", "-V"], capture_output=True, text=True, check=False).stdout
     kcat_line = next((line.strip() for line in kcat.splitlines() if line.startswith("Version")), "")
@@ -172,7 +177,7 @@ def _environment(client: redis.Redis) -> dict[str, Any]:
         "python": platform.python_version(),
         "redis_server": client.info("server").get("redis_version"),
         "redis_benchmark": bench_version.stdout.strip(),
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": _first(confluent_kafka.version()),
         "librdkafka_python": confluent_kafka.libversion()[0],
         "kcat": kcat_line,
     }
@@ -214,7 +219,7 @@ def run_all(opts: Options) -> dict[str, Any]:
         finally:
             client.close()
         problems = servers.broker_log_problems()
-    return {
+    results: dict[str, Any] = {
         "date": started.isoformat(timespec="seconds"),
         "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
         "environment": env,
@@ -232,3 +237,5 @@ def run_all(opts: Options) -> dict[str, Any]:
         "memory": memory_results,
         "broker_log_problems": problems,
     }
+    results["other_load_cores"] = report.other_load(results)
+    return results

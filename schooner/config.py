@@ -38,6 +38,9 @@ class Settings:
     heartbeat_ms: int = 1000
     session_ms: int = 5000  # a broker that misses heartbeats this long leaves Metadata
     retention_check_ms: int = 30000  # how often idle partitions are trimmed
+    group_min_session_ms: int = 6000
+    group_max_session_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3000  # a new group waits this long for more members
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     @property

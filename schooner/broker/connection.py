@@ -12,6 +12,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.errors import ProtocolError, UnsupportedRequest
 from ..protocol.framing import FrameDecoder
 from ..protocol.messages import Request, RequestHeader, decode_request, encode_response
+from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ class Connection:
             MAX_IN_FLIGHT
         )
         self.peer = writer.get_extra_info("peername")
+        self._host = f"/{self.peer[0]}" if isinstance(self.peer, tuple) else "/unknown"
 
     async def serve(self) -> None:
         responder = asyncio.create_task(self._respond())
@@ -77,6 +79,7 @@ class Connection:
                 except ProtocolError as exc:
                     log.info("closing %s: %s", self.peer, exc)
                     return
+                CLIENT.set((request.header.client_id or "", self._host))
                 task = asyncio.ensure_future(self._handle(request))
                 await self._pending.put((request.header, task))
 
@@ -100,6 +103,13 @@ class Connection:
                 continue
             if body is None:  # acks=0 produce
                 continue
-            self._writer.write(encode_response(header, body))
+            try:
+                data = encode_response(header, body)
+            except Exception:
+                log.exception("cannot encode %s v%d response", ApiKey(header.api_key).name, header.api_version)
+                self._writer.close()
+                broken = True
+                continue
+            self._writer.write(data)
             if self._pending.empty():
                 await self._writer.drain()

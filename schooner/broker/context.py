@@ -7,16 +7,21 @@ import time
 import uuid
 import zlib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
+from ..coordinators.group_coordinator import GroupCoordinator
 from ..storage import registry, topics
 from ..storage.keys import Keyspace
 from ..storage.registry import BrokerInfo
 from ..storage.topics import Topic
 from .sequencer import PartitionSequencer
 from .waiters import AppendWaiters
+
+# (client id, client host) of the request being handled; set by the connection for each request.
+CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))
 
 TOPIC_CACHE_SECONDS = 1.0
 BROKER_CACHE_SECONDS = 0.5
@@ -41,6 +46,7 @@ class BrokerContext:
     sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
     entry_sizes: dict[tuple[str, int], int] = field(default_factory=dict)
+    groups: GroupCoordinator = field(init=False)
     capabilities: Capabilities = field(default_factory=Capabilities)
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])

@@ -15,8 +15,10 @@ from .handlers import (
     api_versions,
     cluster,
     fetch,
+    groups,
     list_offsets,
     metadata,
+    offsets,
     produce,
     producer_ids,
 )
@@ -39,6 +41,17 @@ HANDLERS: dict[int, HandlerFn] = {
     ApiKey.ALTER_CONFIGS: admin_configs.handle_alter,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_configs.handle_incremental_alter,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
+    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+    ApiKey.JOIN_GROUP: groups.handle_join,
+    ApiKey.SYNC_GROUP: groups.handle_sync,
+    ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: groups.handle_leave,
+    ApiKey.DESCRIBE_GROUPS: groups.handle_describe,
+    ApiKey.LIST_GROUPS: groups.handle_list,
+    ApiKey.DELETE_GROUPS: groups.handle_delete,
+    ApiKey.OFFSET_COMMIT: offsets.handle_commit,
+    ApiKey.OFFSET_FETCH: offsets.handle_fetch,
+    ApiKey.OFFSET_DELETE: offsets.handle_delete,
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from ..config import Settings
+from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..storage import client as redis_client
 from ..storage import log as storage_log
 from ..storage import registry, topics
@@ -51,6 +52,13 @@ class Broker:
             port = self.port
         me = BrokerInfo(broker_id, host, port, s.rack)
         self.ctx = BrokerContext(settings=s, redis=redis, ks=ks, me=me)
+        self.ctx.groups = GroupCoordinator(
+            redis,
+            ks,
+            me,
+            self.ctx.live_brokers,
+            GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
+        )
         self.ctx.cluster_id = await registry.cluster_id(redis, ks)
         self.ctx.capabilities = await _capabilities(redis)
         await registry.heartbeat(redis, ks, me, s.session_ms)
@@ -58,6 +66,7 @@ class Broker:
             asyncio.create_task(self._heartbeat()),
             asyncio.create_task(self._listen_for_appends()),
             asyncio.create_task(self._sweep_retention()),
+            asyncio.create_task(self._watch_groups()),
         ]
         log.info("broker %d serving on %s:%d (advertised %s:%d)", broker_id, s.host, self.port, host, port)
 
@@ -67,6 +76,8 @@ class Broker:
 
     async def stop(self) -> None:
         self._stopping = True
+        if self.ctx is not None and hasattr(self.ctx, "groups"):
+            self.ctx.groups.shutdown()
         if self._pubsub is not None:
             # redis-py's pub/sub read can swallow a cancel; closing its connection ends the read.
             with contextlib.suppress(Exception):
@@ -126,6 +137,21 @@ class Broker:
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+    async def _watch_groups(self) -> None:
+        """Expires member sessions, and hands groups over when the live broker set changes."""
+        assert self.ctx is not None
+        groups = self.ctx.groups
+        ticks = 0
+        while True:
+            await asyncio.sleep(0.25)
+            ticks += 1
+            try:
+                await groups.expire_sessions()
+                if ticks % 4 == 0:
+                    await groups.check_ownership()
+            except (RedisError, OSError) as exc:
+                log.warning("group upkeep failed: %s", exc)
 
     async def _sweep_retention(self) -> None:
         """Applies retention to every partition, so topics that get no writes are trimmed too."""

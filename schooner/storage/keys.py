@@ -48,6 +48,20 @@ class Keyspace:
         """Hash: topic id (UUID text) -> topic name."""
         return f"{self.prefix}:{{meta}}:topic-ids"
 
+    # -- consumer groups: both keys of a group share the tag {group id} ----------------------------
+    def group(self, group_id: str) -> str:
+        """Hash: the classic group's state, generation, protocol, leader, owner and members (JSON)."""
+        return f"{self.prefix}:group:{{{group_id}}}"
+
+    def group_offsets(self, group_id: str) -> str:
+        """Hash: "topic:partition" -> committed offset, leader epoch, metadata and commit time (JSON)."""
+        return f"{self.prefix}:offsets:{{{group_id}}}"
+
+    @property
+    def group_ids(self) -> str:
+        """Set of every group id that has state or committed offsets."""
+        return f"{self.prefix}:groups"
+
     # -- cluster ----------------------------------------------------------------------------------
     @property
     def cluster(self) -> str:
@@ -75,3 +89,34 @@ class Keyspace:
     def appended_channel(self) -> str:
         """Pub/sub channel: append.lua publishes "topic:partition" here, so every broker wakes its fetches."""
         return f"{self.prefix}:appended"
+
+    # -- MQ library -------------------------------------------------------------------------------
+    # Per-partition keys carry the partition's tag, so each MQ script (ack + retry, ack + dead letter,
+    # lease-checked read) touches one slot. Group names are limited to [a-zA-Z0-9._-] like topics.
+    def mq_lease(self, topic: str, partition: int, group: str) -> str:
+        """String with PX: the owner token of the member that holds the partition for the group."""
+        return f"{self.prefix}:mq:lease:{{{topic}:{partition}}}:{group}"
+
+    def mq_retries(self, topic: str, partition: int) -> str:
+        """Sorted set: retry id ("group/entry-id") scored by the time (ms) it is due."""
+        return f"{self.prefix}:mq:retry:{{{topic}:{partition}}}"
+
+    def mq_retry_payloads(self, topic: str, partition: int) -> str:
+        """Hash: retry id -> the record to append again (storage/retries.py packs it)."""
+        return f"{self.prefix}:mq:retry-data:{{{topic}:{partition}}}"
+
+    def mq_retry_mover(self, topic: str, partition: int) -> str:
+        """Hash: producer_id, next_seq, and the move batch in progress (batch, batch_seq)."""
+        return f"{self.prefix}:mq:retry-mover:{{{topic}:{partition}}}"
+
+    def mq_dead_letters(self, topic: str, partition: int) -> str:
+        """Stream: the dead letters of one partition (a topic's DLQ is the union over its partitions)."""
+        return f"{self.prefix}:mq:dlq:{{{topic}:{partition}}}"
+
+    def mq_members(self, topic: str, group: str) -> str:
+        """Sorted set: live member ids of the group, scored by the time (ms) their heartbeat lapses."""
+        return f"{self.prefix}:mq:members:{{{topic}}}:{group}"
+
+    def mq_groups(self, topic: str) -> str:
+        """Set: the MQ groups that consume the topic."""
+        return f"{self.prefix}:mq:groups:{{{topic}}}"

@@ -1,0 +1,285 @@
+"""Group APIs (classic protocol): FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+DescribeGroups, ListGroups, DeleteGroups. The coordinator does the work; these map fields and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...coordinators.classic_group import GroupState
+from ...coordinators.group_coordinator import NotCoordinator
+from ...protocol.messages import make, response_module_of
+from ...storage import groups as group_store
+from ..context import CLIENT, BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS
+
+KEY_TYPE_GROUP = 0
+UNKNOWN_OPERATIONS = -2147483648
+
+
+def _nullable_before(first_nullable: int, version: int, value: str | None) -> str | None:
+    """Older versions have a non-null string where newer ones allow null."""
+    return value if value is not None or version >= first_nullable else ""
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+async def handle_find_coordinator(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    keys = list(body.coordinator_keys) if hasattr(body, "coordinator_keys") else [body.key]
+    answers = []
+    for key in keys:
+        code, message, node = ErrorCode.none, None, None
+        if body.key_type != KEY_TYPE_GROUP:
+            code, message = ErrorCode.coordinator_not_available, "transactions are not available yet"
+        else:
+            try:
+                node = await ctx.groups.coordinator_for(key)
+            except STORAGE_ERRORS:
+                code = ErrorCode.coordinator_not_available
+        answers.append((key, code, message, node))
+    if hasattr(body, "coordinator_keys"):
+        return make(
+            mod.FindCoordinatorResponse,
+            throttle_time=NO_THROTTLE,
+            coordinators=tuple(
+                make(
+                    mod.Coordinator,
+                    key=key,
+                    node_id=node.broker_id if node else -1,
+                    host=node.host if node else "",
+                    port=node.port if node else -1,
+                    error_code=code,
+                    error_message=message,
+                )
+                for key, code, message, node in answers
+            ),
+        )
+    _, code, message, node = answers[0]
+    return make(
+        mod.FindCoordinatorResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        error_message=message,
+        node_id=node.broker_id if node else -1,
+        host=node.host if node else "",
+        port=node.port if node else -1,
+    )
+
+
+async def handle_join(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    version = body.__version__
+    client_id, host = CLIENT.get()
+    session_ms = _ms(body.session_timeout)
+    rebalance_ms = _ms(getattr(body, "rebalance_timeout", body.session_timeout))
+    try:
+        result = await ctx.groups.join(
+            body.group_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None),
+            client_id,
+            host,
+            session_ms,
+            rebalance_ms,
+            body.protocol_type,
+            [(p.name, bytes(p.metadata)) for p in body.protocols],
+            require_known_member=version >= 4,
+        )
+        code, values = result.error, result
+    except NotCoordinator:
+        code, values = ErrorCode.not_coordinator, None
+    except STORAGE_ERRORS:
+        code, values = ErrorCode.coordinator_not_available, None
+    members = tuple(
+        make(mod.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=md)
+        for m, i, md in (values.members if values else [])
+    )
+    return make(
+        mod.JoinGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        generation_id=values.generation if values else -1,
+        protocol_type=values.protocol_type if values else None,
+        protocol_name=_nullable_before(7, version, values.protocol_name if values else None),
+        leader=values.leader if values else "",
+        skip_assignment=values.skip_assignment if values else False,
+        member_id=values.member_id if values else body.member_id,
+        members=members,
+    )
+
+
+async def handle_sync(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    try:
+        result = await ctx.groups.sync(
+            body.group_id,
+            body.generation_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None),
+            {a.member_id: bytes(a.assignment) for a in body.assignments},
+        )
+        code, protocol_type, protocol, assignment = (
+            result.error, result.protocol_type, result.protocol_name, result.assignment
+        )  # fmt: skip
+    except NotCoordinator:
+        code, protocol_type, protocol, assignment = ErrorCode.not_coordinator, None, None, b""
+    except STORAGE_ERRORS:
+        code, protocol_type, protocol, assignment = ErrorCode.coordinator_not_available, None, None, b""
+    return make(
+        mod.SyncGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        protocol_type=protocol_type,
+        protocol_name=protocol,
+        assignment=assignment,
+    )
+
+
+async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    try:
+        code = await ctx.groups.heartbeat(
+            body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
+        )
+    except NotCoordinator:
+        code = ErrorCode.not_coordinator
+    except STORAGE_ERRORS:
+        code = ErrorCode.coordinator_not_available
+    return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=code)
+
+
+async def handle_leave(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    if hasattr(body, "members"):
+        wanted = [(m.member_id, m.group_instance_id) for m in body.members]
+    else:
+        wanted = [(body.member_id, None)]
+    code = ErrorCode.none
+    errors: list[ErrorCode] = []
+    try:
+        errors = await ctx.groups.leave(body.group_id, wanted)
+    except NotCoordinator:
+        code = ErrorCode.not_coordinator
+    except STORAGE_ERRORS:
+        code = ErrorCode.coordinator_not_available
+    if not hasattr(body, "members") and errors:
+        code = errors[0]
+    return make(
+        mod.LeaveGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        members=tuple(
+            make(mod.MemberResponse, member_id=m, group_instance_id=i, error_code=e)
+            for (m, i), e in zip(wanted, errors, strict=False)
+        )
+        if hasattr(body, "members")
+        else (),
+    )
+
+
+async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    described = []
+    for group_id in body.groups:
+        values: dict[str, Any] = dict(
+            error_code=ErrorCode.none,
+            error_message=None,
+            group_id=group_id,
+            group_state=GroupState.DEAD.value,
+            protocol_type="",
+            protocol_data="",
+            members=(),
+            authorized_operations=UNKNOWN_OPERATIONS,
+        )
+        try:
+            if group_id not in ctx.groups.groups and not await group_store.exists(
+                ctx.redis, ctx.ks, group_id
+            ):
+                await ctx.groups.coordinator_for(group_id)
+                described.append(make(mod.DescribedGroup, **values))  # never seen: Dead, as Kafka says
+                continue
+            group = await ctx.groups.group(group_id)
+            values.update(
+                group_state=group.state.value,
+                protocol_type=group.protocol_type or "",
+                protocol_data=group.protocol or "",
+                members=tuple(
+                    make(
+                        mod.DescribedGroupMember,
+                        member_id=m.member_id,
+                        group_instance_id=m.instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata_for(group.protocol or ""),
+                        member_assignment=m.assignment,
+                    )
+                    for m in group.members.values()
+                ),
+            )
+        except NotCoordinator:
+            values["error_code"] = ErrorCode.not_coordinator
+        except STORAGE_ERRORS:
+            values["error_code"] = ErrorCode.coordinator_not_available
+        described.append(make(mod.DescribedGroup, **values))
+    return make(mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
+
+
+async def handle_list(ctx: BrokerContext, body: Any) -> Any:
+    """Every broker can answer for the whole deployment: group state is in Redis."""
+    mod = response_module_of(body)
+    states = {s.lower() for s in getattr(body, "states_filter", ()) or ()}
+    types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
+    try:
+        ids = await group_store.list_ids(ctx.redis, ctx.ks)
+        saved = await group_store.load_states(ctx.redis, ctx.ks, ids)
+    except STORAGE_ERRORS:
+        code = ErrorCode.coordinator_not_available
+        return make(mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=code, groups=())
+    listed = []
+    for group_id in ids:
+        loaded = ctx.groups.groups.get(group_id)
+        state = loaded.state.value if loaded else (saved[group_id].get("state") or GroupState.EMPTY.value)
+        protocol_type = (loaded.protocol_type if loaded else saved[group_id].get("protocol_type")) or ""
+        if states and state.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        listed.append(
+            make(
+                mod.ListedGroup,
+                group_id=group_id,
+                protocol_type=protocol_type,
+                group_state=state,
+                group_type="classic",
+            )
+        )
+    return make(
+        mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(listed)
+    )
+
+
+async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    results = []
+    for group_id in body.groups_names:
+        try:
+            group = await ctx.groups.group(group_id)
+            if group.members:
+                code = ErrorCode.non_empty_group
+            else:
+                deleted = await group_store.delete(ctx.redis, ctx.ks, group_id)
+                code = {1: ErrorCode.none, 0: ErrorCode.group_id_not_found}.get(
+                    deleted, ErrorCode.non_empty_group
+                )
+                if deleted == 1:
+                    ctx.groups.unload(group_id)
+        except NotCoordinator:
+            code = ErrorCode.not_coordinator
+        except STORAGE_ERRORS:
+            code = ErrorCode.coordinator_not_available
+        results.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=code))
+    return make(mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))

@@ -1,0 +1,207 @@
+"""OffsetCommit, OffsetFetch (single and multi-group forms) and OffsetDelete."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...coordinators.classic_group import GroupState
+from ...coordinators.group_coordinator import NotCoordinator
+from ...protocol.messages import make, response_module_of
+from ...storage import groups as group_store
+from ..context import BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS
+
+MAX_METADATA_BYTES = 4096
+
+
+async def _topic_name(ctx: BrokerContext, t: Any) -> tuple[str | None, Any]:
+    """(name, topic) for a request topic given by name or (v10) by id."""
+    name = getattr(t, "name", None)
+    if name is None and getattr(t, "topic_id", None) is not None:
+        found = await ctx.topic_by_id(t.topic_id)
+        return (found.name if found else None), found
+    return name, (await ctx.topic(name) if name else None)
+
+
+async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
+    try:
+        group_error = await ctx.groups.check_commit(
+            body.group_id, generation, body.member_id, getattr(body, "group_instance_id", None)
+        )
+    except NotCoordinator:
+        group_error = ErrorCode.not_coordinator
+    except STORAGE_ERRORS:
+        group_error = ErrorCode.coordinator_not_available
+    results: list[tuple[Any, list[tuple[int, ErrorCode]]]] = []
+    to_store: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    for t in body.topics:
+        try:
+            name, topic = await _topic_name(ctx, t)
+        except STORAGE_ERRORS:
+            name, topic = None, None
+        row = []
+        for p in t.partitions:
+            code = group_error
+            if code == ErrorCode.none:
+                if topic is None or not 0 <= p.partition_index < topic.partitions:
+                    code = (
+                        ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
+                    )
+                elif (
+                    p.committed_metadata is not None
+                    and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES
+                ):
+                    code = ErrorCode.offset_metadata_too_large
+                else:
+                    assert name is not None
+                    to_store[(name, p.partition_index)] = (
+                        p.committed_offset,
+                        getattr(p, "committed_leader_epoch", -1),
+                        p.committed_metadata,
+                    )
+            row.append((p.partition_index, code))
+        results.append((t, row))
+    if to_store:
+        try:
+            await group_store.commit(ctx.redis, ctx.ks, body.group_id, to_store)
+        except STORAGE_ERRORS:
+            results = [(t, [(i, ErrorCode.coordinator_not_available) for i, _ in row]) for t, row in results]
+    return make(
+        mod.OffsetCommitResponse,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            make(
+                mod.OffsetCommitResponseTopic,
+                name=getattr(t, "name", None),
+                topic_id=getattr(t, "topic_id", None),
+                partitions=tuple(
+                    make(mod.OffsetCommitResponsePartition, partition_index=i, error_code=c) for i, c in row
+                ),
+            )
+            for t, row in results
+        ),
+    )
+
+
+async def _fetch_group(
+    ctx: BrokerContext, group_id: str, topics: Any, mod: Any, multi: bool
+) -> tuple[ErrorCode, list[Any]]:
+    """(group error, response topics) for one group of an OffsetFetch."""
+    partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
+    topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
+    try:
+        await ctx.groups.coordinator_for(group_id)
+        coordinator = await ctx.groups.coordinator_for(group_id)
+        if coordinator.broker_id != ctx.me.broker_id:
+            return ErrorCode.not_coordinator, []
+        if topics is None:
+            committed = await group_store.fetch(ctx.redis, ctx.ks, group_id)
+            by_topic: dict[str, list[int]] = {}
+            for topic_name, partition in sorted(committed):
+                by_topic.setdefault(topic_name, []).append(partition)
+            wanted: list[tuple[Any, str | None, list[int]]] = [(None, n, ps) for n, ps in by_topic.items()]
+        else:
+            wanted = []
+            for t in topics:
+                found_name, _ = await _topic_name(ctx, t)
+                wanted.append((t, found_name or getattr(t, "name", None), list(t.partition_indexes)))
+            pairs = [(n, p) for _, n, ps in wanted if n is not None for p in ps]
+            committed = await group_store.fetch(ctx.redis, ctx.ks, group_id, pairs)
+    except STORAGE_ERRORS:
+        return ErrorCode.coordinator_not_available, []
+    out = []
+    for t, name, partitions in wanted:
+        rows = []
+        for p in partitions:
+            c = committed.get((name, p)) if name is not None else None
+            rows.append(
+                make(
+                    partition_cls,
+                    partition_index=p,
+                    committed_offset=c.offset if c else -1,
+                    committed_leader_epoch=c.leader_epoch if c else -1,
+                    metadata=c.metadata if c else "",
+                    error_code=ErrorCode.none,
+                )
+            )
+        topic_id = getattr(t, "topic_id", None) if t is not None else None
+        if topic_id is None and name is not None and multi:
+            found = await ctx.topic(name)
+            topic_id = found.id if found else None
+        out.append(make(topic_cls, name=name, topic_id=topic_id, partitions=tuple(rows)))
+    return ErrorCode.none, out
+
+
+async def handle_fetch(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    if hasattr(body, "groups"):
+        groups = []
+        for g in body.groups:
+            code, topics = await _fetch_group(ctx, g.group_id, g.topics, mod, multi=True)
+            groups.append(
+                make(mod.OffsetFetchResponseGroup, group_id=g.group_id, topics=tuple(topics), error_code=code)
+            )
+        return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
+    code, topics = await _fetch_group(ctx, body.group_id, body.topics, mod, multi=False)
+    return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, topics=tuple(topics), error_code=code)
+
+
+def subscribed_topics(metadata: bytes) -> set[str]:
+    """Topics in a consumer protocol subscription (version, then an int32-counted string array)."""
+    try:
+        (count,) = struct.unpack_from(">i", metadata, 2)
+        pos, topics = 6, set()
+        for _ in range(max(count, 0)):
+            (length,) = struct.unpack_from(">h", metadata, pos)
+            topics.add(metadata[pos + 2 : pos + 2 + length].decode())
+            pos += 2 + length
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return set()
+
+
+async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    code = ErrorCode.none
+    subscribed: set[str] = set()
+    try:
+        group = await ctx.groups.group(body.group_id)
+        if group.state == GroupState.DEAD:
+            code = ErrorCode.group_id_not_found
+        elif group.protocol_type == "consumer" and group.state != GroupState.EMPTY:
+            for m in group.members.values():
+                subscribed |= subscribed_topics(m.metadata_for(group.protocol or ""))
+    except NotCoordinator:
+        code = ErrorCode.not_coordinator
+    except STORAGE_ERRORS:
+        code = ErrorCode.coordinator_not_available
+    topics = []
+    doomed: list[tuple[str, int]] = []
+    for t in body.topics:
+        rows = []
+        for p in t.partitions:
+            part_code = ErrorCode.group_subscribed_to_topic if t.name in subscribed else ErrorCode.none
+            if code == ErrorCode.none and part_code == ErrorCode.none:
+                doomed.append((t.name, p.partition_index))
+            rows.append(
+                make(
+                    mod.OffsetDeleteResponsePartition, partition_index=p.partition_index, error_code=part_code
+                )
+            )
+        topics.append(make(mod.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(rows)))
+    if code == ErrorCode.none and doomed:
+        try:
+            await group_store.delete_offsets(ctx.redis, ctx.ks, body.group_id, doomed)
+        except STORAGE_ERRORS:
+            code = ErrorCode.coordinator_not_available
+    return make(
+        mod.OffsetDeleteResponse,
+        error_code=code,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(topics) if code == ErrorCode.none else (),
+    )

@@ -1,0 +1,166 @@
+"""The classic consumer group: members, generation, and how it is saved to and loaded from Redis.
+
+Pure data and rules; the coordinator (group_coordinator.py) drives it and does the I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+
+class GroupState(StrEnum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str = ""
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    session_ms: int
+    rebalance_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    last_seen: float = field(default_factory=time.monotonic)
+    join: asyncio.Future[JoinResult] | None = None
+    sync: asyncio.Future[SyncResult] | None = None
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+    def to_saved(self) -> dict[str, Any]:
+        return {
+            "member_id": self.member_id,
+            "instance_id": self.instance_id,
+            "client_id": self.client_id,
+            "client_host": self.client_host,
+            "session_ms": self.session_ms,
+            "rebalance_ms": self.rebalance_ms,
+            "protocol_type": self.protocol_type,
+            "protocols": [[n, base64.b64encode(m).decode()] for n, m in self.protocols],
+            "assignment": base64.b64encode(self.assignment).decode(),
+        }
+
+    @classmethod
+    def from_saved(cls, data: dict[str, Any]) -> Member:
+        return cls(
+            member_id=data["member_id"],
+            instance_id=data.get("instance_id"),
+            client_id=data.get("client_id", ""),
+            client_host=data.get("client_host", ""),
+            session_ms=int(data["session_ms"]),
+            rebalance_ms=int(data["rebalance_ms"]),
+            protocol_type=data.get("protocol_type", ""),
+            protocols=[(n, base64.b64decode(m)) for n, m in data.get("protocols", [])],
+            assignment=base64.b64decode(data.get("assignment", "")),
+        )
+
+
+@dataclass
+class Group:
+    group_id: str
+    owner_epoch: str = "0"
+    state: GroupState = GroupState.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    # Member ids handed out with MEMBER_ID_REQUIRED, not yet joined: id -> time handed out.
+    pending: dict[str, float] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    rebalance_timer: asyncio.TimerHandle | None = None
+    rebalance_deadline: float = 0.0
+
+    def instance_owner(self, instance_id: str) -> str | None:
+        for m in self.members.values():
+            if m.instance_id == instance_id:
+                return m.member_id
+        return None
+
+    def supports(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        if not protocols or not protocol_type:
+            return False
+        if not self.members:
+            return True
+        if protocol_type != self.protocol_type:
+            return False
+        names = {n for n, _ in protocols}
+        return all(names & {n for n, _ in m.protocols} for m in self.members.values())
+
+    def select_protocol(self) -> str | None:
+        """The protocol every member supports that most members prefer (Kafka's vote)."""
+        members = list(self.members.values())
+        if not members:
+            return None
+        common = set.intersection(*({n for n, _ in m.protocols} for m in members))
+        if not common:
+            return None
+        votes: Counter[str] = Counter()
+        for m in members:
+            votes[next(n for n, _ in m.protocols if n in common)] += 1
+        return max(sorted(common), key=lambda n: votes[n])
+
+    def all_rejoined(self) -> bool:
+        return all(m.join is not None for m in self.members.values()) and not self.pending
+
+    def to_saved(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "generation": self.generation,
+            "protocol_type": self.protocol_type or "",
+            "protocol": self.protocol or "",
+            "leader": self.leader or "",
+            "members": json.dumps([m.to_saved() for m in self.members.values()]),
+        }
+
+    @classmethod
+    def from_saved(cls, group_id: str, saved: dict[str, str]) -> Group:
+        group = cls(group_id, owner_epoch=saved.get("owner_epoch", "0"))
+        group.state = GroupState(saved.get("state") or GroupState.EMPTY.value)
+        group.generation = int(saved.get("generation") or 0)
+        group.protocol_type = saved.get("protocol_type") or None
+        group.protocol = saved.get("protocol") or None
+        group.leader = saved.get("leader") or None
+        for data in json.loads(saved.get("members") or "[]"):
+            member = Member.from_saved(data)
+            group.members[member.member_id] = member
+        return group

@@ -1,0 +1,47 @@
+"""An append through append.lua as a Call, so the MQ library pipelines appends like its other round trips.
+
+Arguments and reply are built and parsed by log.py's own helpers: an MQ append is the broker's append.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .calls import Call, script
+from .keys import Keyspace
+from .log import AppendResult, RecordLike, append_args, parse_append_reply
+from .topics import Topic
+
+MAX_BATCH = 1000  # records per script call, as the broker's produce path
+
+
+def size_of(records: Sequence[RecordLike]) -> int:
+    """The byte count retention.bytes accounts, as sync.append estimates it."""
+    return sum(len(r.value or b"") + len(r.key or b"") + 24 for r in records)
+
+
+def append(
+    ks: Keyspace,
+    topic: Topic,
+    partition: int,
+    records: Sequence[RecordLike],
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    notify: bool = True,
+) -> Call[AppendResult]:
+    args = append_args(
+        topic,
+        records,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        size_bytes=size_of(records),
+        channel=ks.appended_channel if notify else "",
+        partition=partition,
+    )
+    bits = topic.sequence_bits
+    return script(
+        "append", ks.partition_keys(topic.name, partition), args, lambda r: parse_append_reply(r, bits)
+    )
