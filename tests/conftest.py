@@ -81,9 +81,17 @@ class RunningBroker:
 
 
 def start_broker(redis_url: str, keyspace: str, **overrides: Any) -> RunningBroker:
+    # A short initial rebalance delay keeps group tests quick; tests that need Kafka's 3 s pass it.
     settings = config.load(
         env={},
-        overrides={"host": "127.0.0.1", "port": 0, "redis_url": redis_url, "keyspace": keyspace, **overrides},
+        overrides={
+            "host": "127.0.0.1",
+            "port": 0,
+            "redis_url": redis_url,
+            "keyspace": keyspace,
+            "group_initial_rebalance_delay_ms": 100,
+            **overrides,
+        },
     )
     loop = asyncio.new_event_loop()
     started: Future[Broker] = Future()

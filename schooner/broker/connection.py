@@ -106,7 +106,8 @@ class Connection:
             try:
                 data = encode_response(header, body)
             except Exception:
-                log.exception("cannot encode %s v%d response", ApiKey(header.api_key).name, header.api_version)
+                name = ApiKey(header.api_key).name
+                log.exception("cannot encode %s v%d response", name, header.api_version)
                 self._writer.close()
                 broken = True
                 continue

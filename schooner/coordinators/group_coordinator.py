@@ -144,7 +144,8 @@ class GroupCoordinator:
         """A result now, or a future that the rebalance resolves (awaited outside the group lock)."""
         if not group.supports(protocol_type, protocols):
             return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)
-        if not member_id:
+        new_member = not member_id
+        if new_member:
             member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
             if instance_id is not None:
                 return await self._join_static(
@@ -160,7 +161,7 @@ class GroupCoordinator:
             if owner is not None and owner != member_id:
                 return JoinResult(ErrorCode.fenced_instance_id, member_id)
         known = member_id in group.members or member_id in group.pending
-        if not known and (instance_id is None or require_known_member):
+        if not known and not new_member and (instance_id is None or require_known_member):
             return JoinResult(ErrorCode.unknown_member_id, member_id)
         group.pending.pop(member_id, None)
         member = group.members.get(member_id)
@@ -255,6 +256,7 @@ class GroupCoordinator:
             m.sync = None
         was_empty = group.state == GroupState.EMPTY
         group.state = GroupState.PREPARING_REBALANCE
+        log.info("group %s: rebalance after generation %d", group.group_id, group.generation)
         timeout_ms = max([m.rebalance_ms for m in group.members.values()] or [0])
         delay_ms = min(self.settings.initial_rebalance_delay_ms, timeout_ms) if was_empty else timeout_ms
         group.rebalance_deadline = time.monotonic() + timeout_ms / 1000
@@ -296,6 +298,10 @@ class GroupCoordinator:
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
         group.state = GroupState.COMPLETING_REBALANCE
+        log.info(
+            "group %s: generation %d with %d members, protocol %s",
+            group.group_id, group.generation, len(group.members), group.protocol,
+        )  # fmt: skip
         for m in group.members.values():
             m.assignment = b""
         await self._save(group)

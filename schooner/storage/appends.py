@@ -6,13 +6,25 @@ Arguments and reply are built and parsed by log.py's own helpers: an MQ append i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from .calls import Call, script
+from .entry import Header
 from .keys import Keyspace
 from .log import AppendResult, RecordLike, append_args, parse_append_reply
 from .topics import Topic
 
 MAX_BATCH = 1000  # records per script call, as the broker's produce path
+
+
+@dataclass(slots=True)
+class Record:
+    """A record to append (a log.RecordLike, whose attributes are plain, so not frozen)."""
+
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header] = field(default_factory=list)
 
 
 def size_of(records: Sequence[RecordLike]) -> int:

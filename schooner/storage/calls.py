@@ -6,11 +6,12 @@ alike, so each storage function is written once and its reply parsed in one plac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+import weakref
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from . import scripts
 
@@ -23,16 +24,23 @@ def _same(reply: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
-    """A plain command (args) when script is empty, else EVALSHA of scripts/<script>.lua with keys and args."""
+    """A plain command (args) when script is empty, else EVALSHA of scripts/<script>.lua (keys, args)."""
 
     args: tuple[Any, ...]
     parse: Callable[[Any], T]
     script: str = ""
     keys: tuple[str, ...] = ()
+    on_error: Callable[[Exception], T] | None = None  # a reply for a Redis error (e.g. no such key)
+    options: tuple[tuple[str, Any], ...] = ()  # redis-py reply options (e.g. parse_detail for XPENDING)
 
 
-def command(*args: Any, parse: Callable[[Any], T] = _same) -> Call[T]:
-    return Call(args, parse)
+def command(
+    *args: Any,
+    parse: Callable[[Any], T] = _same,
+    on_error: Callable[[Exception], T] | None = None,
+    **options: Any,
+) -> Call[T]:
+    return Call(args, parse, on_error=on_error, options=tuple(options.items()))
 
 
 def script(name: str, keys: Sequence[str], args: Sequence[Any], parse: Callable[[Any], T] = _same) -> Call[T]:
@@ -44,7 +52,19 @@ def _queue(pipe: Any, call: Call[Any]) -> None:
         s = scripts.script(call.script)
         pipe.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
     else:
-        pipe.execute_command(*call.args)
+        pipe.execute_command(*call.args, **dict(call.options))
+
+
+# Scripts each client has loaded: a batch's first use of a script loads it in the same round trip, so
+# calls of one batch keep their order. NOSCRIPT after that (a flushed or restarted server) reloads and
+# sends only the failed calls again, so the calls of one batch must not depend on each other.
+_loaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _to_load(redis: Any, calls: Sequence[Call[Any]]) -> list[scripts.Script]:
+    known = _loaded.setdefault(redis, set())
+    needed = {c.script for c in calls if c.script} - known
+    return [scripts.script(name) for name in sorted(needed)]
 
 
 def _missing_scripts(replies: list[Any]) -> list[int]:
@@ -54,6 +74,11 @@ def _missing_scripts(replies: list[Any]) -> list[int]:
 def _finish(calls: Sequence[Call[Any]], replies: list[Any]) -> list[Any]:
     out = []
     for call, reply in zip(calls, replies, strict=True):
+        if isinstance(reply, ResponseError) and call.on_error is not None and not isinstance(
+            reply, NoScriptError
+        ):
+            out.append(call.on_error(reply))
+            continue
         if isinstance(reply, Exception):
             raise reply
         out.append(call.parse(reply))
@@ -64,12 +89,17 @@ def run_many_sync(redis: Any, calls: Sequence[Call[Any]]) -> list[Any]:
     """One pipelined round trip; a script the server lacks (a restart) is loaded and its call sent again."""
     if not calls:
         return []
+    loading = _to_load(redis, calls)
     pipe = redis.pipeline(transaction=False)
+    for s in loading:
+        pipe.script_load(s.source)
     for call in calls:
         _queue(pipe, call)
-    replies = list(pipe.execute(raise_on_error=False))
+    replies = list(pipe.execute(raise_on_error=False))[len(loading) :]
+    _loaded[redis].update(s.name for s in loading)
     missing = _missing_scripts(replies)
     if missing:
+        _loaded[redis].clear()
         for name in sorted({calls[i].script for i in missing}):
             redis.script_load(scripts.script(name).source)
         pipe = redis.pipeline(transaction=False)
@@ -89,12 +119,17 @@ async def run_many(redis: Any, calls: Sequence[Call[Any]]) -> list[Any]:
     """The asyncio twin of run_many_sync."""
     if not calls:
         return []
+    loading = _to_load(redis, calls)
     async with redis.pipeline(transaction=False) as pipe:
+        for s in loading:
+            pipe.script_load(s.source)
         for call in calls:
             _queue(pipe, call)
-        replies = list(await pipe.execute(raise_on_error=False))
+        replies = list(await pipe.execute(raise_on_error=False))[len(loading) :]
+    _loaded[redis].update(s.name for s in loading)
     missing = _missing_scripts(replies)
     if missing:
+        _loaded[redis].clear()
         for name in sorted({calls[i].script for i in missing}):
             await redis.script_load(scripts.script(name).source)
         async with redis.pipeline(transaction=False) as pipe:
@@ -116,3 +151,55 @@ def text(value: bytes | str | None) -> str:
     if value is None:
         return ""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# A procedure of several round trips, written once: it yields the calls of each round trip and is sent
+# their results. drive_sync / drive run it from blocking code or from asyncio.
+Steps = Generator[list[Call[Any]], list[Any], T]
+
+
+def drive_sync(redis: Any, steps: Steps[T]) -> T:
+    replies: Any = None  # a generator's first send must be None
+    while True:
+        try:
+            batch = steps.send(replies)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        replies = run_many_sync(redis, batch)
+
+
+async def drive(redis: Any, steps: Steps[T]) -> T:
+    replies: Any = None  # a generator's first send must be None
+    while True:
+        try:
+            batch = steps.send(replies)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        replies = await run_many(redis, batch)
+
+
+def parallel(procedures: Sequence[Steps[T]]) -> Steps[list[T]]:
+    """Runs procedures side by side: each round trip carries the next calls of every unfinished one."""
+    results: list[Any] = [None] * len(procedures)
+    waiting: dict[int, list[Call[Any]]] = {}
+    for i, proc in enumerate(procedures):
+        try:
+            waiting[i] = next(proc)
+        except StopIteration as done:
+            results[i] = done.value
+    while waiting:
+        order = list(waiting)
+        replies = yield [call for i in order for call in waiting[i]]
+        following: dict[int, list[Call[Any]]] = {}
+        pos = 0
+        for i in order:
+            n = len(waiting[i])
+            try:
+                following[i] = procedures[i].send(replies[pos : pos + n])
+            except StopIteration as done:
+                results[i] = done.value
+            pos += n
+        waiting = following
+    return results

@@ -58,7 +58,9 @@ def create_group(ks: Keyspace, topic: Topic, partition: int, group: str, start: 
 
 
 def destroy_group(ks: Keyspace, topic: str, partition: int, group: str) -> Call[int]:
-    return command("XGROUP", "DESTROY", ks.stream(topic, partition), group, parse=_int_or_zero)
+    return command(
+        "XGROUP", "DESTROY", ks.stream(topic, partition), group, parse=_int_or_zero, on_error=lambda e: 0
+    )
 
 
 def read(ks: Keyspace, topic: str, partition: int, group: str, member: str, count: int) -> Call[ReadReply]:
@@ -92,7 +94,7 @@ def pending(
 ) -> Call[list[PendingEntry]]:
     """Pending entries from start on, in ID order (XPENDING, extended form)."""
     return command(
-        "XPENDING", ks.stream(topic, partition), group, start, "+", count, parse=_parse_pending
+        "XPENDING", ks.stream(topic, partition), group, start, "+", count, parse=_parse_pending, parse_detail=True
     )
 
 

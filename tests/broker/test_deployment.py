@@ -40,8 +40,21 @@ def test_long_poll_is_woken_by_another_brokers_append(broker_factory) -> None:
         confluent_produce(a.bootstrap, "wake", [Rec(None, b"second")])
 
     threading.Thread(target=later).start()
-    out = kcat("-b", b.bootstrap, "-C", "-t", "wake", "-o", "beginning", "-c", "2", "-f", "%s\n",
-               "-X", "fetch.wait.max.ms=10000")
+    out = kcat(
+        "-b",
+        b.bootstrap,
+        "-C",
+        "-t",
+        "wake",
+        "-o",
+        "beginning",
+        "-c",
+        "2",
+        "-f",
+        "%s\n",
+        "-X",
+        "fetch.wait.max.ms=10000",
+    )
     assert out.splitlines() == ["first", "second"]
     assert time.monotonic() - start < 8
 

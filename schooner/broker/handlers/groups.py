@@ -33,7 +33,7 @@ async def handle_find_coordinator(ctx: BrokerContext, body: Any) -> Any:
     answers = []
     for key in keys:
         code, message, node = ErrorCode.none, None, None
-        if body.key_type != KEY_TYPE_GROUP:
+        if getattr(body, "key_type", KEY_TYPE_GROUP) != KEY_TYPE_GROUP:
             code, message = ErrorCode.coordinator_not_available, "transactions are not available yet"
         else:
             try:
@@ -267,6 +267,14 @@ async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
     results = []
     for group_id in body.groups_names:
         try:
+            if group_id not in ctx.groups.groups and not await group_store.exists(
+                ctx.redis, ctx.ks, group_id
+            ):
+                await ctx.groups.coordinator_for(group_id)
+                results.append(
+                    make(mod.DeletableGroupResult, group_id=group_id, error_code=ErrorCode.group_id_not_found)
+                )
+                continue
             group = await ctx.groups.group(group_id)
             if group.members:
                 code = ErrorCode.non_empty_group

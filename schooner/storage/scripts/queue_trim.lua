@@ -21,7 +21,7 @@ for _, flat in ipairs(groups) do
   end
   if id_less(need_ms, need_seq, want_ms, want_seq) then want_ms, want_seq = need_ms, need_seq end
 end
-local bound = want_ms .. '-' .. want_seq
+local bound = string.format('%.0f-%.0f', want_ms, want_seq)
 local removed = redis.call('XTRIM', stream, 'MINID', bound)
 if removed > 0 then
   set_valid_from(KEYS[2], bound)

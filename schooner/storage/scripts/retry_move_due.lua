@@ -6,11 +6,9 @@
 -- append script recognises as a duplicate: each retry is appended exactly once.
 -- KEYS[1] retry schedule   KEYS[2] retry payloads   KEYS[3] mover state (hash)
 -- ARGV[1] max retries per batch
--- Returns -1 when the mover has no producer id yet; {} when nothing is due; else
+-- Returns {} when nothing is due; -1 when the mover has no producer id yet; else
 -- {producer id, base sequence, retry id, packed record, retry id, packed record, ...}.
 local state = KEYS[3]
-local pid = redis.call('HGET', state, 'producer_id')
-if not pid then return -1 end
 local ids, seq
 local batch = redis.call('HGET', state, 'batch')
 if batch then
@@ -19,6 +17,10 @@ if batch then
 else
   ids = redis.call('ZRANGE', KEYS[1], '-inf', redis_now_ms(), 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]))
   if #ids == 0 then return {} end
+end
+local pid = redis.call('HGET', state, 'producer_id')
+if not pid then return -1 end
+if not batch then
   seq = redis.call('HGET', state, 'next_seq') or '0'
   redis.call('HSET', state, 'batch', table.concat(ids, '\n'), 'batch_seq', seq)
 end

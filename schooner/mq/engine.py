@@ -1,0 +1,385 @@
+"""One member of an MQ group, as a state machine that does no I/O (in the manner of h11).
+
+Its methods are generators that yield effects: Batch (storage calls to run in one pipeline, answered
+with their results), Handle (call the handler, answered with its Outcome) and Wait. consumer.py drives
+them from blocking code and from asyncio alike, and tests can stop a member between any two round trips.
+
+Per partition it keeps order: entries left pending by a previous owner are claimed and handled first,
+then new ones, one at a time. A partition is released only once its fetched entries are settled.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from schooner.storage import dead_letters, leases, queue, queue_admin, retries
+from schooner.storage.appends import Record
+from schooner.storage.calls import Call, Steps, command, parallel, text
+from schooner.storage.dead_letters import DeadLetter
+from schooner.storage.keys import Keyspace
+from schooner.storage.queue import Delivery
+from schooner.storage.topics import Topic, UnknownTopic
+
+from . import membership
+from .handlers import Ack, Fail, Outcome, RetryPolicy, ScheduleRetry, ToDeadLetters, resolve
+from .message import Message, decode, retry_headers
+from .metrics import Metrics
+
+T = TypeVar("T")
+
+STARTS = {"latest": queue.LATEST, "earliest": queue.EARLIEST}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    start: str = "latest"  # where a group starts when it is created: "latest" or "earliest"
+    batch_size: int = 100  # entries fetched per partition per read
+    lease_ms: int = 10_000  # lease and heartbeat lifetime: a dead member's partitions move after this
+    renew_ms: int = 0  # renew (and rebalance) period; 0: lease_ms / 3
+    poll_ms: int = 50  # wait when nothing was fetched
+    max_deliveries: int = 5  # deliveries of one entry without a handler result before it is dead-lettered
+    retry_poll_ms: int = 200  # how often due retries are moved back to their partitions
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def __post_init__(self) -> None:
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {sorted(STARTS)}")
+
+    @property
+    def renew_period_ms(self) -> int:
+        return self.renew_ms or max(self.lease_ms // 3, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    calls: list[Call[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Handle:
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    seconds: float
+
+
+Effect = Batch | Handle | Wait
+Work = Generator[Effect, Any, T]
+
+
+@dataclass
+class _Slot:
+    partition: int
+    buffer: deque[Delivery] = field(default_factory=deque)
+    claim_cursor: bytes | None = b"0-0"  # None once the previous owners' pending entries are claimed
+    releasing: bool = False
+
+
+class GroupMember:
+    def __init__(
+        self,
+        ks: Keyspace,
+        topic: Topic,
+        group: str,
+        member_id: str,
+        config: ConsumerConfig,
+        metrics: Metrics,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        rng: random.Random | None = None,
+    ) -> None:
+        self.ks, self.topic, self.group, self.member_id = ks, topic, group, member_id
+        self.config, self.metrics = config, metrics
+        self.clock, self.wall_ms = clock, wall_ms
+        self.rng = rng or random.Random()
+        self.owned: dict[int, _Slot] = {}
+        self.live: list[str] = []
+        self.next_maintenance = 0.0
+        self.next_retry_move = 0.0
+
+    @property
+    def partitions(self) -> list[int]:
+        return sorted(self.owned)
+
+    # -- life cycle ---------------------------------------------------------------------------------
+    def start(self) -> Work[None]:
+        yield from self._create_groups(range(self.topic.partitions))
+        yield from self.maintain()
+
+    def step(self) -> Work[None]:
+        """One round: maintenance and retry moves when due, one fetch, and handling what it brought."""
+        if self.clock() >= self.next_maintenance:
+            yield from self.maintain()
+        if self.clock() >= self.next_retry_move:
+            yield from self.move_retries()
+        if not any(slot.buffer for slot in self.owned.values()) and not (yield from self.fetch()):
+            yield Wait(self.config.poll_ms / 1000)
+            return
+        for slot in list(self.owned.values()):
+            if slot.buffer:
+                yield from self.drain(slot)
+
+    def stop(self) -> Work[None]:
+        """Hands everything off: releases every lease and leaves the group (fetched entries are settled)."""
+        owned = list(self.owned)
+        calls: list[Call[Any]] = [self._release_call(p) for p in owned]
+        calls.append(leases.leave(self.ks, self.topic.name, self.group, self.member_id))
+        for p in owned:
+            self._forget(p)
+        yield Batch(calls)
+
+    def recover(self) -> None:
+        """After a Redis error: drop what was fetched (it stays pending) and claim it again."""
+        for slot in self.owned.values():
+            slot.buffer.clear()
+            slot.claim_cursor = b"0-0"
+            self.metrics.in_flight.labels(*self._labels(slot.partition)).set(0)
+        self.next_maintenance = 0.0
+
+    # -- ownership ----------------------------------------------------------------------------------
+    def maintain(self) -> Work[None]:
+        """Heartbeat, renew, rebalance to the fair share, and refresh the lag gauges."""
+        renewed = list(self.owned)
+        ttl = self.config.lease_ms
+        calls: list[Call[Any]] = [
+            leases.heartbeat(self.ks, self.topic.name, self.group, self.member_id, ttl),
+            command("HGET", self.ks.topic(self.topic.name), "partitions"),
+            *(leases.renew(self.ks, self.topic.name, p, self.group, self.member_id, ttl) for p in renewed),
+        ]
+        replies = yield Batch(calls)
+        self.live = replies[0]
+        yield from self._grow(int(replies[1] or 0))
+        for p, kept in zip(renewed, replies[2:], strict=True):
+            if not kept:
+                self._forget(p)
+        count = self.topic.partitions
+        limit = membership.share(count, len(self.live))
+        prefer = membership.preferred(count, self.live, self.member_id)
+        for p in membership.to_release(self.owned, limit, prefer):
+            self.owned[p].releasing = True
+        ready = [p for p, slot in self.owned.items() if slot.releasing and not slot.buffer]
+        if ready:
+            yield Batch([self._release_call(p) for p in ready])
+            for p in ready:
+                self._forget(p)
+        yield from self._acquire(limit, prefer)
+        yield from self._refresh_lag()
+        held = len(self.owned)
+        period = self.config.renew_period_ms / 1000
+        # Under its share a member looks again soon: a freed partition is taken within a tenth of a period.
+        self.next_maintenance = self.clock() + (period if held >= limit else period / 10)
+
+    def _acquire(self, limit: int, prefer: list[int]) -> Work[None]:
+        candidates = membership.to_acquire(self.topic.partitions, self.owned, prefer)
+        while candidates:
+            need = limit - sum(1 for slot in self.owned.values() if not slot.releasing)
+            if need <= 0:
+                return
+            trying, candidates = candidates[:need], candidates[need:]
+            ttl = self.config.lease_ms
+            won = yield Batch(
+                [leases.acquire(self.ks, self.topic.name, p, self.group, self.member_id, ttl) for p in trying]
+            )
+            for p, ok in zip(trying, won, strict=True):
+                if ok:
+                    self.owned[p] = _Slot(p)
+                    self.metrics.leased.labels(*self._labels(p)).set(1)
+
+    def _grow(self, partitions: int) -> Work[None]:
+        if partitions > self.topic.partitions:
+            new = range(self.topic.partitions, partitions)
+            self.topic = Topic(
+                self.topic.name, self.topic.id, partitions, self.topic.sequence_bits,
+                self.topic.overrides, self.topic.configs,
+            )  # fmt: skip
+            yield from self._create_groups(new)
+
+    def _create_groups(self, partitions: range | list[int]) -> Work[None]:
+        start = STARTS[self.config.start]
+        calls = [queue.create_group(self.ks, self.topic, p, self.group, start) for p in partitions]
+        made = yield Batch(list(calls))
+        if any(r == queue.NOT_THIS_TOPIC for r in made):
+            raise UnknownTopic(self.topic.name)
+
+    def _refresh_lag(self) -> Work[None]:
+        owned = list(self.owned)
+        if not owned:
+            return
+        lags = yield Batch([queue_admin.lag(self.ks, self.topic.name, p, self.group, 10_000) for p in owned])
+        now = self.wall_ms()
+        for p, lag in zip(owned, lags, strict=True):
+            if lag is not None:
+                labels = self._labels(p)
+                self.metrics.lag_messages.labels(*labels).set(lag.messages)
+                age = (now - lag.oldest_unconsumed_ms) / 1000 if lag.oldest_unconsumed_ms else 0.0
+                self.metrics.lag_seconds.labels(*labels).set(max(age, 0.0))
+
+    def _release_call(self, p: int) -> Call[bool]:
+        return leases.release(self.ks, self.topic.name, p, self.group, self.member_id)
+
+    def _forget(self, p: int) -> None:
+        """Stops tracking a partition; entries still buffered stay pending for the next owner to claim."""
+        self.owned.pop(p, None)
+        labels = self._labels(p)
+        self.metrics.leased.labels(*labels).set(0)
+        self.metrics.in_flight.labels(*labels).set(0)
+
+    # -- delivery -----------------------------------------------------------------------------------
+    def fetch(self) -> Work[bool]:
+        """Claims (first) or reads entries for every held partition; True when there is work."""
+        slots = [slot for slot in self.owned.values() if not slot.releasing]
+        if not slots:
+            return False
+        name, group, me = self.topic.name, self.group, self.member_id
+        calls: list[Call[Any]] = [
+            queue.claim(self.ks, name, s.partition, group, me, s.claim_cursor, self.config.batch_size)
+            if s.claim_cursor is not None
+            else queue.read(self.ks, name, s.partition, group, me, self.config.batch_size)
+            for s in slots
+        ]
+        replies = yield Batch(calls)
+        busy, missing = False, []
+        poison: list[tuple[_Slot, Delivery]] = []
+        for slot, reply in zip(slots, replies, strict=True):
+            if reply.status == queue.LEASE_LOST:
+                self._forget(slot.partition)
+                continue
+            if reply.status == queue.NO_GROUP:
+                missing.append(slot.partition)
+                continue
+            if isinstance(reply, queue.ClaimReply):
+                slot.claim_cursor = None if reply.cursor == b"0-0" else reply.cursor
+                busy = busy or slot.claim_cursor is not None
+            for d in reply.entries:
+                if d.deliveries > self.config.max_deliveries:
+                    poison.append((slot, d))
+                else:
+                    slot.buffer.append(d)
+            if reply.entries:
+                busy = True
+                self.metrics.consumed.labels(*self._labels(slot.partition)).inc(len(reply.entries))
+        if missing:
+            yield from self._create_groups(missing)
+        if poison:
+            yield from self._dead_letter_poison(poison)
+        return busy
+
+    def drain(self, slot: _Slot) -> Work[None]:
+        """Handles a partition's fetched entries in order, then acks the successes in one call."""
+        acks: list[bytes] = []
+        labels = self._labels(slot.partition)
+        while slot.buffer:
+            if self.clock() >= self.next_maintenance:
+                yield from self._ack(slot.partition, acks)
+                yield from self.maintain()
+                if self.owned.get(slot.partition) is not slot:
+                    break  # the lease was lost: the rest stays pending for the new owner
+            delivery = slot.buffer.popleft()
+            self.metrics.in_flight.labels(*labels).set(len(slot.buffer) + 1)
+            msg = decode(self.topic.name, slot.partition, self.topic.sequence_bits, delivery)
+            if msg.target_group is not None and msg.target_group != self.group:
+                acks.append(delivery.entry_id)  # another group's retry
+                continue
+            started = self.clock()
+            outcome: Outcome = yield Handle(msg)
+            self.metrics.handle_seconds.labels(*labels).observe(self.clock() - started)
+            action = resolve(outcome, msg.attempt, self.config.retry, self.rng)
+            if isinstance(action, Ack):
+                acks.append(delivery.entry_id)
+                continue
+            if isinstance(action, ScheduleRetry):
+                if action.error is not None:
+                    self.metrics.failed.labels(*labels).inc()
+                yield from self._schedule_retry(msg, action)
+            else:
+                if isinstance(outcome, Fail):
+                    self.metrics.failed.labels(*labels).inc()
+                yield from self._dead_letter([(msg, delivery, action)])
+        yield from self._ack(slot.partition, acks)
+        self.metrics.in_flight.labels(*labels).set(len(slot.buffer))
+        if slot.releasing and not slot.buffer and self.owned.get(slot.partition) is slot:
+            yield Batch([self._release_call(slot.partition)])
+            self._forget(slot.partition)
+
+    def _ack(self, partition: int, acks: list[bytes]) -> Work[None]:
+        if not acks:
+            return
+        (count,) = yield Batch([queue.ack(self.ks, self.topic.name, partition, self.group, list(acks))])
+        self.metrics.acked.labels(*self._labels(partition)).inc(count)
+        acks.clear()
+
+    # -- retries and dead letters -------------------------------------------------------------------
+    def _schedule_retry(self, msg: Message, action: ScheduleRetry) -> Work[None]:
+        first = msg.first_failure_ms or self.wall_ms()
+        headers = retry_headers(msg, self.group, msg.attempt + 1, first, action.error)
+        record = Record(msg.timestamp, msg.key, msg.value, headers)
+        (due,) = yield Batch(
+            [retries.schedule(self.ks, self.topic.name, msg.partition, self.group, msg.entry_id,
+                              action.delay_ms, record)]
+        )  # fmt: skip
+        if due:
+            self.metrics.retried.labels(*self._labels(msg.partition)).inc()
+
+    def _dead_letter(self, items: list[tuple[Message, Delivery, ToDeadLetters]]) -> Work[None]:
+        now = self.wall_ms()
+        calls = []
+        for msg, delivery, action in items:
+            letter = DeadLetter(
+                origin_topic=self.topic.name,
+                origin_partition=msg.partition,
+                origin_offset=msg.origin_offset,
+                group=self.group,
+                attempts=msg.attempt,
+                deliveries=delivery.deliveries,
+                first_failure_ms=msg.first_failure_ms or now,
+                last_failure_ms=now,
+                error_type=action.error_type,
+                error_message=action.message,
+                timestamp=msg.timestamp,
+                key=msg.key,
+                value=msg.value,
+                headers=msg.headers,
+                origin_id=text(delivery.entry_id),
+            )
+            calls.append(dead_letters.add(self.ks, self.group, delivery.entry_id, letter))
+        added = yield Batch(calls)
+        for (msg, _, _), letter_id in zip(items, added, strict=True):
+            if letter_id is not None:
+                self.metrics.dead_lettered.labels(*self._labels(msg.partition)).inc()
+
+    def _dead_letter_poison(self, poison: list[tuple[_Slot, Delivery]]) -> Work[None]:
+        """Entries delivered more than max_deliveries times without a result (each delivery crashed)."""
+        items = []
+        for slot, d in poison:
+            msg = decode(self.topic.name, slot.partition, self.topic.sequence_bits, d)
+            reason = f"delivered {d.deliveries} times without a handler result"
+            items.append((msg, d, ToDeadLetters("DeliveryLimitExceeded", reason)))
+        yield from self._dead_letter(items)
+
+    def move_retries(self) -> Work[None]:
+        """Appends the due retries of held partitions back to them (one round trip when none are due)."""
+        self.next_retry_move = self.clock() + self.config.retry_poll_ms / 1000
+        held = [p for p, slot in self.owned.items() if not slot.releasing]
+        if held:
+            yield from self._steps(parallel([retries.move_due(self.ks, self.topic, p) for p in held]))
+
+    def _steps(self, procedure: Steps[T]) -> Work[T]:
+        replies: Any = None
+        while True:
+            try:
+                calls = procedure.send(replies)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            replies = yield Batch(calls)
+
+    def _labels(self, partition: int) -> tuple[str, str, str]:
+        return (self.topic.name, str(partition), self.group)

@@ -1,0 +1,112 @@
+"""A delivered message, and the headers the MQ library adds to the records it appends again.
+
+Every header the library owns starts with "schooner.mq."; they are kept out of Message.headers.
+A retry is a new record on its original partition carrying the attempt number and the group it is for,
+so Kafka consumers see it too, and MQ groups other than that one skip it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from schooner.storage.entry import Header, parse_fields
+from schooner.storage.offsets import offset_of_id
+from schooner.storage.queue import Delivery
+
+PREFIX = "schooner.mq."
+ATTEMPT = PREFIX + "attempt"  # the attempt this record is (1 for the original; absent means 1)
+GROUP = PREFIX + "group"  # the only MQ group that handles this record (set on retries and replays)
+ORIGIN_OFFSET = PREFIX + "origin-offset"  # offset of the original record
+FIRST_FAILURE = PREFIX + "first-failure-ms"
+ERROR_TYPE = PREFIX + "error-type"  # the last failure's
+ERROR_MESSAGE = PREFIX + "error-message"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: list[Header] = field(default_factory=list)  # the record's own headers, in order
+    attempt: int = 1
+    deliveries: int = 1  # times Redis delivered this entry to the group (over 1 after a takeover)
+    origin_offset: int = -1  # the original record's offset (this one's when it is the original)
+    first_failure_ms: int | None = None
+    last_error: tuple[str, str] | None = None  # (type, message) of the previous attempt's failure
+    target_group: str | None = None
+    entry_id: bytes = b""
+
+    def header(self, name: str) -> bytes | None:
+        """The first value of a header, None when absent."""
+        for n, v in self.headers:
+            if n == name:
+                return v
+        return None
+
+
+def decode(topic: str, partition: int, bits: int, delivery: Delivery) -> Message:
+    timestamp, key, value, all_headers = parse_fields(delivery.fields)
+    offset = offset_of_id(delivery.entry_id, bits)
+    if timestamp < 0:
+        timestamp = int(delivery.entry_id.split(b"-", 1)[0])
+    own: dict[str, bytes | None] = {}
+    user: list[Header] = []
+    for name, v in all_headers:
+        if name.startswith(PREFIX):
+            own[name] = v
+        else:
+            user.append((name, v))
+    error = own.get(ERROR_TYPE)
+    return Message(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        key=key,
+        value=value,
+        timestamp=timestamp,
+        headers=user,
+        attempt=_int(own.get(ATTEMPT), 1),
+        deliveries=delivery.deliveries,
+        origin_offset=_int(own.get(ORIGIN_OFFSET), offset),
+        first_failure_ms=_int(own.get(FIRST_FAILURE), 0) or None,
+        last_error=(error.decode(), (own.get(ERROR_MESSAGE) or b"").decode("utf-8", "replace"))
+        if error
+        else None,
+        target_group=(own.get(GROUP) or b"").decode() or None,
+        entry_id=delivery.entry_id,
+    )
+
+
+def retry_headers(
+    message: Message, group: str, attempt: int, first_failure_ms: int, error: tuple[str, str] | None
+) -> list[Header]:
+    """The record's own headers plus the library's, for the record appended as attempt `attempt`."""
+    own: list[Header] = [
+        (ATTEMPT, str(attempt).encode()),
+        (GROUP, group.encode()),
+        (ORIGIN_OFFSET, str(message.origin_offset).encode()),
+        (FIRST_FAILURE, str(first_failure_ms).encode()),
+    ]
+    if error is not None:
+        own += [(ERROR_TYPE, error[0].encode()), (ERROR_MESSAGE, error[1].encode())]
+    return [*message.headers, *own]
+
+
+def _int(raw: bytes | None, default: int) -> int:
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def replay_headers(headers: list[Header], group: str, origin_offset: int) -> list[Header]:
+    """A dead letter replayed to its origin: a fresh first attempt, only for the group that failed it."""
+    own: list[Header] = [
+        (ATTEMPT, b"1"),
+        (GROUP, group.encode()),
+        (ORIGIN_OFFSET, str(origin_offset).encode()),
+    ]
+    return [*headers, *own]

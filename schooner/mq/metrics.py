@@ -1,0 +1,46 @@
+"""Prometheus metrics of producers and consumers, labelled by topic, partition and group.
+
+One set of metrics per CollectorRegistry (prometheus_client.REGISTRY unless one is passed), shared by
+every producer and consumer that uses it. Producers label group "".
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+LABELS = ("topic", "partition", "group")
+
+_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, Metrics] = weakref.WeakKeyDictionary()
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(name, doc, LABELS, registry=registry)
+
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(name, doc, LABELS, registry=registry)
+
+        self.produced = counter("schooner_mq_produced", "Records appended by MQ producers")
+        self.consumed = counter("schooner_mq_consumed", "Entries delivered to MQ consumers")
+        self.acked = counter("schooner_mq_acked", "Entries acked after their handler succeeded")
+        self.retried = counter("schooner_mq_retried", "Retries scheduled")
+        self.failed = counter("schooner_mq_failed", "Handler failures (Fail outcomes and exceptions)")
+        self.dead_lettered = counter("schooner_mq_dead_lettered", "Messages moved to the dead letters")
+        self.handle_seconds = Histogram(
+            "schooner_mq_handle_seconds", "Time spent in the handler per message", LABELS, registry=registry
+        )
+        self.in_flight = gauge("schooner_mq_in_flight", "Entries delivered to this consumer, not yet settled")
+        self.leased = gauge("schooner_mq_leased_partitions", "1 while this consumer holds the partition")
+        self.lag_messages = gauge("schooner_mq_lag_messages", "Entries the group has not acked yet")
+        self.lag_seconds = gauge("schooner_mq_lag_seconds", "Age of the oldest entry the group has not acked")
+
+
+def metrics_for(registry: CollectorRegistry | None = None) -> Metrics:
+    registry = REGISTRY if registry is None else registry
+    found = _by_registry.get(registry)
+    if found is None:
+        found = _by_registry[registry] = Metrics(registry)
+    return found

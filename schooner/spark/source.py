@@ -1,0 +1,84 @@
+"""The "schooner" data source: Spark's Kafka source and sink, on the log in Redis Streams.
+
+    spark.readStream.format("schooner").option("subscribe", "orders").load()
+
+Spark creates DataSource objects in several processes, so nothing here connects to Redis until a
+reader or writer method runs; options are parsed (and checked) when a reader or writer is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from ..storage import spark_source
+from ..storage.keys import Keyspace
+from . import planning
+from .options import SourceOptions, parse_bool, parse_sink, parse_source
+from .reading import connection, read_partition
+from .schema import kafka_schema
+from .sink import SchoonerBatchWriter, SchoonerStreamWriter, check_sink_schema
+from .stream_reader import SchoonerStreamReader
+
+
+class SchoonerBatchReader(DataSourceReader):
+    """spark.read: the records between startingOffsets (default earliest) and endingOffsets (latest)."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        o = self.opts
+        redis, ks = connection(o.redis_url), Keyspace(o.keyspace)
+        tps = planning.discover(redis, ks, o.subscription)
+        bounds = spark_source.bounds_of(redis, ks, tps)
+        start = planning.resolve(redis, ks, tps, bounds, o.starting, o.timestamp_strategy)
+        end = planning.resolve(redis, ks, tps, bounds, o.ending)
+        ranges = [(t, p, start[planning.key(t, p)], end[planning.key(t, p)]) for t, p in tps]
+        return planning.plan(redis, ks, ranges, o.max_records_per_partition, o.min_partitions)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, planning.RangePartition):
+            return iter(())  # Spark plans one empty partition when there is nothing to read
+        o = self.opts
+        return read_partition(partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss)
+
+
+class SchoonerDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "schooner"
+
+    def schema(self) -> StructType:
+        opts = {str(k).lower(): str(v) for k, v in self.options.items()}
+        return kafka_schema(parse_bool("includeHeaders", opts.get("includeheaders"), False))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return SchoonerBatchReader(parse_source(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return SchoonerStreamReader(parse_source(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        check_sink_schema(schema, parse_sink(self.options))
+        return SchoonerBatchWriter(parse_sink(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        check_sink_schema(schema, parse_sink(self.options))
+        return SchoonerStreamWriter(parse_sink(self.options), schema)
+
+
+def register(spark: Any) -> None:
+    """Makes format("schooner") known to a SparkSession."""
+    spark.dataSource.register(SchoonerDataSource)

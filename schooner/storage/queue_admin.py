@@ -1,0 +1,123 @@
+"""Read-mostly round trips for MQ administration: partition stats, groups, lag, and safe trimming."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .calls import Call, command, script, text
+from .keys import Keyspace
+from .offsets import id_text, offset_of_id
+from .topics import Topic
+
+LAG_COUNT_LIMIT = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStats:
+    partition: int
+    length: int
+    first_offset: int | None  # None when the partition holds no entry
+    last_offset: int | None
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    name: str
+    consumers: int
+    pending: int
+    last_delivered_id: str
+    entries_read: int | None
+    lag: int | None  # undelivered entries as Redis counts them; None when it cannot tell
+
+
+@dataclass(frozen=True, slots=True)
+class Lag:
+    undelivered: int
+    exact: bool  # False when the count stopped at the limit
+    pending: int  # delivered, not yet acked
+    oldest_unconsumed_ms: int | None  # append time (entry ID ms) of the oldest unconsumed entry
+
+    @property
+    def messages(self) -> int:
+        return self.undelivered + self.pending
+
+
+def stats(ks: Keyspace, topic: Topic, partition: int) -> Call[PartitionStats]:
+    bits = topic.sequence_bits
+
+    def parse(reply: Any) -> PartitionStats:
+        info = _as_dict(reply)
+        first, last = info.get("first-entry"), info.get("last-entry")
+        last_generated = info.get("last-generated-id") or b"0-0"
+        added = int(info.get("entries-added") or 0)
+        high = offset_of_id(last_generated, bits) + 1 if added or last_generated != b"0-0" else 0
+        return PartitionStats(
+            partition,
+            int(info.get("length") or 0),
+            offset_of_id(first[0], bits) if first else None,
+            offset_of_id(last[0], bits) if last else None,
+            high,
+        )
+
+    empty = PartitionStats(partition, 0, None, None, 0)
+    return command("XINFO STREAM", ks.stream(topic.name, partition), parse=parse, on_error=lambda e: empty)
+
+
+def groups(ks: Keyspace, topic: str, partition: int) -> Call[list[GroupInfo]]:
+    """XINFO GROUPS of the partition's stream; [] when the stream does not exist."""
+    return script("queue_groups", [ks.stream(topic, partition)], [], _parse_groups)
+
+
+def lag(
+    ks: Keyspace, topic: str, partition: int, group: str, limit: int = LAG_COUNT_LIMIT
+) -> Call[Lag | None]:
+    """None when the group does not exist on the partition."""
+    return script("queue_lag", [ks.stream(topic, partition)], [group, limit], _parse_lag)
+
+
+def trim(ks: Keyspace, topic: Topic, partition: int, before_offset: int) -> Call[tuple[int, int]]:
+    """Removes entries below the offset, but none a group still needs. Returns (removed, bound offset)."""
+    bits = topic.sequence_bits
+    return script(
+        "queue_trim",
+        ks.partition_keys(topic.name, partition),
+        [id_text(max(before_offset, 0), bits)],
+        lambda r: (int(r[0]), offset_of_id(r[1], bits)),
+    )
+
+
+def _as_dict(reply: Any) -> dict[str, Any]:
+    if isinstance(reply, dict):
+        return {text(k): v for k, v in reply.items()}
+    return {text(reply[i]): reply[i + 1] for i in range(0, len(reply) - 1, 2)}
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _parse_groups(reply: Any) -> list[GroupInfo]:
+    out = []
+    for flat in reply or []:
+        g = _as_dict(flat)
+        out.append(
+            GroupInfo(
+                text(g["name"]),
+                int(g["consumers"]),
+                int(g["pending"]),
+                text(g["last-delivered-id"]),
+                _opt_int(g.get("entries-read")),
+                _opt_int(g.get("lag")),
+            )
+        )
+    return out
+
+
+def _parse_lag(reply: Any) -> Lag | None:
+    if isinstance(reply, int):
+        return None
+    undelivered, exact, pending, oldest = reply
+    oldest_ms = int(oldest.split(b"-")[0]) if oldest else None
+    return Lag(int(undelivered), bool(int(exact)), int(pending), oldest_ms)

@@ -1,0 +1,144 @@
+"""One small interface over the three Python Kafka clients' group consumers, for group tests."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+Consumed = tuple[str, int, int]  # topic, partition, offset
+
+
+class GroupMember(threading.Thread):
+    """Runs a client's consumer in a group: poll a batch, commit after processing, count it only if the
+    commit succeeded (a failed commit means another member will get those records)."""
+
+    def __init__(
+        self, kind: str, bootstrap: str, group: str, topic: str, pace: float = 0.0, **conf: Any
+    ) -> None:
+        super().__init__(daemon=True, name=f"{kind}-member")
+        self.kind, self.bootstrap, self.group, self.topic, self.conf = kind, bootstrap, group, topic, conf
+        self.pace = pace  # seconds of "processing" per batch, so that rebalances happen mid-stream
+        self.consumed: list[Consumed] = []
+        self.failed_commits = 0
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+        self.started_consuming = threading.Event()
+
+    def run(self) -> None:
+        try:
+            {"confluent": self._confluent, "kafka-python": self._kafka_python, "aiokafka": self._aiokafka}[
+                self.kind
+            ]()
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+    def _record(self, batch: list[Consumed], commit: Callable[[], None]) -> None:
+        if not batch:
+            return
+        time.sleep(self.pace)
+        try:
+            commit()
+        except Exception:
+            self.failed_commits += 1
+            return
+        self.consumed.extend(batch)
+        self.started_consuming.set()
+
+    def _confluent(self) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "partition.assignment.strategy": "range",
+                "session.timeout.ms": 6000,
+                **self.conf,
+            }
+        )
+        c.subscribe([self.topic])
+        try:
+            while not self.stop_event.is_set():
+                msgs = [m for m in c.consume(50, 0.3) if not m.error()]
+                batch = [(m.topic(), m.partition(), m.offset()) for m in msgs]
+                last: dict[int, int] = {}
+                for _, p, o in batch:
+                    last[p] = max(last.get(p, -1), o)
+                offsets = [TopicPartition(self.topic, p, o + 1) for p, o in last.items()]
+                self._record(batch, lambda: c.commit(offsets=offsets, asynchronous=False))
+        finally:
+            c.close()
+
+    def _kafka_python(self) -> None:
+        from kafka import KafkaConsumer, OffsetAndMetadata
+        from kafka import TopicPartition as KTP
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        c = KafkaConsumer(
+            self.topic,
+            bootstrap_servers=self.bootstrap,
+            group_id=self.group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=50,
+            session_timeout_ms=6000,
+            partition_assignment_strategy=[RangePartitionAssignor],
+            **self.conf,
+        )
+        try:
+            while not self.stop_event.is_set():
+                records = [r for rs in c.poll(300).values() for r in rs]
+                batch = [(r.topic, r.partition, r.offset) for r in records]
+                last: dict[int, int] = {}
+                for _, p, o in batch:
+                    last[p] = max(last.get(p, -1), o)
+                offsets = {KTP(self.topic, p): OffsetAndMetadata(o + 1, "", -1) for p, o in last.items()}
+                self._record(batch, lambda: c.commit(offsets))
+        finally:
+            c.close()
+
+    def _aiokafka(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka import TopicPartition as ATP
+        from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+        async def main() -> None:
+            c = AIOKafkaConsumer(
+                self.topic,
+                bootstrap_servers=self.bootstrap,
+                group_id=self.group,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                session_timeout_ms=6000,
+                partition_assignment_strategy=(RangePartitionAssignor,),
+                **self.conf,
+            )
+            await c.start()
+            try:
+                while not self.stop_event.is_set():
+                    records = [
+                        r for rs in (await c.getmany(timeout_ms=300, max_records=50)).values() for r in rs
+                    ]
+                    batch = [(r.topic, r.partition, r.offset) for r in records]
+                    last: dict[int, int] = {}
+                    for _, p, o in batch:
+                        last[p] = max(last.get(p, -1), o)
+                    if not batch:
+                        continue
+                    await asyncio.sleep(self.pace)
+                    try:
+                        await c.commit({ATP(self.topic, p): o + 1 for p, o in last.items()})
+                    except Exception:
+                        self.failed_commits += 1
+                        continue
+                    self.consumed.extend(batch)
+                    self.started_consuming.set()
+            finally:
+                await c.stop()
+
+        asyncio.run(main())
