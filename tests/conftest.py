@@ -9,7 +9,12 @@ blocking clients (confluent-kafka, kafka-python, kcat) can talk to it from the t
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import subprocess
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -22,7 +27,7 @@ import redis
 
 from schooner import config
 from schooner.broker.server import Broker
-from schooner.storage.embedded import EmbeddedRedis
+from schooner.storage.embedded import EmbeddedRedis, free_port
 
 
 @pytest.fixture(scope="session")
@@ -115,13 +120,71 @@ def start_broker(redis_url: str, keyspace: str, **overrides: Any) -> RunningBrok
     return RunningBroker(broker, loop, thread, settings, redis_url)
 
 
-@pytest.fixture
-def broker_factory(redis_server: EmbeddedRedis, keyspace: str) -> Iterator[Callable[..., RunningBroker]]:
-    """Starts brokers on the shared keyspace (several brokers of one deployment), stopped after the test."""
-    running: list[RunningBroker] = []
+@dataclass
+class ProcessBroker:
+    """A broker in its own process (`schooner broker`), for tests that kill one with SIGKILL."""
 
-    def make(**overrides: Any) -> RunningBroker:
-        b = start_broker(overrides.pop("redis_url", redis_server.url), keyspace, **overrides)
+    process: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def start_broker_process(redis_url: str, keyspace: str, log_path: Path, **env: str) -> ProcessBroker:
+    port = free_port()
+    environment = {
+        **os.environ,
+        "SCHOONER_HEARTBEAT_MS": "300",
+        "SCHOONER_SESSION_MS": "2000",
+        "SCHOONER_GROUP_INITIAL_REBALANCE_DELAY_MS": "100",
+        **env,
+    }
+    args = [sys.executable, "-m", "schooner.ops.cli", "broker", "--redis-url", redis_url, "--port", str(port),
+            "--keyspace", keyspace]  # fmt: skip
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=environment)
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, log_path.read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return ProcessBroker(process, port)
+        except OSError:
+            assert time.monotonic() < deadline, "broker process did not start"
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def broker_factory(
+    redis_server: EmbeddedRedis, keyspace: str, tmp_path: Path
+) -> Iterator[Callable[..., RunningBroker | ProcessBroker]]:
+    """Starts brokers on the shared keyspace (several brokers of one deployment), stopped after the test.
+
+    process=True runs the broker as its own `schooner broker` process, which a test may kill.
+    """
+    running: list[RunningBroker | ProcessBroker] = []
+
+    def make(process: bool = False, **overrides: Any) -> RunningBroker | ProcessBroker:
+        url = overrides.pop("redis_url", redis_server.url)
+        b: RunningBroker | ProcessBroker
+        if process:
+            b = start_broker_process(url, keyspace, tmp_path / f"broker-{len(running)}.log", **overrides)
+        else:
+            b = start_broker(url, keyspace, **overrides)
         running.append(b)
         return b
 
@@ -131,8 +194,8 @@ def broker_factory(redis_server: EmbeddedRedis, keyspace: str) -> Iterator[Calla
 
 
 @pytest.fixture
-def broker(broker_factory: Callable[..., RunningBroker]) -> RunningBroker:
-    return broker_factory()
+def broker(broker_factory: Callable[..., Any]) -> RunningBroker:
+    return broker_factory()  # type: ignore[no-any-return]
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ class GroupMember(threading.Thread):
                 for _, p, o in batch:
                     last[p] = max(last.get(p, -1), o)
                 offsets = [TopicPartition(self.topic, p, o + 1) for p, o in last.items()]
-                self._record(batch, lambda: c.commit(offsets=offsets, asynchronous=False))
+                self._record(batch, lambda o=offsets: c.commit(offsets=o, asynchronous=False))
         finally:
             c.close()
 
@@ -98,7 +98,7 @@ class GroupMember(threading.Thread):
                 for _, p, o in batch:
                     last[p] = max(last.get(p, -1), o)
                 offsets = {KTP(self.topic, p): OffsetAndMetadata(o + 1, "", -1) for p, o in last.items()}
-                self._record(batch, lambda: c.commit(offsets))
+                self._record(batch, lambda o=offsets: c.commit(o))
         finally:
             c.close()
 

@@ -54,3 +54,10 @@ def test_readme_python_tour_runs(broker, capsys) -> None:
     exec(compile(tour, "README.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 10 and all("order" in line for line in lines)
+
+
+def test_group_keys_are_documented() -> None:
+    text = (DOCS / "key-layout.md").read_text()
+    ks = Keyspace("schooner")
+    for key in (ks.group("payments"), ks.group_offsets("payments"), ks.group_ids):
+        assert f"`{key}`" in text, key

@@ -73,8 +73,11 @@ class Crash(Exception):
     """Stands for a process that died between two round trips."""
 
 
-def crash_after(work: Generator[Effect, Any, Any], budget: list[int]) -> Generator[Effect, Any, Any]:
-    """Passes a member's effects through, but dies before the round trip after the last one budgeted."""
+def crash_after(
+    work: Generator[Effect, Any, Any], budget: list[int], missed: list[Batch] | None = None
+) -> Generator[Effect, Any, Any]:
+    """Passes a member's effects through, but dies before the round trip after the last one budgeted
+    (which is put in `missed`)."""
     reply: Any = None
     while True:
         try:
@@ -83,6 +86,8 @@ def crash_after(work: Generator[Effect, Any, Any], budget: list[int]) -> Generat
             return done.value
         if isinstance(effect, Batch):
             if budget[0] <= 0:
+                if missed is not None:
+                    missed.append(effect)
                 work.close()
                 raise Crash()
             budget[0] -= 1

@@ -1,0 +1,120 @@
+"""One SparkSession (local[2], tuned for speed) for the whole test session, and helpers that put records
+into topics and read them back through the storage layer, independently of the Spark code under test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schooner.spark import ensure_topic, register
+from schooner.storage import client, sync
+from schooner.storage.entry import parse_fields
+from schooner.storage.keys import Keyspace
+from schooner.storage.offsets import offset_of_id
+from schooner.storage.topics import Topic
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    # Python workers must run this interpreter, and import tests.* for the test-only data sources.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("schooner-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.streaming.minBatchesToRetain", "5")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@dataclass(slots=True)
+class Rec:
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+class Log:
+    """A keyspace on the test Redis, driven through schooner.storage only."""
+
+    def __init__(self, url: str, keyspace: str) -> None:
+        self.url, self.keyspace = url, keyspace
+        self.ks = Keyspace(keyspace)
+        self.redis = client.connect_sync(url)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return {"redis.url": self.url, "keyspace": self.keyspace}
+
+    def topic(self, name: str, partitions: int = 1, **configs: str) -> Topic:
+        return ensure_topic(self.options, name, partitions, configs)
+
+    def load(self, name: str) -> Topic:
+        topic = sync.load_topic(self.redis, self.ks, name)
+        assert topic is not None, name
+        return topic
+
+    def append(self, name: str, partition: int, records: list[Rec]) -> list[int]:
+        """Appends one batch; returns the offsets the records got."""
+        result = sync.append(self.redis, self.ks, self.load(name), partition, records)
+        assert result.status == 0, result
+        first = result.base_offset
+        return [first + i for i in range(len(records))]
+
+    def values(self, name: str, partition: int, n: int, prefix: str = "v", ts: int = 0) -> list[int]:
+        records = [Rec(ts or 1_700_000_000_000 + i, f"k{i}".encode(), f"{prefix}{i}".encode()) for i in range(n)]
+        return self.append(name, partition, records)
+
+    def read(self, name: str) -> list[Stored]:
+        """Every record of every partition, in offset order per partition."""
+        topic = self.load(name)
+        out: list[Stored] = []
+        for p in range(topic.partitions):
+            offset = 0
+            while True:
+                got = sync.read(self.redis, self.ks, topic, p, offset, 1000)
+                if not got.entries:
+                    break
+                for entry_id, fields in got.entries:
+                    ts, key, value, headers = parse_fields(fields)
+                    offset = offset_of_id(entry_id, topic.sequence_bits)
+                    out.append(Stored(p, offset, ts, key, value, headers))
+                offset += 1
+        return out
+
+
+@pytest.fixture
+def log(redis_server: Any, keyspace: str) -> Iterator[Log]:
+    store = Log(redis_server.url, keyspace)
+    yield store
+    store.redis.close()
