@@ -15,6 +15,7 @@ from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator
 from ..storage import registry, topics
 from ..storage.keys import Keyspace
+from ..storage.lane import PipelinedLane
 from ..storage.registry import BrokerInfo
 from ..storage.topics import Topic
 from .sequencer import PartitionSequencer
@@ -47,6 +48,7 @@ class BrokerContext:
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
     entry_sizes: dict[tuple[str, int], int] = field(default_factory=dict)
     groups: GroupCoordinator = field(init=False)
+    lane: PipelinedLane = field(init=False)  # appends, pipelined in request order
     capabilities: Capabilities = field(default_factory=Capabilities)
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])

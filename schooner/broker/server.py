@@ -15,6 +15,7 @@ from ..storage import client as redis_client
 from ..storage import log as storage_log
 from ..storage import registry, topics
 from ..storage.keys import Keyspace
+from ..storage.lane import PipelinedLane
 from ..storage.registry import BrokerInfo
 from .connection import Connection
 from .context import BrokerContext, Capabilities
@@ -52,6 +53,7 @@ class Broker:
             port = self.port
         me = BrokerInfo(broker_id, host, port, s.rack)
         self.ctx = BrokerContext(settings=s, redis=redis, ks=ks, me=me)
+        self.ctx.lane = PipelinedLane(redis)
         self.ctx.groups = GroupCoordinator(
             redis,
             ks,
@@ -95,6 +97,8 @@ class Broker:
         if self.ctx:
             with contextlib.suppress(RedisError, OSError):
                 await registry.unregister(self.ctx.redis, self.ctx.ks, self.ctx.me.broker_id)
+            with contextlib.suppress(RedisError, OSError):
+                await asyncio.wait_for(self.ctx.lane.close(), STOP_GRACE_SECONDS)
             with contextlib.suppress(RedisError, OSError):
                 await asyncio.wait_for(self.ctx.redis.aclose(), STOP_GRACE_SECONDS)
 

@@ -28,7 +28,7 @@ from schooner.storage.topics import Topic, UnknownTopic
 from . import membership
 from .handlers import Ack, Fail, Outcome, RetryPolicy, ScheduleRetry, ToDeadLetters, resolve
 from .message import Message, decode, retry_headers
-from .metrics import Metrics
+from .metrics import Metrics, PartitionMetrics
 
 T = TypeVar("T")
 
@@ -141,7 +141,7 @@ class GroupMember:
         for slot in self.owned.values():
             slot.buffer.clear()
             slot.claim_cursor = b"0-0"
-            self.metrics.in_flight.labels(*self._labels(slot.partition)).set(0)
+            self._pm(slot.partition).in_flight.set(0)
         self.next_maintenance = 0.0
 
     # -- ownership ----------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class GroupMember:
             for p, ok in zip(trying, won, strict=True):
                 if ok:
                     self.owned[p] = _Slot(p)
-                    self.metrics.leased.labels(*self._labels(p)).set(1)
+                    self._pm(p).leased.set(1)
 
     def _grow(self, partitions: int) -> Work[None]:
         if partitions > self.topic.partitions:
@@ -217,20 +217,22 @@ class GroupMember:
         now = self.wall_ms()
         for p, lag in zip(owned, lags, strict=True):
             if lag is not None:
-                labels = self._labels(p)
-                self.metrics.lag_messages.labels(*labels).set(lag.messages)
+                pm = self._pm(p)
+                pm.lag_messages.set(lag.messages)
                 age = (now - lag.oldest_unconsumed_ms) / 1000 if lag.oldest_unconsumed_ms else 0.0
-                self.metrics.lag_seconds.labels(*labels).set(max(age, 0.0))
+                pm.lag_seconds.set(max(age, 0.0))
 
     def _release_call(self, p: int) -> Call[bool]:
         return leases.release(self.ks, self.topic.name, p, self.group, self.member_id)
 
     def _forget(self, p: int) -> None:
         """Stops tracking a partition; entries still buffered stay pending for the next owner to claim."""
-        self.owned.pop(p, None)
-        labels = self._labels(p)
-        self.metrics.leased.labels(*labels).set(0)
-        self.metrics.in_flight.labels(*labels).set(0)
+        slot = self.owned.pop(p, None)
+        if slot is not None:
+            slot.buffer.clear()
+        pm = self._pm(p)
+        pm.leased.set(0)
+        pm.in_flight.set(0)
 
     # -- delivery -----------------------------------------------------------------------------------
     def fetch(self) -> Work[bool]:
@@ -265,7 +267,7 @@ class GroupMember:
                     slot.buffer.append(d)
             if reply.entries:
                 busy = True
-                self.metrics.consumed.labels(*self._labels(slot.partition)).inc(len(reply.entries))
+                self._pm(slot.partition).consumed.inc(len(reply.entries))
         if missing:
             yield from self._create_groups(missing)
         if poison:
@@ -275,36 +277,36 @@ class GroupMember:
     def drain(self, slot: _Slot) -> Work[None]:
         """Handles a partition's fetched entries in order, then acks the successes in one call."""
         acks: list[bytes] = []
-        labels = self._labels(slot.partition)
+        pm = self._pm(slot.partition)
+        pm.in_flight.set(len(slot.buffer))  # per batch: a gauge scraped now and then needs no more
         while slot.buffer:
             if self.clock() >= self.next_maintenance:
                 yield from self._ack(slot.partition, acks)
                 yield from self.maintain()
-                if self.owned.get(slot.partition) is not slot:
-                    break  # the lease was lost: the rest stays pending for the new owner
+            if self.owned.get(slot.partition) is not slot:
+                break  # the lease was lost: the rest stays pending for the new owner
             delivery = slot.buffer.popleft()
-            self.metrics.in_flight.labels(*labels).set(len(slot.buffer) + 1)
             msg = decode(self.topic.name, slot.partition, self.topic.sequence_bits, delivery)
             if msg.target_group is not None and msg.target_group != self.group:
                 acks.append(delivery.entry_id)  # another group's retry
                 continue
             started = self.clock()
             outcome: Outcome = yield Handle(msg)
-            self.metrics.handle_seconds.labels(*labels).observe(self.clock() - started)
+            pm.handle_seconds.observe(self.clock() - started)
             action = resolve(outcome, msg.attempt, self.config.retry, self.rng)
             if isinstance(action, Ack):
                 acks.append(delivery.entry_id)
                 continue
             if isinstance(action, ScheduleRetry):
                 if action.error is not None:
-                    self.metrics.failed.labels(*labels).inc()
+                    pm.failed.inc()
                 yield from self._schedule_retry(msg, action)
             else:
                 if isinstance(outcome, Fail):
-                    self.metrics.failed.labels(*labels).inc()
+                    pm.failed.inc()
                 yield from self._dead_letter([(msg, delivery, action)])
         yield from self._ack(slot.partition, acks)
-        self.metrics.in_flight.labels(*labels).set(len(slot.buffer))
+        pm.in_flight.set(len(slot.buffer))
         if slot.releasing and not slot.buffer and self.owned.get(slot.partition) is slot:
             yield Batch([self._release_call(slot.partition)])
             self._forget(slot.partition)
@@ -313,7 +315,7 @@ class GroupMember:
         if not acks:
             return
         (count,) = yield Batch([queue.ack(self.ks, self.topic.name, partition, self.group, list(acks))])
-        self.metrics.acked.labels(*self._labels(partition)).inc(count)
+        self._pm(partition).acked.inc(count)
         acks.clear()
 
     # -- retries and dead letters -------------------------------------------------------------------
@@ -326,7 +328,7 @@ class GroupMember:
                               action.delay_ms, record)]
         )  # fmt: skip
         if due:
-            self.metrics.retried.labels(*self._labels(msg.partition)).inc()
+            self._pm(msg.partition).retried.inc()
 
     def _dead_letter(self, items: list[tuple[Message, Delivery, ToDeadLetters]]) -> Work[None]:
         now = self.wall_ms()
@@ -353,7 +355,7 @@ class GroupMember:
         added = yield Batch(calls)
         for (msg, _, _), letter_id in zip(items, added, strict=True):
             if letter_id is not None:
-                self.metrics.dead_lettered.labels(*self._labels(msg.partition)).inc()
+                self._pm(msg.partition).dead_lettered.inc()
 
     def _dead_letter_poison(self, poison: list[tuple[_Slot, Delivery]]) -> Work[None]:
         """Entries delivered more than max_deliveries times without a result (each delivery crashed)."""
@@ -381,5 +383,5 @@ class GroupMember:
                 return result
             replies = yield Batch(calls)
 
-    def _labels(self, partition: int) -> tuple[str, str, str]:
-        return (self.topic.name, str(partition), self.group)
+    def _pm(self, partition: int) -> PartitionMetrics:
+        return self.metrics.partition(self.topic.name, partition, self.group)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from schooner.storage.entry import Header, parse_fields
-from schooner.storage.offsets import offset_of_id
 from schooner.storage.queue import Delivery
 
 PREFIX = "schooner.mq."
@@ -49,9 +48,13 @@ class Message:
 
 def decode(topic: str, partition: int, bits: int, delivery: Delivery) -> Message:
     timestamp, key, value, all_headers = parse_fields(delivery.fields)
-    offset = offset_of_id(delivery.entry_id, bits)
+    ms, _, seq = delivery.entry_id.partition(b"-")
+    offset = (int(ms) << bits) | int(seq or 0)
     if timestamp < 0:
-        timestamp = int(delivery.entry_id.split(b"-", 1)[0])
+        timestamp = int(ms)
+    if not all_headers:  # the common case, kept cheap
+        return Message(topic, partition, offset, key, value, timestamp, [], 1, delivery.deliveries, offset,
+                       entry_id=delivery.entry_id)  # fmt: skip
     own: dict[str, bytes | None] = {}
     user: list[Header] = []
     for name, v in all_headers:

@@ -36,6 +36,31 @@ class Metrics:
         self.leased = gauge("schooner_mq_leased_partitions", "1 while this consumer holds the partition")
         self.lag_messages = gauge("schooner_mq_lag_messages", "Entries the group has not acked yet")
         self.lag_seconds = gauge("schooner_mq_lag_seconds", "Age of the oldest entry the group has not acked")
+        self._partitions: dict[tuple[str, int, str], PartitionMetrics] = {}
+
+    def partition(self, topic: str, partition: int, group: str) -> PartitionMetrics:
+        key = (topic, partition, group)
+        found = self._partitions.get(key)
+        if found is None:
+            found = self._partitions[key] = PartitionMetrics(self, topic, partition, group)
+        return found
+
+
+class PartitionMetrics:
+    """The children of every metric for one (topic, partition, group): label lookups off the hot path."""
+
+    def __init__(self, metrics: Metrics, topic: str, partition: int, group: str) -> None:
+        labels = (topic, str(partition), group)
+        self.consumed = metrics.consumed.labels(*labels)
+        self.acked = metrics.acked.labels(*labels)
+        self.retried = metrics.retried.labels(*labels)
+        self.failed = metrics.failed.labels(*labels)
+        self.dead_lettered = metrics.dead_lettered.labels(*labels)
+        self.handle_seconds = metrics.handle_seconds.labels(*labels)
+        self.in_flight = metrics.in_flight.labels(*labels)
+        self.leased = metrics.leased.labels(*labels)
+        self.lag_messages = metrics.lag_messages.labels(*labels)
+        self.lag_seconds = metrics.lag_seconds.labels(*labels)
 
 
 def metrics_for(registry: CollectorRegistry | None = None) -> Metrics:

@@ -13,6 +13,7 @@ import click
 
 from .. import config
 from ..storage.embedded import EmbeddedRedis
+from .pipeline import pipeline
 
 
 @click.group()
@@ -76,5 +77,6 @@ def _run(settings: config.Settings, redis_url: str) -> None:
     asyncio.run(serve())
 
 
+main.add_command(pipeline)
 if __name__ == "__main__":
     main()

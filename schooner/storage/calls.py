@@ -6,8 +6,8 @@ alike, so each storage function is written once and its reply parsed in one plac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
 import weakref
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 

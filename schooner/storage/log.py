@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import entry, scripts
 from .keys import Keyspace
+from .lane import PipelinedLane
 from .offsets import id_text, offset_of, offset_of_id
 from .topics import Topic
 
@@ -74,12 +76,33 @@ def append_args(
         f"{topic.name}:{partition}",
         str(topic.id),
     ]
-    record_fields = entry.record_fields
+    # Per record: a shape (bit 1 key, 2 value, 4 headers, 8 same timestamp as the record before),
+    # then the timestamp unless repeated, then the fields present. See append.lua.
+    extend = args.extend
+    previous_ts = None
     for r in records:
-        fields = record_fields(r.key, r.value, r.headers)
-        args.append(r.timestamp)
-        args.append(len(fields))
-        args += fields
+        key, value, headers, ts = r.key, r.value, r.headers, r.timestamp
+        shape = (key is not None) | ((value is not None) << 1) | (4 if headers else 0)
+        if ts == previous_ts:
+            if shape == 3:  # the common record: key and value, timestamp as before
+                extend((11, key, value))
+                continue
+            if shape == 2:
+                extend((10, value))
+                continue
+            args.append(shape | 8)
+        else:
+            previous_ts = ts
+            if shape == 3:
+                extend((3, ts, key, value))
+                continue
+            extend((shape, ts))
+        if key is not None:
+            args.append(key)
+        if value is not None:
+            args.append(value)
+        if headers:
+            args.append(entry.encode_headers(headers))
     return args
 
 
@@ -109,6 +132,44 @@ async def append(
     )
     reply = await scripts.run(redis, "append", ks.partition_keys(topic.name, partition), args)
     return parse_append_reply(reply, topic.sequence_bits)
+
+
+async def send_append(
+    lane: PipelinedLane,
+    ks: Keyspace,
+    topic: Topic,
+    partition: int,
+    records: Sequence[RecordLike],
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    size_bytes: int = 0,
+) -> asyncio.Future[AppendResult]:
+    """Like append(), but on the pipelined lane: the script is sent before this returns (so calls keep
+    their order), and the returned future resolves when Redis has run it."""
+    args = append_args(
+        topic,
+        records,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        size_bytes=size_bytes,
+        channel=ks.appended_channel,
+        partition=partition,
+    )
+    reply = await lane.send_script("append", ks.partition_keys(topic.name, partition), args)
+    result: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+
+    def parsed(f: asyncio.Future[Any]) -> None:
+        exc = f.exception()
+        if exc is not None:
+            result.set_exception(exc)
+        else:
+            result.set_result(parse_append_reply(f.result(), topic.sequence_bits))
+
+    reply.add_done_callback(parsed)
+    return result
 
 
 def parse_append_reply(reply: list[int], bits: int) -> AppendResult:

@@ -93,9 +93,8 @@ def pending(
     ks: Keyspace, topic: str, partition: int, group: str, start: bytes | str = "-", count: int = 1000
 ) -> Call[list[PendingEntry]]:
     """Pending entries from start on, in ID order (XPENDING, extended form)."""
-    return command(
-        "XPENDING", ks.stream(topic, partition), group, start, "+", count, parse=_parse_pending, parse_detail=True
-    )
+    stream = ks.stream(topic, partition)
+    return command("XPENDING", stream, group, start, "+", count, parse=_parse_pending, parse_detail=True)
 
 
 def _parse_read(reply: Any) -> ReadReply:

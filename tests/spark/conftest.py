@@ -92,7 +92,9 @@ class Log:
         return [first + i for i in range(len(records))]
 
     def values(self, name: str, partition: int, n: int, prefix: str = "v", ts: int = 0) -> list[int]:
-        records = [Rec(ts or 1_700_000_000_000 + i, f"k{i}".encode(), f"{prefix}{i}".encode()) for i in range(n)]
+        records = [
+            Rec(ts or 1_700_000_000_000 + i, f"k{i}".encode(), f"{prefix}{i}".encode()) for i in range(n)
+        ]
         return self.append(name, partition, records)
 
     def read(self, name: str) -> list[Stored]:

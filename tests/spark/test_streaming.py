@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 
-from schooner.storage import client, log as storage_log, topics
+from schooner.storage import client, topics
+from schooner.storage import log as storage_log
 from tests.spark.conftest import Log
 
 
 def _stream(spark: Any, log: Log, topic: str, **options: Any) -> Any:
     reader = spark.readStream.format("schooner").options(**log.options).option("subscribe", topic)
-    return reader.option("startingOffsets", "earliest").options(**{k: str(v) for k, v in options.items()}).load()
+    return (
+        reader.option("startingOffsets", "earliest").options(**{k: str(v) for k, v in options.items()}).load()
+    )
 
 
 def _to_memory(df: Any, name: str, checkpoint: Path, available_now: bool = True) -> Any:
@@ -26,7 +29,9 @@ def _to_memory(df: Any, name: str, checkpoint: Path, available_now: bool = True)
 
 def _to_files(df: Any, folder: Path, checkpoint: Path) -> Any:
     """A file sink: unlike the memory sink, it can restart from its checkpoint."""
-    writer = df.select("value", "partition", "offset").writeStream.format("parquet").option("path", str(folder))
+    writer = (
+        df.select("value", "partition", "offset").writeStream.format("parquet").option("path", str(folder))
+    )
     return writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
 
 
@@ -45,7 +50,9 @@ def _run(coro_factory: Any, url: str) -> Any:
     return asyncio.run(main())
 
 
-def test_max_offsets_per_trigger_gives_batches_of_exactly_that_size(spark: Any, log: Log, tmp_path: Path) -> None:
+def test_max_offsets_per_trigger_gives_batches_of_exactly_that_size(
+    spark: Any, log: Log, tmp_path: Path
+) -> None:
     log.topic("events", 3)
     for p, n in ((0, 130), (1, 45), (2, 12)):
         for done in range(0, n, 20):  # several appends, so the offsets have gaps between them

@@ -93,47 +93,55 @@ async def _resolve(ctx: BrokerContext, topic_data: Any) -> Topic | ErrorCode:
 
 
 async def _in_turn(turn: Any, ctx: BrokerContext, topic: Topic | ErrorCode, data: Any) -> _PartitionResult:
-    async with turn:
-        return await _produce_partition(ctx, topic, data)
+    """Decodes, then sends the appends in this partition's turn; the replies are awaited after it, so
+    the next request's batches go out while Redis runs these (the lane keeps them in order)."""
+    prepared = _decode(topic, data)
+    async with turn:  # even a refused batch waits its turn, so that later ones cannot overtake
+        if isinstance(prepared, _PartitionResult):
+            return prepared
+        assert isinstance(topic, Topic)
+        try:
+            pending = [await _send(ctx, topic, data.index, batch) for batch in prepared]
+        except STORAGE_ERRORS as exc:
+            return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
+    try:
+        results = [
+            await _settle(ctx, topic, data.index, batch, f)
+            for batch, f in zip(prepared, pending, strict=True)
+        ]
+    except STORAGE_ERRORS as exc:
+        return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
+    for r in results:
+        if r.status < 0:
+            return _PartitionResult(_STATUS_ERRORS.get(r.status, ErrorCode.kafka_storage_error))
+    append_time = results[-1].append_time if topic.log_append_time else -1
+    return _PartitionResult(ErrorCode.none, results[0].base_offset, append_time, results[-1].log_start_offset)
 
 
-async def _produce_partition(ctx: BrokerContext, topic: Topic | ErrorCode, data: Any) -> _PartitionResult:
+def _decode(topic: Topic | ErrorCode, data: Any) -> list[ProducedBatch] | _PartitionResult:
     if isinstance(topic, ErrorCode):
         return _PartitionResult(topic)
     if not 0 <= data.index < topic.partitions:
         return _PartitionResult(ErrorCode.unknown_topic_or_partition)
-    raw = data.records or b""
-    limit = topic.max_message_bytes
     try:
-        batches = read_batches(raw)
+        batches = read_batches(data.records or b"")
     except InvalidRecords as exc:
         return _PartitionResult(ErrorCode(exc.error_code), message=str(exc))
     if not batches:
         return _PartitionResult(ErrorCode.invalid_record, message="no record batch")
+    limit = topic.max_message_bytes
     for batch in batches:
         if batch.size_bytes > limit:
             return _PartitionResult(
                 ErrorCode.message_too_large,
                 message=f"batch of {batch.size_bytes} bytes exceeds max.message.bytes={limit}",
             )
-    try:
-        first: AppendResult | None = None
-        last: AppendResult | None = None
-        for batch in batches:
-            last = await _append(ctx, topic, data.index, batch)
-            if last.status < 0:
-                return _PartitionResult(_STATUS_ERRORS.get(last.status, ErrorCode.kafka_storage_error))
-            first = first or last
-    except STORAGE_ERRORS as exc:
-        return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
-    assert first is not None and last is not None
-    append_time = last.append_time if topic.log_append_time else -1
-    return _PartitionResult(ErrorCode.none, first.base_offset, append_time, last.log_start_offset)
+    return batches
 
 
-async def _append(ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch) -> AppendResult:
-    result = await storage_log.append(
-        ctx.redis,
+async def _send(ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch) -> Any:
+    return await storage_log.send_append(
+        ctx.lane,
         ctx.ks,
         topic,
         partition,
@@ -143,6 +151,12 @@ async def _append(ctx: BrokerContext, topic: Topic, partition: int, batch: Produ
         base_sequence=batch.base_sequence,
         size_bytes=batch.size_bytes,
     )
+
+
+async def _settle(
+    ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch, pending: Any
+) -> AppendResult:
+    result: AppendResult = await pending
     if result.status == -3:
         # Unstamped partition (a create interrupted before its second step) or a stale cache.
         ctx.forget_topic(topic.name)
