@@ -13,6 +13,7 @@ import click
 
 from .. import config
 from ..storage.embedded import EmbeddedRedis
+from .groups_cli import groups
 from .pipeline import pipeline
 
 
@@ -78,5 +79,7 @@ def _run(settings: config.Settings, redis_url: str) -> None:
 
 
 main.add_command(pipeline)
+main.add_command(groups)
+
 if __name__ == "__main__":
     main()

@@ -117,3 +117,23 @@ async def delete_offsets(
     fields = [_field(t, p) for t, p in partitions]
     if fields:
         await redis.hdel(ks.group_offsets(group_id), *fields)
+
+
+# -- blocking twins, for the CLI ------------------------------------------------------------------
+def list_ids_sync(redis: Any, ks: Keyspace) -> list[str]:
+    return sorted(_text(g) for g in redis.smembers(ks.group_ids))
+
+
+def load_state_sync(redis: Any, ks: Keyspace, group_id: str) -> dict[str, str]:
+    return {_text(k): _text(v) for k, v in redis.hgetall(ks.group(group_id)).items()}
+
+
+def committed_sync(redis: Any, ks: Keyspace, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+    out: dict[tuple[str, int], CommittedOffset] = {}
+    for field, value in redis.hgetall(ks.group_offsets(group_id)).items():
+        topic, _, partition = _text(field).rpartition(":")
+        data = json.loads(value)
+        out[(topic, int(partition))] = CommittedOffset(
+            data["offset"], data.get("leader_epoch", -1), data.get("metadata"), data.get("commit_ms", -1)
+        )
+    return out

@@ -229,7 +229,7 @@ async def read(
     return PartitionRead(entries or [], b.log_start_offset, b.high_watermark, b.first_valid_offset)
 
 
-def _entry_timestamp(fields: list[bytes], entry_id: bytes) -> int:
+def entry_timestamp(fields: list[bytes], entry_id: bytes) -> int:
     for i in range(0, len(fields) - 1, 2):
         if fields[i] == entry.TIMESTAMP:
             try:
@@ -264,7 +264,7 @@ async def offset_for_timestamp(
         if not batch:
             return None
         for entry_id, fields in batch:
-            ts = _entry_timestamp(fields, entry_id)
+            ts = entry_timestamp(fields, entry_id)
             if ts >= timestamp:
                 return offset_of_id(entry_id, bits), ts
         last = batch[-1][0]
@@ -280,7 +280,7 @@ async def max_timestamp(redis: Any, ks: Keyspace, topic: Topic, partition: int) 
     if not found:
         return None
     entry_id, fields = found[0]
-    return offset_of_id(entry_id, topic.sequence_bits), _entry_timestamp(fields, entry_id)
+    return offset_of_id(entry_id, topic.sequence_bits), entry_timestamp(fields, entry_id)
 
 
 async def delete_records(redis: Any, ks: Keyspace, topic: Topic, partition: int, before_offset: int) -> int:

@@ -1,0 +1,97 @@
+"""`schooner groups`: consumer groups and their lag, read straight from Redis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..storage import groups as group_store
+from ..storage.client import connect_sync
+from ..storage.keys import Keyspace
+from ..storage.lag import partition_lag
+from ..storage.sync import load_topics
+
+
+def _redis_url(redis_url: str | None, data_dir: str) -> str:
+    if redis_url:
+        return redis_url
+    saved = Path(data_dir) / "redis" / "url"
+    if saved.exists():
+        return saved.read_text().strip()
+    raise click.UsageError("give --redis-url, or run where the embedded broker keeps its data (--data-dir)")
+
+
+_common = [
+    click.option("--redis-url", envvar="SCHOONER_REDIS_URL", help="Redis of the deployment."),
+    click.option(
+        "--data-dir",
+        envvar="SCHOONER_DATA_DIR",
+        default=".data",
+        show_default=True,
+        help="Data folder of an embedded broker (its Redis URL is read from there).",
+    ),  # fmt: skip
+    click.option("--keyspace", envvar="SCHOONER_KEYSPACE", default="schooner", show_default=True),
+]
+
+
+def _options(fn):  # type: ignore[no-untyped-def]
+    for option in reversed(_common):
+        fn = option(fn)
+    return fn
+
+
+@click.group()
+def groups() -> None:
+    """Consumer groups: list them, and show their lag per partition."""
+
+
+@groups.command("list")
+@_options
+def list_groups(redis_url: str | None, data_dir: str, keyspace: str) -> None:
+    """Every group with its state, generation and member count."""
+    redis = connect_sync(_redis_url(redis_url, data_dir))
+    ks = Keyspace(keyspace)
+    click.echo(f"{'GROUP':30} {'STATE':20} {'GENERATION':>10} {'MEMBERS':>7}")
+    for group_id in group_store.list_ids_sync(redis, ks):
+        state = group_store.load_state_sync(redis, ks, group_id)
+        members = len(json.loads(state.get("members") or "[]"))
+        click.echo(
+            f"{group_id:30} {state.get('state', 'Empty'):20} {state.get('generation', '0'):>10} {members:>7}"
+        )
+
+
+@groups.command("lag")
+@click.argument("group_id")
+@_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per partition.")
+def lag(group_id: str, redis_url: str | None, data_dir: str, keyspace: str, as_json: bool) -> None:
+    """Per partition: committed offset, end offset, lag in records, and how old the oldest unread record is.
+
+    Offsets have gaps (they come from entry IDs), so lag is counted in records, not offset differences.
+    """
+    redis = connect_sync(_redis_url(redis_url, data_dir))
+    ks = Keyspace(keyspace)
+    committed = group_store.committed_sync(redis, ks, group_id)
+    topics = {t.name: t for t in load_topics(redis, ks)}
+    rows = []
+    for (topic_name, partition), c in sorted(committed.items()):
+        topic = topics.get(topic_name)
+        if topic is None:
+            continue
+        rows.append(partition_lag(redis, ks, topic, partition, c.offset))
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps({"topic": r.topic, "partition": r.partition, "committed": r.committed,
+                                   "end_offset": r.end_offset, "lag_records": r.records, "exact": r.exact,
+                                   "lag_seconds": round(r.seconds, 3)}))  # fmt: skip
+        return
+    header = ("TOPIC", "PART", "COMMITTED", "END OFFSET", "LAG (records)", "LAG (time)")
+    click.echo("{:24} {:>4} {:>20} {:>20} {:>14} {:>11}".format(*header))
+    for r in rows:
+        records = f"{r.records}" if r.exact else f">={r.records}"
+        click.echo(
+            f"{r.topic:24} {r.partition:>4} {r.committed if r.committed is not None else '-':>20} "
+            f"{r.end_offset:>20} {records:>14} {r.seconds:>10.1f}s"
+        )
