@@ -1,0 +1,40 @@
+"""Topic configs with effect at the broker: retention of idle topics, LogAppendTime."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.clients import Rec, confluent_consume, confluent_produce
+
+
+def test_idle_topic_is_trimmed_by_the_sweeper(broker_factory, redis_client) -> None:
+    from schooner.storage.keys import Keyspace
+
+    broker = broker_factory(retention_check_ms=200)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("idle", 1, 1, config={"retention.ms": "500"})])["idle"].result(10)
+    confluent_produce(broker.bootstrap, "idle", [Rec(None, b"old")] * 5)
+    stream = Keyspace(broker.settings.keyspace).stream("idle", 0)
+    assert redis_client.xlen(stream) == 5
+    deadline = time.monotonic() + 10
+    while redis_client.xlen(stream) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert redis_client.xlen(stream) == 0  # no write came, the sweeper trimmed it
+
+
+def test_log_append_time_topic(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("lat", 1, 1, config={"message.timestamp.type": "LogAppendTime"})])[
+        "lat"
+    ].result(10)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    before = int(time.time() * 1000)
+    producer.produce("lat", value=b"v", timestamp=1_000)
+    producer.flush(10)
+    (msg,) = confluent_consume(broker.bootstrap, "lat", 1)
+    kind, ts = msg.timestamp()
+    assert kind == 2  # TIMESTAMP_LOG_APPEND_TIME
+    assert ts >= before - 1000
