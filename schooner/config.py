@@ -41,6 +41,8 @@ class Settings:
     group_min_session_ms: int = 6000
     group_max_session_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 3000  # a new group waits this long for more members
+    consumer_group_session_ms: int = 45000  # KIP-848 members silent this long are removed
+    consumer_group_heartbeat_ms: int = 5000  # KIP-848 heartbeat interval told to members
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -14,6 +14,7 @@ from .handlers import (
     admin_topics,
     api_versions,
     cluster,
+    consumer_groups,
     fetch,
     groups,
     list_offsets,
@@ -52,6 +53,8 @@ HANDLERS: dict[int, HandlerFn] = {
     ApiKey.OFFSET_COMMIT: offsets.handle_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_delete,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.handle_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.handle_describe,
 }
 
 

@@ -4,6 +4,7 @@ A broker coordinates the groups that hash to it over the live brokers. It claims
 before serving it (bumping the owner epoch), so a broker that lost a group can no longer save it.
 Join and sync requests wait in memory; all else (members, generation, assignments, offsets) is in
 Redis, and a broker that takes a group over loads it and asks the members to rejoin.
+KIP-848 consumer groups share the ownership, loading and fenced saves; consumer_coordinator.py runs them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from ..storage import groups as group_store
 from ..storage.keys import Keyspace
 from ..storage.registry import BrokerInfo
 from .classic_group import Group, GroupState, JoinResult, Member, SyncResult
+from .consumer_coordinator import ConsumerGroupCoordinator
+from .consumer_group import ConsumerGroup
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +56,16 @@ class GroupCoordinator:
         self.me = me
         self.live_brokers = live_brokers
         self.settings = settings
-        self.groups: dict[str, Group] = {}
+        self.groups: dict[str, Group | ConsumerGroup] = {}
         self._loading: dict[str, asyncio.Lock] = {}
+        self.consumer = ConsumerGroupCoordinator(self.group, self._replace, self._save_consumer)
 
     # -- ownership ----------------------------------------------------------------------------------
     async def coordinator_for(self, group_id: str) -> BrokerInfo:
         brokers = await self.live_brokers()
         return brokers[zlib.crc32(group_id.encode()) % len(brokers)]
 
-    async def group(self, group_id: str) -> Group:
+    async def group(self, group_id: str) -> Group | ConsumerGroup:
         """The group, loaded from Redis when this broker first serves it. Raises NotCoordinator."""
         if (await self.coordinator_for(group_id)).broker_id != self.me.broker_id:
             self.unload(group_id)
@@ -74,17 +78,36 @@ class GroupCoordinator:
             found = self.groups.get(group_id)
             if found is None:
                 saved = await group_store.claim(self.redis, self.ks, group_id, self.me.broker_id)
-                found = Group.from_saved(group_id, saved)
-                if found.state in (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE):
-                    # Joins that waited on the old coordinator are gone: members rejoin here.
-                    self._prepare_rebalance(found)
+                if saved.get("type") == "consumer":
+                    found = ConsumerGroup.from_saved(group_id, saved)
+                    log.info("coordinating consumer group %s (epoch %d)", group_id, found.group_epoch)
+                else:
+                    found = Group.from_saved(group_id, saved)
+                    if found.state in (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE):
+                        # Joins that waited on the old coordinator are gone: members rejoin here.
+                        self._prepare_rebalance(found)
+                    log.info("coordinating group %s (generation %d)", group_id, found.generation)
                 self.groups[group_id] = found
-                log.info("coordinating group %s (generation %d)", group_id, found.generation)
             return found
+
+    async def classic(self, group_id: str) -> Group | None:
+        """The group when it is a classic one (None for a consumer group). Raises NotCoordinator."""
+        group = await self.group(group_id)
+        return group if isinstance(group, Group) else None
+
+    def _replace(self, old: Group | ConsumerGroup, new: Group | ConsumerGroup) -> bool:
+        """An empty group changes kind (its offsets stay). False when `old` is no longer loaded."""
+        if self.groups.get(old.group_id) is not old:
+            return False
+        self.unload(old.group_id)
+        self.groups[old.group_id] = new
+        kind = "consumer" if isinstance(new, ConsumerGroup) else "classic"
+        log.info("group %s is now a %s group", old.group_id, kind)
+        return True
 
     def unload(self, group_id: str) -> None:
         group = self.groups.pop(group_id, None)
-        if group is None:
+        if not isinstance(group, Group):
             return
         if group.rebalance_timer:
             group.rebalance_timer.cancel()
@@ -94,13 +117,31 @@ class GroupCoordinator:
             m.join = m.sync = None
 
     async def _save(self, group: Group) -> None:
+        if self.groups.get(group.group_id) is not group:
+            raise NotCoordinator(group.group_id)  # unloaded, or replaced by a consumer group meanwhile
+        state = {**group.to_saved(), "type": "classic"}
         saved = await group_store.save(
-            self.redis, self.ks, group.group_id, self.me.broker_id, group.owner_epoch, group.to_saved()
+            self.redis, self.ks, group.group_id, self.me.broker_id, group.owner_epoch, state
         )
         if not saved:
             log.info("group %s was claimed by another broker", group.group_id)
             self.unload(group.group_id)
             raise NotCoordinator(group.group_id)
+
+    async def _save_consumer(self, group: ConsumerGroup) -> None:
+        """Writes the fields that changed; with none changed it still checks that this broker owns the
+        group, so a coordinator that lost it never answers from stale state."""
+        if self.groups.get(group.group_id) is not group:
+            raise NotCoordinator(group.group_id)
+        state = group.to_saved()
+        changed = {k: v for k, v in state.items() if group.saved.get(k) != v} or {"type": "consumer"}
+        if not await group_store.save(
+            self.redis, self.ks, group.group_id, self.me.broker_id, group.owner_epoch, changed
+        ):
+            log.info("consumer group %s was claimed by another broker", group.group_id)
+            self.groups.pop(group.group_id, None)
+            raise NotCoordinator(group.group_id)
+        group.saved.update(state)
 
     # -- JoinGroup ----------------------------------------------------------------------------------
     async def join(
@@ -120,13 +161,26 @@ class GroupCoordinator:
             return JoinResult(ErrorCode.invalid_group_id, member_id)
         if not self.settings.min_session_ms <= session_ms <= self.settings.max_session_ms:
             return JoinResult(ErrorCode.invalid_session_timeout, member_id)
-        group = await self.group(group_id)
+        group = await self._classic_for_join(group_id)
+        if group is None:
+            return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)  # a consumer group
         async with group.lock:
             outcome = await self._join_locked(
                 group, member_id, instance_id, client_id, client_host, session_ms, rebalance_ms,
                 protocol_type, protocols, require_known_member,
             )  # fmt: skip
         return outcome if isinstance(outcome, JoinResult) else await outcome
+
+    async def _classic_for_join(self, group_id: str) -> Group | None:
+        """The classic group to join; an empty consumer group becomes one, a busy one refuses (None)."""
+        group = await self.group(group_id)
+        if isinstance(group, Group):
+            return group
+        async with group.lock:
+            if group.members:
+                return None
+            self._replace(group, Group(group_id, owner_epoch=group.owner_epoch))
+        return await self._classic_for_join(group_id)
 
     async def _join_locked(
         self,
@@ -272,7 +326,7 @@ class GroupCoordinator:
 
     async def _on_rebalance_timer(self, group_id: str) -> None:
         group = self.groups.get(group_id)
-        if group is None or group.state != GroupState.PREPARING_REBALANCE:
+        if not isinstance(group, Group) or group.state != GroupState.PREPARING_REBALANCE:
             return
         async with group.lock:
             group.rebalance_timer = None
@@ -319,7 +373,9 @@ class GroupCoordinator:
         instance_id: str | None,
         assignments: dict[str, bytes],
     ) -> SyncResult:
-        group = await self.group(group_id)
+        group = await self.classic(group_id)
+        if group is None:
+            return SyncResult(ErrorCode.unknown_member_id)  # consumer groups have no classic members
         async with group.lock:
             error = self._check_member(group, member_id, instance_id, generation)
             if error is not None:
@@ -361,7 +417,9 @@ class GroupCoordinator:
     async def heartbeat(
         self, group_id: str, generation: int, member_id: str, instance_id: str | None
     ) -> ErrorCode:
-        group = await self.group(group_id)
+        group = await self.classic(group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id
         async with group.lock:
             if group.state == GroupState.EMPTY:
                 return ErrorCode.unknown_member_id
@@ -374,7 +432,9 @@ class GroupCoordinator:
             return ErrorCode.none
 
     async def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
-        group = await self.group(group_id)
+        group = await self.classic(group_id)
+        if group is None:
+            return [ErrorCode.unknown_member_id for _ in members]
         async with group.lock:
             errors = []
             removed = False
@@ -419,6 +479,12 @@ class GroupCoordinator:
         """Removes members whose session lapsed (members waiting in a join are alive)."""
         now = time.monotonic()
         for group in list(self.groups.values()):
+            if isinstance(group, ConsumerGroup):
+                async with group.lock:
+                    if self.groups.get(group.group_id) is group:
+                        with contextlib.suppress(NotCoordinator):
+                            await self.consumer.expire(group)
+                continue
             async with group.lock:
                 if self.groups.get(group.group_id) is not group:
                     continue
@@ -452,9 +518,12 @@ class GroupCoordinator:
 
     # -- offsets ------------------------------------------------------------------------------------
     async def check_commit(
-        self, group_id: str, generation: int, member_id: str, instance_id: str | None
+        self, group_id: str, generation: int, member_id: str, instance_id: str | None, version: int = 9
     ) -> ErrorCode:
+        """Whether an OffsetCommit may store offsets (generation is the member epoch in a consumer group)."""
         group = await self.group(group_id)
+        if isinstance(group, ConsumerGroup):
+            return self.consumer.check_commit(group, generation, member_id, version)
         async with group.lock:
             if generation < 0 and not member_id:
                 # Offsets stored by a consumer that uses no group management (assign()).
@@ -466,6 +535,15 @@ class GroupCoordinator:
                 return ErrorCode.rebalance_in_progress
             group.members[member_id].last_seen = time.monotonic()
             return ErrorCode.none
+
+    async def check_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9+ from a member of a consumer group must carry its current epoch."""
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.none
+        group = await self.group(group_id)
+        if isinstance(group, ConsumerGroup):
+            return self.consumer.check_fetch(group, member_id, member_epoch)
+        return ErrorCode.none
 
 
 def _resolve(future: asyncio.Future[Any] | None, value: Any) -> None:

@@ -21,9 +21,9 @@ from collections.abc import Generator
 from typing import Any
 
 from prometheus_client import CollectorRegistry
-from redis.exceptions import RedisError
 
 from schooner.storage import calls, client, sync, topics
+from schooner.storage.calls import StorageError
 from schooner.storage.keys import Keyspace
 from schooner.storage.topics import UnknownTopic
 
@@ -118,7 +118,7 @@ class Consumer(_Base):
             while not self._stopping.is_set():
                 try:
                     self.drive(engine.step())
-                except RedisError as exc:
+                except StorageError as exc:
                     log.warning("MQ consumer %s: %s; retrying", self.member_id, exc)
                     self._stopping.wait(ERROR_PAUSE_S)
                     engine.recover()
@@ -143,7 +143,7 @@ class Consumer(_Base):
             if isinstance(effect, Batch):
                 try:
                     reply = calls.run_many_sync(self.redis, effect.calls)
-                except RedisError as exc:
+                except StorageError as exc:
                     error = exc
             elif isinstance(effect, Handle):
                 reply = self._handle(effect.message)
@@ -212,7 +212,7 @@ class AsyncConsumer(_Base):
             while not self._stopping.is_set():
                 try:
                     await self.drive(engine.step())
-                except RedisError as exc:
+                except StorageError as exc:
                     log.warning("MQ consumer %s: %s; retrying", self.member_id, exc)
                     await self._wait(ERROR_PAUSE_S)
                     engine.recover()
@@ -236,7 +236,7 @@ class AsyncConsumer(_Base):
             if isinstance(effect, Batch):
                 try:
                     reply = await calls.run_many(self.redis, effect.calls)
-                except RedisError as exc:
+                except StorageError as exc:
                     error = exc
             elif isinstance(effect, Handle):
                 reply = await self._handle(effect.message)

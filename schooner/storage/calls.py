@@ -11,11 +11,13 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from . import scripts
 
 T = TypeVar("T")
+
+StorageError = RedisError  # what a round trip raises when Redis fails (outage, timeout, error reply)
 
 
 def _same(reply: Any) -> Any:

@@ -30,6 +30,7 @@ def workers(url: str, ks: Keyspace) -> Iterator[Any]:
     started: list[subprocess.Popen[bytes]] = []
 
     def spawn(member: str, *extra: str) -> subprocess.Popen[bytes]:
+        # extra options come last, so they win over these (argparse keeps the last value)
         cmd = [sys.executable, "-m", "tests.mq.worker", url, ks.prefix, "orders", member,
                "--lease-ms", str(LEASE_MS), *extra]  # fmt: skip
         proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -88,7 +89,8 @@ def test_a_killed_process_loses_nothing(
 ) -> None:
     make_topic("orders", 6)
     admin = Admin(url, keyspace=ks)
-    victim = workers("w0", "--sleep-ms", "0.2", "--stall-after", "700")
+    # The victim's lease outlives its stall by far, so what it holds is still its own when it is killed.
+    victim = workers("w0", "--sleep-ms", "0.2", "--stall-after", "700", "--lease-ms", "4000")
     survivors = [workers(name, "--sleep-ms", "0.2") for name in ("w1", "w2")]
     wait_until(lambda: len({o.member for o in admin.owners("orders", "workers")} - {None}) == 3, timeout=30)
     produce(url, ks)
@@ -97,7 +99,7 @@ def test_a_killed_process_loses_nothing(
     victim.send_signal(signal.SIGKILL)
     victim.wait(10)
     stranded = [p for p in admin.pending("orders", "workers", limit=10**6) if p.consumer == "w0"]
-    assert held and stranded  # it died holding partitions and a fetched batch
+    assert held and stranded, (held, stranded)  # it died holding partitions and a fetched batch
     stranded_values = {value_of(redis, ks, p.partition, p.entry_id) for p in stranded}
     wait_until(lambda: redis.hlen(f"{ks.prefix}:HANDLED") >= MESSAGES, timeout=60)
     handled = counts(redis, ks)
@@ -108,7 +110,7 @@ def test_a_killed_process_loses_nothing(
     by_survivors = {**counts(redis, ks, ":w1"), **counts(redis, ks, ":w2")}
     assert stranded_values <= set(by_survivors)  # its pending entries were taken over
     twice = {k for k, n in handled.items() if n > 1}
-    assert twice <= stranded_values  # duplicates only where the victim had handled but not acked
+    assert twice <= stranded_values, twice - stranded_values  # only what the victim handled, not acked
     for proc in survivors:
         proc.send_signal(signal.SIGTERM)
     assert [proc.wait(15) for proc in survivors] == [0, 0]

@@ -80,7 +80,7 @@ def _run_pipeline(log: Log, checkpoint: Path, output: Path) -> subprocess.Popen[
     args = [
         sys.executable, "-m", "schooner.ops.cli", "pipeline", "run", str(PIPELINE),
         "--redis-url", log.url, "--keyspace", log.keyspace, "--checkpoint", str(checkpoint),
-        "-o", "input=events", "-o", "output=events-upper", "-o", "batch=60",
+        "-o", "input=events", "-o", "output=events-upper", "-o", "batch=50",
     ]  # fmt: skip
     with open(output, "ab") as out:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -93,10 +93,10 @@ def _written(log: Log) -> int:
 def test_a_pipeline_killed_again_and_again_writes_every_record_exactly_once(log: Log, tmp_path: Path) -> None:
     log.topic("events", 3)
     log.topic("events-upper", 3)
-    values = _fill(log, "events", 3, 300, 50)
+    values = _fill(log, "events", 3, 150, 50)
     checkpoint, output = tmp_path / "cp", tmp_path / "pipeline.log"
     kills = 0
-    for kill_after in (1, 250, 500):  # records in the output topic when the process group is killed
+    for kill_after in (1, 150):  # records in the output topic when the process group is killed
         proc = _run_pipeline(log, checkpoint, output)
         try:
             deadline = time.monotonic() + 120

@@ -8,6 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...coordinators.classic_group import GroupState
+from ...coordinators.consumer_group import ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
 from ...storage import groups as group_store
@@ -203,6 +204,13 @@ async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
                 described.append(make(mod.DescribedGroup, **values))  # never seen: Dead, as Kafka says
                 continue
             group = await ctx.groups.group(group_id)
+            if isinstance(group, ConsumerGroup):
+                # Kafka answers Dead for a consumer group here, and from v6 says why.
+                if body.__version__ >= 6:
+                    values["error_code"] = ErrorCode.group_id_not_found
+                    values["error_message"] = f"Group {group_id} is not a classic group."
+                described.append(make(mod.DescribedGroup, **values))
+                continue
             values.update(
                 group_state=group.state.value,
                 protocol_type=group.protocol_type or "",
@@ -242,11 +250,17 @@ async def handle_list(ctx: BrokerContext, body: Any) -> Any:
     listed = []
     for group_id in ids:
         loaded = ctx.groups.groups.get(group_id)
-        state = loaded.state.value if loaded else (saved[group_id].get("state") or GroupState.EMPTY.value)
-        protocol_type = (loaded.protocol_type if loaded else saved[group_id].get("protocol_type")) or ""
+        if loaded is not None:
+            state = loaded.state.value
+            kind = "consumer" if isinstance(loaded, ConsumerGroup) else "classic"
+            protocol_type = "consumer" if isinstance(loaded, ConsumerGroup) else loaded.protocol_type or ""
+        else:
+            state = saved[group_id].get("state") or GroupState.EMPTY.value
+            kind = saved[group_id].get("type") or "classic"
+            protocol_type = saved[group_id].get("protocol_type") or ""
         if states and state.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and kind not in types:
             continue
         listed.append(
             make(
@@ -254,7 +268,7 @@ async def handle_list(ctx: BrokerContext, body: Any) -> Any:
                 group_id=group_id,
                 protocol_type=protocol_type,
                 group_state=state,
-                group_type="classic",
+                group_type=kind,
             )
         )
     return make(

@@ -8,6 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...coordinators.classic_group import GroupState
+from ...coordinators.consumer_group import ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
 from ...storage import groups as group_store
@@ -31,7 +32,11 @@ async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
     generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
     try:
         group_error = await ctx.groups.check_commit(
-            body.group_id, generation, body.member_id, getattr(body, "group_instance_id", None)
+            body.group_id,
+            generation,
+            body.member_id,
+            getattr(body, "group_instance_id", None),
+            body.__version__,
         )
     except NotCoordinator:
         group_error = ErrorCode.not_coordinator
@@ -89,9 +94,10 @@ async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
 
 
 async def _fetch_group(
-    ctx: BrokerContext, group_id: str, topics: Any, mod: Any, multi: bool
+    ctx: BrokerContext, group_id: str, topics: Any, mod: Any, multi: bool, member: tuple[str | None, int]
 ) -> tuple[ErrorCode, list[Any]]:
-    """(group error, response topics) for one group of an OffsetFetch."""
+    """(group error, response topics) for one group of an OffsetFetch; `member` is (member id, epoch)
+    from v9, checked against a consumer group."""
     partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
     topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
     try:
@@ -99,6 +105,9 @@ async def _fetch_group(
         coordinator = await ctx.groups.coordinator_for(group_id)
         if coordinator.broker_id != ctx.me.broker_id:
             return ErrorCode.not_coordinator, []
+        member_error = await ctx.groups.check_fetch(group_id, *member)
+        if member_error != ErrorCode.none:
+            return member_error, []
         if topics is None:
             committed = await group_store.fetch(ctx.redis, ctx.ks, group_id)
             by_topic: dict[str, list[int]] = {}
@@ -112,6 +121,8 @@ async def _fetch_group(
                 wanted.append((t, found_name or getattr(t, "name", None), list(t.partition_indexes)))
             pairs = [(n, p) for _, n, ps in wanted if n is not None for p in ps]
             committed = await group_store.fetch(ctx.redis, ctx.ks, group_id, pairs)
+    except NotCoordinator:
+        return ErrorCode.not_coordinator, []
     except STORAGE_ERRORS:
         return ErrorCode.coordinator_not_available, []
     out = []
@@ -142,12 +153,13 @@ async def handle_fetch(ctx: BrokerContext, body: Any) -> Any:
     if hasattr(body, "groups"):
         groups = []
         for g in body.groups:
-            code, topics = await _fetch_group(ctx, g.group_id, g.topics, mod, multi=True)
+            member = (getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
+            code, topics = await _fetch_group(ctx, g.group_id, g.topics, mod, True, member)
             groups.append(
                 make(mod.OffsetFetchResponseGroup, group_id=g.group_id, topics=tuple(topics), error_code=code)
             )
         return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    code, topics = await _fetch_group(ctx, body.group_id, body.topics, mod, multi=False)
+    code, topics = await _fetch_group(ctx, body.group_id, body.topics, mod, False, (None, -1))
     return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, topics=tuple(topics), error_code=code)
 
 
@@ -171,7 +183,9 @@ async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
     subscribed: set[str] = set()
     try:
         group = await ctx.groups.group(body.group_id)
-        if group.state == GroupState.DEAD:
+        if isinstance(group, ConsumerGroup):
+            subscribed = group.subscribed_topics()
+        elif group.state == GroupState.DEAD:
             code = ErrorCode.group_id_not_found
         elif group.protocol_type == "consumer" and group.state != GroupState.EMPTY:
             for m in group.members.values():

@@ -1,0 +1,187 @@
+"""KIP-848 consumer group APIs: ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+
+The coordinator (coordinators/consumer_coordinator.py) does the work; these map fields and errors.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
+from ...coordinators.consumer_group import Assignment, ConsumerGroup
+from ...coordinators.group_coordinator import NotCoordinator
+from ...protocol.messages import make, response_module_of
+from ...storage import groups as group_store
+from ...storage.topics import Topic
+from ..context import CLIENT, BrokerContext
+from .common import NO_THROTTLE, STORAGE_ERRORS
+
+MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: the member uses the consumer protocol
+
+
+class _Topics:
+    """The broker's cached view of topics, as the coordinator reads it."""
+
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    async def topic(self, name: str) -> Topic | None:
+        return await self.ctx.topic(name)
+
+    async def names(self) -> list[str]:
+        raw = await self.ctx.redis.smembers(self.ctx.ks.topic_names)
+        return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in raw)
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+def _owned(topic_partitions: Any) -> Assignment | None:
+    if topic_partitions is None:
+        return None
+    owned: Assignment = {}
+    for tp in topic_partitions:
+        if tp.topic_id is not None:
+            owned.setdefault(str(tp.topic_id), set()).update(int(p) for p in tp.partitions)
+    return owned
+
+
+async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    client_id, host = CLIENT.get()
+    names = body.subscribed_topic_names
+    hb = Heartbeat(
+        group_id=body.group_id,
+        member_id=body.member_id,
+        member_epoch=body.member_epoch,
+        instance_id=body.instance_id,
+        rack_id=body.rack_id,
+        rebalance_ms=_ms(body.rebalance_timeout),
+        subscribed=tuple(names) if names is not None else None,
+        regex=getattr(body, "subscribed_topic_regex", None),
+        assignor=body.server_assignor,
+        owned=_owned(body.topic_partitions),
+        client_id=client_id,
+        client_host=host,
+        version=body.__version__,
+    )
+    timeouts = MemberTimeouts(
+        ctx.settings.consumer_group_session_ms, ctx.settings.consumer_group_heartbeat_ms
+    )
+    try:
+        answer = await ctx.groups.consumer.heartbeat(hb, _Topics(ctx), timeouts)
+        code, message = answer.error, answer.message
+    except NotCoordinator:
+        answer, code, message = None, ErrorCode.not_coordinator, None
+    except STORAGE_ERRORS:
+        answer, code, message = None, ErrorCode.coordinator_not_available, None
+    assignment = None
+    if answer is not None and answer.assignment is not None:
+        assignment = make(
+            mod.Assignment,
+            topic_partitions=tuple(
+                make(mod.TopicPartitions, topic_id=uuid.UUID(t), partitions=tuple(sorted(ps)))
+                for t, ps in sorted(answer.assignment.items())
+            ),
+        )
+    return make(
+        mod.ConsumerGroupHeartbeatResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        error_message=message,
+        member_id=answer.member_id if answer else (body.member_id or None),
+        member_epoch=answer.member_epoch if answer else body.member_epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=timeouts.heartbeat_ms),
+        assignment=assignment,
+    )
+
+
+async def _describe_one(ctx: BrokerContext, group_id: str, mod: Any) -> Any:
+    values: dict[str, Any] = dict(
+        error_code=ErrorCode.none,
+        error_message=None,
+        group_id=group_id,
+        group_state="Dead",
+        group_epoch=-1,
+        assignment_epoch=-1,
+        assignor_name="",
+        members=(),
+    )
+    try:
+        known = group_id in ctx.groups.groups or await group_store.exists(ctx.redis, ctx.ks, group_id)
+        if not known:
+            await ctx.groups.coordinator_for(group_id)
+            values.update(
+                error_code=ErrorCode.group_id_not_found, error_message=f"Group {group_id} not found."
+            )
+            return make(mod.DescribedGroup, **values)
+        group = await ctx.groups.group(group_id)
+        if not isinstance(group, ConsumerGroup):
+            message = f"Group {group_id} is not a consumer group."
+            values.update(error_code=ErrorCode.group_id_not_found, error_message=message)
+            return make(mod.DescribedGroup, **values)
+        async with group.lock:
+            values.update(
+                group_state=group.state.value,
+                group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name=group.assignor,
+                members=tuple(await _describe_members(ctx, group, mod)),
+            )
+    except NotCoordinator:
+        values["error_code"] = ErrorCode.not_coordinator
+    except STORAGE_ERRORS:
+        values["error_code"] = ErrorCode.coordinator_not_available
+    return make(mod.DescribedGroup, **values)
+
+
+async def _describe_members(ctx: BrokerContext, group: ConsumerGroup, mod: Any) -> list[Any]:
+    names = {info.id: name for name, info in group.topics.items()}
+
+    async def assignment(parts: Assignment) -> Any:
+        rows = []
+        for topic_id, partitions in sorted(parts.items()):
+            name = names.get(topic_id)
+            if name is None:  # a topic deleted since: look the id up, else leave the name empty
+                found = await ctx.topic_by_id(uuid.UUID(topic_id))
+                name = found.name if found else ""
+            rows.append(
+                make(
+                    mod.TopicPartitions,
+                    topic_id=uuid.UUID(topic_id),
+                    topic_name=name,
+                    partitions=tuple(sorted(partitions)),
+                )
+            )
+        return make(mod.Assignment, topic_partitions=tuple(rows))
+
+    out = []
+    for m in group.members.values():
+        out.append(
+            make(
+                mod.Member,
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=m.subscribed,
+                subscribed_topic_regex=m.regex,
+                assignment=await assignment(m.assigned),
+                target_assignment=await assignment(m.target),
+                member_type=MEMBER_TYPE_CONSUMER,
+            )
+        )
+    return out
+
+
+async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+    mod = response_module_of(body)
+    described = [await _describe_one(ctx, group_id, mod) for group_id in body.group_ids]
+    return make(mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described))

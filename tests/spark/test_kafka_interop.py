@@ -1,0 +1,96 @@
+"""Kafka clients and Spark on the same topics: Spark reads what a Kafka producer wrote through the
+broker, at the offsets a Kafka consumer sees; a Kafka consumer reads what the Spark sink wrote."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from tests.clients import SAMPLE, as_rec
+from tests.spark.conftest import Log
+
+
+def _consume_all(bootstrap: str, topic: str, partitions: int, count: int) -> list[Any]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+    out: list[Any] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            out.append(msg)
+    finally:
+        consumer.close()
+    return out
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[Any, ...]], **conf: Any) -> list[Any]:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+    delivered: list[Any] = []
+    for key, value, headers, partition in records:
+        extra = {} if partition is None else {"partition": partition}
+        producer.produce(topic, value=value, key=key, headers=headers, on_delivery=lambda e, m: delivered.append(e or m),
+                         **extra)  # fmt: skip
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    assert all(hasattr(d, "offset") for d in delivered), delivered
+    return delivered
+
+
+def test_spark_reads_kafka_records_at_the_offsets_kafka_consumers_see(
+    spark: Any, broker: Any, log: Log
+) -> None:
+    log.topic("kafka-in", 3)
+    records = [(r.key, r.value, list(r.headers) or None, i % 3) for i, r in enumerate(SAMPLE * 5)]
+    for start in range(0, len(records), 7):  # several produce requests: offsets with gaps between batches
+        _produce(broker.bootstrap, "kafka-in", records[start : start + 7])
+    seen = _consume_all(broker.bootstrap, "kafka-in", 3, len(records))
+    kafka = sorted(
+        (m.partition(), m.offset(), m.timestamp()[1], as_rec(m.key(), m.value(), m.headers())) for m in seen
+    )
+
+    rows = (
+        spark.read.format("schooner")
+        .options(**log.options)
+        .option("subscribe", "kafka-in")
+        .option("includeHeaders", "true")
+        .load()
+        .collect()
+    )
+    ours = sorted(
+        (
+            r.partition,
+            r.offset,
+            round(r.timestamp.timestamp() * 1000),
+            as_rec(r.key, r.value, [(h.key, h.value) for h in r.headers or []]),
+        )
+        for r in rows
+    )
+    assert len(ours) == len(records) and ours == kafka
+    assert {r.topic for r in rows} == {"kafka-in"} and {r.timestampType for r in rows} == {0}
+
+
+def test_kafka_consumers_read_what_the_spark_sink_wrote(spark: Any, broker: Any, log: Log) -> None:
+    log.topic("spark-out", 4)
+    log.topic("kafka-twin", 4)
+    rows = [(f"user-{i % 17}".encode(), f"event {i}".encode(), [("n", str(i).encode())]) for i in range(60)]
+    df = spark.createDataFrame(
+        rows, "key binary, value binary, headers array<struct<key:string,value:binary>>"
+    )
+    df.write.format("schooner").options(**log.options).option("topic", "spark-out").mode("append").save()
+
+    got = _consume_all(broker.bootstrap, "spark-out", 4, len(rows))
+    assert sorted((m.key(), m.value(), m.headers()) for m in got) == sorted(rows)
+    # Rows without a partition go where Kafka's own producers send their keys (murmur2).
+    _produce(
+        broker.bootstrap, "kafka-twin", [(k, v, None, None) for k, v, _ in rows], partitioner="murmur2_random"
+    )
+    twin = {m.key(): m.partition() for m in _consume_all(broker.bootstrap, "kafka-twin", 4, len(rows))}
+    assert {m.key(): m.partition() for m in got} == twin
+    assert len(set(twin.values())) > 1

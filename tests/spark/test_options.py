@@ -1,0 +1,108 @@
+"""Option parsing, the pure helpers of planning, and the sink's partitioner: no Spark, no Redis."""
+
+from __future__ import annotations
+
+import pytest
+
+from schooner.spark import planning
+from schooner.spark.options import EARLIEST, LATEST, OptionError, parse_sink, parse_source
+from schooner.spark.sink import PRODUCER_ID_BASE, default_partition, murmur2, producer_id
+
+
+def test_options_arrive_lower_cased_and_follow_kafka_names() -> None:
+    o = parse_source(
+        {
+            "redis.url": "redis://h:1/0",
+            "keyspace": "t1",
+            "subscribepattern": "orders-.*",
+            "startingoffsets": '{"orders-a": {"0": 23, "1": -2}}',
+            "maxoffsetspertrigger": "500",
+            "minoffsetspertrigger": "10",
+            "maxtriggerdelay": "30s",
+            "includeheaders": "true",
+            "failondataloss": "false",
+        },
+        streaming=True,
+    )
+    assert (o.redis_url, o.keyspace) == ("redis://h:1/0", "t1")
+    assert o.subscription.matches("orders-a") and not o.subscription.matches("xorders-a")
+    assert o.starting.offsets == {("orders-a", 0): 23, ("orders-a", 1): EARLIEST}
+    assert (o.max_offsets_per_trigger, o.min_offsets_per_trigger, o.max_trigger_delay_ms) == (500, 10, 30_000)
+    assert o.include_headers and not o.fail_on_data_loss
+    camel = parse_source({"subscribe": "a, b", "maxOffsetsPerTrigger": "7"}, streaming=True)
+    assert camel.subscription.topics == ("a", "b") and camel.max_offsets_per_trigger == 7
+
+
+def test_defaults_differ_for_batch_and_streaming(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCHOONER_KEYSPACE", "from-env")
+    assert parse_source({"subscribe": "t"}, streaming=True).starting.kind == "latest"
+    batch = parse_source({"subscribe": "t"}, streaming=False)
+    assert (batch.starting.kind, batch.ending.kind, batch.keyspace) == ("earliest", "latest", "from-env")
+    assigned = parse_source({"assign": '{"t": [2, 0]}'}, streaming=False).subscription
+    assert assigned.partitions_of("t", 4) == [0, 2] and not assigned.matches("u")
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "message"),
+    [
+        ({}, True, "exactly one of subscribe"),
+        ({"subscribe": "a", "assign": '{"a": [0]}'}, True, "exactly one of subscribe"),
+        ({"assign": "[1]"}, True, "assign must be JSON"),
+        ({"subscribepattern": "("}, True, "not a valid regex"),
+        ({"subscribe": "a", "startingoffsets": "latest"}, False, "cannot be latest in a batch"),
+        ({"subscribe": "a", "startingoffsets": '{"a": {"0": -1}}'}, False, "cannot use -1"),
+        ({"subscribe": "a", "endingoffsets": "earliest"}, False, "cannot be earliest"),
+        ({"subscribe": "a", "endingoffsets": '{"a": {"0": -2}}'}, False, "cannot use -2"),
+        ({"subscribe": "a", "endingoffsets": "latest"}, True, "batch queries only"),
+        ({"subscribe": "a", "maxoffsetspertrigger": "0"}, True, "must be positive"),
+        ({"subscribe": "a", "maxoffsetspertrigger": "5", "minoffsetspertrigger": "9"}, True, "above"),
+        ({"subscribe": "a", "includeheaders": "yes"}, True, "true or false"),
+        ({"subscribe": "a", "maxtriggerdelay": "soon"}, True, "duration"),
+    ],
+)
+def test_bad_options_are_refused_with_a_reason(
+    options: dict[str, str], streaming: bool, message: str
+) -> None:
+    with pytest.raises(OptionError, match=message):
+        parse_source(options, streaming)
+
+
+def test_offsets_json_is_canonical() -> None:
+    offsets = {("b", 10): 5, ("a", 2): LATEST, ("b", 2): 7}
+    assert list(planning.to_json(offsets)) == ["a", "b"]
+    assert list(planning.to_json(offsets)["b"]) == ["2", "10"]
+    assert planning.from_json(planning.to_json(offsets)) == offsets
+
+
+def test_splits_cover_the_range_once_and_estimates_scale_with_time() -> None:
+    cuts = planning.split(1000, 5000, 3)
+    assert cuts[0][0] == 1000 and cuts[-1][1] == 5000
+    assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:], strict=False))
+    assert planning.split(10, 12, 8) == [(10, 11), (11, 12)]
+    bits = 10
+    probes = planning.probe_ms(5 << bits, (1005 << bits) + 1, bits)
+    assert probes[0] == 5 and probes[-1] == 1005 and len(probes) == planning.PROBES
+    assert planning.estimate(5 << bits, (1005 << bits) + 1, bits, [2] * len(probes)) == 2 * 1001
+
+
+def test_murmur2_is_kafkas() -> None:
+    # Values from Kafka's own tests of Utils.murmur2.
+    assert murmur2(b"21") == -973932308
+    assert murmur2(b"foobar") == -790332482
+    assert murmur2(b"a-little-bit-long-string") == -985981536
+    assert murmur2(b"a-little-bit-longer-string") == -1486304829
+    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
+    assert murmur2(bytes([ord("a"), ord("b"), ord("c")])) == 479470107
+    assert default_partition(None, None, 5) == 0
+    assert default_partition(None, b"v", 5) == default_partition(b"v", None, 5)
+
+
+def test_producer_ids_are_stable_and_out_of_the_brokers_range() -> None:
+    a, b = producer_id("query:q1", 0), producer_id("query:q1", 1)
+    assert a == producer_id("query:q1", 0) and a != b
+    assert PRODUCER_ID_BASE <= a < 1 << 63 and PRODUCER_ID_BASE <= b < 1 << 63
+
+
+def test_sink_options() -> None:
+    assert parse_sink({"topic": "out", "redis.url": "redis://x:1/0"}).topic == "out"
+    assert parse_sink({}).topic is None
