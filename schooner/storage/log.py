@@ -75,13 +75,18 @@ def append_args(
         channel,
         f"{topic.name}:{partition}",
         str(topic.id),
+        0,  # the batch's highest timestamp, filled in below
+        0,  # and the index of its record
     ]
     # Per record: a shape (bit 1 key, 2 value, 4 headers, 8 same timestamp as the record before),
     # then the timestamp unless repeated, then the fields present. See append.lua.
     extend = args.extend
     previous_ts = None
-    for r in records:
+    max_ts, max_index = -1, 0
+    for index, r in enumerate(records):
         key, value, headers, ts = r.key, r.value, r.headers, r.timestamp
+        if ts > max_ts:
+            max_ts, max_index = ts, index
         shape = (key is not None) | ((value is not None) << 1) | (4 if headers else 0)
         if ts == previous_ts:
             if shape == 3:  # the common record: key and value, timestamp as before
@@ -103,6 +108,7 @@ def append_args(
             args.append(value)
         if headers:
             args.append(entry.encode_headers(headers))
+    args[13], args[14] = max_ts, max_index
     return args
 
 

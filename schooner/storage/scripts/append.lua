@@ -7,6 +7,7 @@
 -- ARGV[9] '1' to trim with ~     ARGV[10] batch size in bytes
 -- ARGV[11] channel to publish on ('' for none)   ARGV[12] message to publish
 -- ARGV[13] topic id: must equal the state hash's topic_id, so a deleted or re-created topic is refused
+-- ARGV[14] the batch's highest timestamp   ARGV[15] the 0-based index of the record that has it
 -- then for each record: a shape, then the timestamp unless shape has bit 8 (same as the previous
 -- record's), then the key if bit 1, the value if bit 2, the encoded headers if bit 4.
 -- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq}:
@@ -88,12 +89,11 @@ end
 local ms, seq = first_id_after(last_ms, last_seq)
 local base_ms, base_seq_id = ms, seq
 local max_ts = tonumber(saved_ids[3] or -1)
-local batch_max_ts, batch_max_ms, batch_max_seq = -1, ms, seq
-local i = 14
+local i = 16
 local now_text = tostring(now)
 local ts_text = now_text
 
--- One XADD for the record whose arguments start at ARGV[at]; returns where the next one starts.
+-- One XADD for any record shape; returns where the next record's arguments start.
 -- Field names are constants here rather than arguments: fewer bytes to send and to convert.
 local function add(id, at)
   local shape = tonumber(ARGV[at])
@@ -103,13 +103,6 @@ local function add(id, at)
   else
     if not log_append_time then ts_text = ARGV[at] end
     at = at + 1
-  end
-  if shape == 3 then
-    redis.call('XADD', stream, id, 'timestamp', ts_text, 'key', ARGV[at], 'value', ARGV[at + 1])
-    return at + 2
-  elseif shape == 2 then
-    redis.call('XADD', stream, id, 'timestamp', ts_text, 'value', ARGV[at])
-    return at + 1
   end
   local fields = {'timestamp', ts_text}
   if shape % 2 == 1 then
@@ -125,38 +118,51 @@ local function add(id, at)
   return at
 end
 
-local prefix = ms .. '-'
-for r = 1, n do
-  local next_i
-  if r == 1 then
-    -- The first XADD fails when a native writer deleted the tail after a higher ID: then the
-    -- batch starts after the stream's last generated ID. The rest run without pcall (it costs).
-    local ok, result = pcall(add, prefix .. seq, i)
-    if ok then
-      next_i = result
-    else
-      local info = redis.call('XINFO', 'STREAM', stream)
-      for k = 1, #info, 2 do
-        if info[k] == 'last-generated-id' then last_ms, last_seq = parse_id(info[k + 1]) end
-      end
-      ms, seq = first_id_after(last_ms, last_seq)
-      base_ms, base_seq_id = ms, seq
-      prefix = ms .. '-'
-      next_i = add(prefix .. seq, i)
-    end
-  else
-    next_i = add(prefix .. seq, i)
+-- The first XADD fails when a native writer deleted the tail after a higher ID: then the batch
+-- starts after the stream's last generated ID. The rest run without pcall, which costs.
+local ok, after_first = pcall(add, ms .. '-' .. seq, i)
+if not ok then
+  local info = redis.call('XINFO', 'STREAM', stream)
+  for k = 1, #info, 2 do
+    if info[k] == 'last-generated-id' then last_ms, last_seq = parse_id(info[k + 1]) end
   end
-  local ts = tonumber(ts_text)
-  if ts > batch_max_ts then batch_max_ts, batch_max_ms, batch_max_seq = ts, ms, seq end
+  ms, seq = first_id_after(last_ms, last_seq)
+  base_ms, base_seq_id = ms, seq
+  after_first = add(ms .. '-' .. seq, i)
+end
+local max_index = tonumber(ARGV[15])
+local batch_max_ms, batch_max_seq = ms, seq
+last_ms, last_seq = ms, seq
+i = after_first
+seq = seq + 1
+if seq > mask then ms, seq = ms + 1, 0 end
+local prefix = ms .. '-'
+-- The common shapes are matched as strings (Lua interns them: a pointer compare) and run inline.
+for r = 2, n do
+  local shape = ARGV[i]
+  if shape == '11' then
+    redis.call('XADD', stream, prefix .. seq, 'timestamp', ts_text, 'key', ARGV[i + 1], 'value', ARGV[i + 2])
+    i = i + 3
+  elseif shape == '10' then
+    redis.call('XADD', stream, prefix .. seq, 'timestamp', ts_text, 'value', ARGV[i + 1])
+    i = i + 2
+  elseif shape == '3' then
+    if not log_append_time then ts_text = ARGV[i + 1] end
+    redis.call('XADD', stream, prefix .. seq, 'timestamp', ts_text, 'key', ARGV[i + 2], 'value', ARGV[i + 3])
+    i = i + 4
+  else
+    i = add(prefix .. seq, i)
+  end
+  if r - 1 == max_index then batch_max_ms, batch_max_seq = ms, seq end
   last_ms, last_seq = ms, seq
-  i = next_i
   seq = seq + 1
   if seq > mask then
     ms, seq = ms + 1, 0
     prefix = ms .. '-'
   end
 end
+local batch_max_ts = tonumber(ARGV[14])
+if log_append_time then batch_max_ts, batch_max_ms, batch_max_seq = now, last_ms, last_seq end
 
 redis.call('HSET', state, 'last_ms', last_ms, 'last_seq', last_seq)
 redis.call('HINCRBY', state, 'bytes', tonumber(ARGV[10]))
