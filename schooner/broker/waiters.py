@@ -23,21 +23,26 @@ class AppendWaiters:
         except ValueError:
             return
 
-    async def wait(self, partitions: Iterable[tuple[str, int]], timeout: float) -> bool:
-        """Waits until one of the partitions is appended to, or the timeout passes."""
+    def register(self, partitions: Iterable[tuple[str, int]]) -> asyncio.Event:
+        """Starts listening before the caller reads, so an append in between is not missed."""
         event = asyncio.Event()
-        keys = list(partitions)
-        for key in keys:
+        for key in partitions:
             self._waiting[key].add(event)
+        return event
+
+    def unregister(self, partitions: Iterable[tuple[str, int]], event: asyncio.Event) -> None:
+        for key in partitions:
+            waiting = self._waiting.get(key)
+            if waiting is not None:
+                waiting.discard(event)
+                if not waiting:
+                    del self._waiting[key]
+
+    @staticmethod
+    async def wait(event: asyncio.Event, timeout: float) -> bool:
+        """Waits until a registered partition is appended to, or the timeout passes."""
         try:
             await asyncio.wait_for(event.wait(), timeout)
             return True
         except TimeoutError:
             return False
-        finally:
-            for key in keys:
-                waiting = self._waiting.get(key)
-                if waiting is not None:
-                    waiting.discard(event)
-                    if not waiting:
-                        del self._waiting[key]

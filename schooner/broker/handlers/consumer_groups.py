@@ -16,6 +16,7 @@ from ...coordinators.consumer_group import Assignment, ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
 from ...storage import groups as group_store
+from ...storage import topics
 from ...storage.topics import Topic
 from ..context import CLIENT, BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
@@ -33,8 +34,11 @@ class _Topics:
         return await self.ctx.topic(name)
 
     async def names(self) -> list[str]:
-        raw = await self.ctx.redis.smembers(self.ctx.ks.topic_names)
-        return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in raw)
+        # One pipelined read of every topic; it refreshes the cache the topic lookups use next.
+        found = await topics.load_all(self.ctx.redis, self.ctx.ks, self.ctx.topic_defaults)
+        for topic in found:
+            self.ctx.remember_topic(topic)
+        return [topic.name for topic in found]
 
 
 def _ms(value: Any) -> int:

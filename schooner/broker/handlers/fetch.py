@@ -41,12 +41,17 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
         resolved.append((fetch_topic, await _resolve(ctx, fetch_topic, version)))
     waits = [(t.name, p.partition) for ft, t in resolved if isinstance(t, Topic) for p in ft.partitions]
     while True:
-        results, total = await _read_all(ctx, resolved, body.max_bytes)
-        remaining = deadline - time.monotonic()
-        has_error = any(r.error != ErrorCode.none for rs in results for r in rs)
-        if total >= body.min_bytes or has_error or remaining <= 0 or not waits:
-            break
-        await ctx.waiters.wait(waits, min(remaining, POLL_SECONDS))
+        # Listen before reading: an append landing between the read and the wait still wakes us.
+        event = ctx.waiters.register(waits)
+        try:
+            results, total = await _read_all(ctx, resolved, body.max_bytes)
+            remaining = deadline - time.monotonic()
+            has_error = any(r.error != ErrorCode.none for rs in results for r in rs)
+            if total >= body.min_bytes or has_error or remaining <= 0 or not waits:
+                break
+            await ctx.waiters.wait(event, min(remaining, POLL_SECONDS))
+        finally:
+            ctx.waiters.unregister(waits, event)
     committed = body.isolation_level == 1
     topics = []
     for (fetch_topic, _), partition_results in zip(resolved, results, strict=True):
