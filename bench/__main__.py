@@ -23,6 +23,9 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
     parser.add_argument("--latency-seconds", type=float, default=defaults.latency_seconds)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results file")
     parser.add_argument("--no-save", action="store_true", help="print the table only")
+    parser.add_argument(
+        "--skip", action="append", default=[], choices=["rebalance", "mq", "spark"], help="leave out a figure"
+    )
     args = parser.parse_args(argv)
     if args.messages < 1 or args.runs < 1 or args.raw_requests < 1 or args.latency_rate < 1:
         parser.error("counts must be positive")
@@ -32,6 +35,7 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
         raw_requests=args.raw_requests,
         latency_rate=args.latency_rate,
         latency_seconds=args.latency_seconds,
+        extras=tuple(e for e in defaults.extras if e not in args.skip),
     )
     return opts, None if args.no_save else args.output
 

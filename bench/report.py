@@ -107,6 +107,7 @@ def table(results: dict[str, Any]) -> str:
         rows.append((f"{name}: cores busy", _cpu(fig["broker_cpu"]), _cpu(fig["raw_cpu"]), "", _CPU_NOTE))
         us_broker, us_raw = _cpu(fig["broker_cpu_us_per_record"], 3), _cpu(fig["raw_cpu_us_per_record"], 3)
         rows.append((f"{name}: CPU us per record", us_broker, us_raw, "", "broker/redis/client"))
+    rows += _extra_rows(results)
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
         f"Schooner benchmark {results['date']}: {env['cpus']} CPUs, {cfg['messages']:,} x "
@@ -152,3 +153,57 @@ def rounded(value: Any, digits: int = 4) -> Any:
 def write_json(results: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rounded(results), indent=2) + "\n")
+
+
+def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    rows: list[tuple[str, str, str, str, str]] = []
+    rb = results.get("rebalance")
+    if rb and "error" not in rb:
+        rows.append(
+            (
+                "rebalance: join -> all 12 consumed",
+                f"{rb['join_to_all_consuming_s']:.2f} s",
+                "",
+                "",
+                f"session {rb['session_timeout_ms']} ms, heartbeat {rb['heartbeat_interval_ms']} ms",
+            )
+        )
+    mq = results.get("mq")
+    if mq and "error" not in mq:
+        rows.append(
+            (
+                "MQ produce msgs/s",
+                _num(mq["mq_produce_msgs_per_s"]),
+                _num(mq["raw_xadd_msgs_per_s"]),
+                f"{mq['mq_produce_ratio']:.3f}",
+                "vs pipelined XADD",
+            )
+        )
+        rows.append(
+            (
+                "MQ consume msgs/s",
+                _num(mq["mq_consume_msgs_per_s"]),
+                _num(mq["raw_xreadgroup_msgs_per_s"]),
+                f"{mq['mq_consume_ratio']:.3f}",
+                "vs XREADGROUP+XACK",
+            )
+        )
+    sp = results.get("spark")
+    if sp and "error" not in sp:
+        rows.append(
+            (
+                "Spark source rows/s",
+                _num(sp["spark_source_rows_per_s"]),
+                _num(sp["raw_xrange_rows_per_s"]),
+                f"{sp['spark_source_vs_raw_xrange']:.3f}",
+                ">= 0.5",
+            )
+        )
+        rows.append(
+            ("Spark micro-batch overhead", f"{sp['spark_microbatch_overhead_ms']:.0f} ms", "", "", "")
+        )
+    for name in ("rebalance", "mq", "spark"):
+        figure = results.get(name)
+        if figure and "error" in figure:
+            rows.append((f"{name}: failed", figure["error"][:60], "", "", ""))
+    return rows

@@ -28,6 +28,7 @@ class Options:
     pipeline: int = 64
     latency_rate: int = 5000
     latency_seconds: float = 5.0
+    extras: tuple[str, ...] = ("rebalance", "mq", "spark")  # figures of the later milestones
 
 
 def produce_topic_name(run: int) -> str:
@@ -183,6 +184,29 @@ def _environment(client: redis.Redis) -> dict[str, Any]:
     }
 
 
+def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
+    """Group rebalance, MQ library and Spark source figures, each measured against the same Redis."""
+    out: dict[str, Any] = {}
+    for name in opts.extras:
+        _say(f"{name} ...")
+        try:
+            if name == "rebalance":
+                from . import rebalance
+
+                out[name] = rebalance.run(ep.bootstrap)
+            elif name == "mq":
+                from . import mq
+
+                out[name] = mq.run(ep.redis_url)
+            elif name == "spark":
+                from . import spark
+
+                out[name] = spark.run(ep.redis_url)
+        except Exception as exc:  # one figure failing must not lose the others
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
 def check_tools() -> None:
     missing = [tool for tool in ("kcat", "redis-benchmark") if shutil.which(tool) is None]
     if missing:
@@ -210,6 +234,7 @@ def run_all(opts: Options) -> dict[str, Any]:
                 ep.bootstrap, LATENCY_TOPIC, opts.latency_rate, opts.latency_seconds
             )
             latency_cpu = meter.stop()
+            extras = run_extras(ep, opts)
             if not servers.broker_alive():
                 raise RuntimeError("the broker process died during the benchmark")
         except KeyboardInterrupt:
@@ -235,6 +260,7 @@ def run_all(opts: Options) -> dict[str, Any]:
         "fetch": fetch_results,
         "latency": {**asdict(lat), "producer_config": latency.PRODUCER_CONFIG, "cpu": latency_cpu},
         "memory": memory_results,
+        **extras,
         "broker_log_problems": problems,
     }
     results["other_load_cores"] = report.other_load(results)
