@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -145,7 +146,7 @@ def main() -> int:
     from schooner.storage.embedded import EmbeddedRedis
 
     with tempfile.TemporaryDirectory() as data:
-        server = EmbeddedRedis(data, persistent=False)
+        server = EmbeddedRedis(Path(data), persistent=False)
         server.start()
         try:
             print(run(server.url))

@@ -47,7 +47,7 @@ class _Member(threading.Thread):
             while not self.stop.is_set():
                 m = c.poll(0.1)
                 if m is not None and not m.error():
-                    self.first_after_assign.setdefault(m.partition(), time.monotonic())
+                    self.first_after_assign.setdefault(m.partition() or 0, time.monotonic())
         finally:
             c.close()
 
