@@ -163,6 +163,11 @@ class BatchBuilder:
         self.last_offset = offset
         self.count += 1
 
+    @property
+    def raw_append(self) -> Any:
+        """The compiled append, taking the offset delta: for callers that add many records."""
+        return self._builder.append
+
     def size(self) -> int:
         return int(self._builder.size())
 
