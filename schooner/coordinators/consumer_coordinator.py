@@ -9,12 +9,13 @@ kind joins; a non-empty one refuses.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -122,11 +123,23 @@ class ConsumerGroupCoordinator:
         load: Callable[[str], Awaitable[Group | ConsumerGroup]],
         replace: Callable[[Group | ConsumerGroup, Group | ConsumerGroup], bool],
         save: Callable[[ConsumerGroup], Awaitable[None]],
+        forget: Callable[[ConsumerGroup], None],
     ) -> None:
         self._load = load  # the group, owned by this broker (raises NotCoordinator)
         self._replace = replace  # swaps a loaded group for one of the other kind, if still loaded
         self._save = save  # fenced save (raises NotCoordinator)
+        self._forget = forget  # drops the group from memory; the next request loads it from Redis
         self.max_size = UNLIMITED_MEMBERS
+
+    @contextlib.contextmanager
+    def _saved_or_forgotten(self, group: ConsumerGroup) -> Iterator[None]:
+        """A request that fails after changing the group in memory (Redis down mid-way) must not leave
+        unsaved changes behind: the group is forgotten and reloaded from its last saved state."""
+        try:
+            yield
+        except BaseException:
+            self._forget(group)
+            raise
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------------
     async def heartbeat(
@@ -153,32 +166,40 @@ class ConsumerGroupCoordinator:
         if isinstance(group, HeartbeatAnswer):
             return _fail(group.error, group.message or "", hb)
         async with group.lock:
-            found = self._member_for(group, hb)
-            if isinstance(found, HeartbeatAnswer):
-                return found
-            member, bump = found
-            bump |= _update_member(member, hb, timeouts)
-            bump |= await _refresh_topics(group, topics)
-            if bump:
-                group.group_epoch += 1
-                log.info("consumer group %s: epoch %d", group.group_id, group.group_epoch)
-            if group.group_epoch > group.assignment_epoch:
-                group.compute_target()
-            before = member.assigned
-            group.reconcile(member, hb.owned)
-            _track_revocation(member)
-            member.deadline = time.monotonic() + timeouts.session_ms / 1000
-            await self._save(group)
-            full = hb.member_epoch == JOIN_EPOCH or (
-                hb.rebalance_ms != -1 and hb.subscribed is not None and hb.owned is not None
-            )
-            changed = member.assigned != before
-            return HeartbeatAnswer(
-                ErrorCode.none,
-                member_id=member.member_id,
-                member_epoch=member.epoch,
-                assignment=member.assigned if full or changed else None,
-            )
+            with self._saved_or_forgotten(group):
+                return await self._heartbeat_locked(group, hb, topics, timeouts)
+
+    async def _heartbeat_locked(
+        self, group: ConsumerGroup, hb: Heartbeat, topics: TopicSource, timeouts: MemberTimeouts
+    ) -> HeartbeatAnswer:
+        found = self._member_for(group, hb)
+        if isinstance(found, HeartbeatAnswer):
+            return found
+        member, bump = found
+        bump |= _update_member(member, hb, timeouts)
+        bump |= await _refresh_topics(group, topics)
+        if bump:
+            group.group_epoch += 1
+            log.info("consumer group %s: epoch %d", group.group_id, group.group_epoch)
+        if group.group_epoch > group.assignment_epoch:
+            group.compute_target()
+        before = member.assigned
+        group.reconcile(member, hb.owned)
+        _track_revocation(member)
+        member.deadline = time.monotonic() + timeouts.session_ms / 1000
+        await self._save(group)
+        # The assignment goes out when it changed, or when the member sent everything (it joined, or
+        # recovers from an error and may have missed an answer).
+        full = hb.member_epoch == JOIN_EPOCH or (
+            hb.rebalance_ms != -1 and hb.subscribed is not None and hb.owned is not None
+        )
+        changed = member.assigned != before
+        return HeartbeatAnswer(
+            ErrorCode.none,
+            member_id=member.member_id,
+            member_epoch=member.epoch,
+            assignment=member.assigned if full or changed else None,
+        )
 
     async def _consumer_group(self, group_id: str, create: bool) -> ConsumerGroup | HeartbeatAnswer:
         group = await self._load(group_id)
@@ -262,14 +283,17 @@ class ConsumerGroupCoordinator:
             if member is None:
                 message = f"Member {hb.member_id} is not a member of group {hb.group_id}."
                 return _fail(ErrorCode.unknown_member_id, message, hb)
-            if hb.member_epoch == STATIC_LEAVE_EPOCH:
-                # It keeps its partitions (no rebalance) until it rejoins or its session ends.
-                member.epoch, member.state, member.revoking = STATIC_LEAVE_EPOCH, MemberState.STABLE, {}
-                member.revoke_deadline = None
-                log.info("consumer group %s: static member %s steps out", group.group_id, member.instance_id)
-            else:
-                self._drop(group, [member], "left")
-            await self._save(group)
+            with self._saved_or_forgotten(group):
+                if hb.member_epoch == STATIC_LEAVE_EPOCH:
+                    # It keeps its partitions (no rebalance) until it rejoins or its session ends.
+                    member.epoch, member.state, member.revoking = STATIC_LEAVE_EPOCH, MemberState.STABLE, {}
+                    member.revoke_deadline = None
+                    log.info(
+                        "consumer group %s: static member %s steps out", group.group_id, member.instance_id
+                    )
+                else:
+                    self._drop(group, [member], "left")
+                await self._save(group)
         return HeartbeatAnswer(ErrorCode.none, member_id=hb.member_id, member_epoch=hb.member_epoch)
 
     def _drop(self, group: ConsumerGroup, members: list[ConsumerMember], why: str) -> None:
@@ -289,8 +313,9 @@ class ConsumerGroupCoordinator:
             if now > m.deadline or (m.revoke_deadline is not None and now > m.revoke_deadline)
         ]
         if lapsed:
-            self._drop(group, lapsed, "expired")
-            await self._save(group)
+            with self._saved_or_forgotten(group):
+                self._drop(group, lapsed, "expired")
+                await self._save(group)
 
     # -- offsets ----------------------------------------------------------------------------------
     @staticmethod

@@ -58,7 +58,7 @@ class GroupCoordinator:
         self.settings = settings
         self.groups: dict[str, Group | ConsumerGroup] = {}
         self._loading: dict[str, asyncio.Lock] = {}
-        self.consumer = ConsumerGroupCoordinator(self.group, self._replace, self._save_consumer)
+        self.consumer = ConsumerGroupCoordinator(self.group, self._replace, self._save_consumer, self._forget)
 
     # -- ownership ----------------------------------------------------------------------------------
     async def coordinator_for(self, group_id: str) -> BrokerInfo:
@@ -104,6 +104,10 @@ class GroupCoordinator:
         kind = "consumer" if isinstance(new, ConsumerGroup) else "classic"
         log.info("group %s is now a %s group", old.group_id, kind)
         return True
+
+    def _forget(self, group: Group | ConsumerGroup) -> None:
+        if self.groups.get(group.group_id) is group:
+            self.unload(group.group_id)
 
     def unload(self, group_id: str) -> None:
         group = self.groups.pop(group_id, None)

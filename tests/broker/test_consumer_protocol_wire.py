@@ -340,3 +340,30 @@ def test_every_heartbeat_and_describe_version(broker, version: int) -> None:
     left = _hb(broker, group, member, -1, version=version)
     assert left.error_code == ErrorCode.none and left.member_epoch == -1
     assert _describe(broker, group).group_state == "Empty"
+
+
+def test_silent_members_are_removed(broker_factory) -> None:
+    broker = broker_factory(consumer_group_session_ms=1500)
+    tid = _topic(broker, "w12", 2)
+    quiet = _hb(broker, "wg12", "quiet", 0, subscribed_topic_names=("w12",))
+    assert _parts(quiet) == {tid: [0, 1]}
+    # "slow" never confirms its revocation within its rebalance timeout (200 ms).
+    slow = _hb(broker, "wg13", "slow", 0, subscribed_topic_names=("w12",), rebalance_timeout=MINUTE / 300)
+    assert _parts(slow) == {tid: [0, 1]}
+    busy = _hb(broker, "wg13", "busy", 0, subscribed_topic_names=("w12",))
+    assert len(_parts(_hb(broker, "wg13", "slow", 1))[tid]) == 1  # asked to give one up
+    loud = _hb(broker, "wg12", "loud", 0, subscribed_topic_names=("w12",))
+    held = {"loud": _parts(loud), "busy": _parts(busy)}
+    epochs = {"loud": loud.member_epoch, "busy": busy.member_epoch}
+    deadline = time.monotonic() + 10
+    while held != {"loud": {tid: [0, 1]}, "busy": {tid: [0, 1]}}:
+        assert time.monotonic() < deadline, (_describe(broker, "wg12"), _describe(broker, "wg13"))
+        time.sleep(0.2)
+        for member, group in (("loud", "wg12"), ("busy", "wg13")):
+            answer = _hb(broker, group, member, epochs[member], owned=held[member])
+            epochs[member] = answer.member_epoch
+            if answer.assignment is not None:
+                held[member] = _parts(answer)
+    assert [m.member_id for m in _describe(broker, "wg12").members] == ["loud"]
+    assert [m.member_id for m in _describe(broker, "wg13").members] == ["busy"]
+    assert _hb(broker, "wg12", "quiet", 1).error_code == ErrorCode.unknown_member_id
