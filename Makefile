@@ -22,7 +22,7 @@ broker: install system-deps
 	$(VENV)/bin/schooner broker
 
 test: install system-deps
-	$(VENV)/bin/ruff check schooner tests bench
+	$(VENV)/bin/ruff check schooner tests bench examples
 	$(VENV)/bin/mypy schooner
 	$(VENV)/bin/pytest -q
 

@@ -24,6 +24,7 @@ from .source import register
 SPEED_CONFS = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",  # Spark's 200 is meant for clusters, not one machine
+    "spark.ui.showConsoleProgress": "false",
 }
 
 

@@ -21,7 +21,7 @@ from ..storage.log import PartitionBounds
 from ..storage.topics import Topic
 from .options import EARLIEST, LATEST, OptionError, Position, Subscription, TopicPartition
 
-PROBES = 32  # milliseconds sampled to estimate how many records a range holds
+PROBES = 64  # milliseconds sampled to estimate how many records a range holds
 MAX_SPLITS = 64  # per topic partition and micro-batch
 FROM_BEGINNING = -1  # start of a partition found after the query began: all it holds
 

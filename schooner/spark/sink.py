@@ -234,7 +234,7 @@ class SchoonerStreamWriter(DataSourceStreamArrowWriter):
 
 
 class SchoonerBatchWriter(DataSourceArrowWriter):
-    """df.write: idempotent per Spark task attempt, so a retried task does not write its rows twice."""
+    """df.write: one idempotent producer per Spark task, so a retry of the task does not write twice."""
 
     def __init__(self, opts: SinkOptions, schema: StructType) -> None:
         self.opts = opts

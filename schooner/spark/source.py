@@ -44,7 +44,7 @@ class SchoonerBatchReader(DataSourceReader):
         tps = planning.discover(redis, ks, o.subscription)
         bounds = spark_source.bounds_of(redis, ks, tps)
         start = planning.resolve(redis, ks, tps, bounds, o.starting, o.timestamp_strategy)
-        end = planning.resolve(redis, ks, tps, bounds, o.ending)
+        end = planning.resolve(redis, ks, tps, bounds, o.ending, strategy="latest")
         ranges = [(t, p, start[planning.key(t, p)], end[planning.key(t, p)]) for t, p in tps]
         return planning.plan(redis, ks, ranges, o.max_records_per_partition, o.min_partitions)
 

@@ -58,6 +58,8 @@ def test_offset_and_timestamp_bounds(spark: Any, log: Log) -> None:
     assert sorted((r.partition, r.offset) for r in by_time) == sorted(
         [(0, o) for o in second] + [(1, o) for o in other]
     )
+    until = _read(spark, log, subscribe="bounded", endingTimestamp="1500")
+    assert sorted((r.partition, r.offset) for r in until) == [(0, o) for o in first]
     with pytest.raises(Exception, match="no record at or after timestamp"):
         _read(spark, log, subscribe="bounded", startingTimestamp="9999999999999")
     late = _read(spark, log, subscribe="bounded", startingTimestamp="9999999999999",

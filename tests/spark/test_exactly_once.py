@@ -103,6 +103,7 @@ def test_a_pipeline_killed_again_and_again_writes_every_record_exactly_once(log:
             while _written(log) < kill_after and proc.poll() is None:
                 assert time.monotonic() < deadline, output.read_text()
                 time.sleep(0.02)
+            assert proc.poll() in (None, 0), output.read_text()[-3000:]
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)  # the Python driver, its JVM and the Python workers

@@ -33,10 +33,13 @@ def _consume_all(bootstrap: str, topic: str, partitions: int, count: int) -> lis
 def _produce(bootstrap: str, topic: str, records: list[tuple[Any, ...]], **conf: Any) -> list[Any]:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
     delivered: list[Any] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        delivered.append(err or msg)
+
     for key, value, headers, partition in records:
         extra = {} if partition is None else {"partition": partition}
-        producer.produce(topic, value=value, key=key, headers=headers, on_delivery=lambda e, m: delivered.append(e or m),
-                         **extra)  # fmt: skip
+        producer.produce(topic, value=value, key=key, headers=headers, on_delivery=on_delivery, **extra)
         producer.poll(0)
     assert producer.flush(30) == 0
     assert all(hasattr(d, "offset") for d in delivered), delivered

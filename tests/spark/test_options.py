@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from schooner.spark import planning
-from schooner.spark.options import EARLIEST, LATEST, OptionError, parse_sink, parse_source
+from schooner.spark.options import EARLIEST, LATEST, SOURCE_OPTIONS, OptionError, parse_sink, parse_source
 from schooner.spark.sink import PRODUCER_ID_BASE, default_partition, murmur2, producer_id
 
 
@@ -106,3 +109,12 @@ def test_producer_ids_are_stable_and_out_of_the_brokers_range() -> None:
 def test_sink_options() -> None:
     assert parse_sink({"topic": "out", "redis.url": "redis://x:1/0"}).topic == "out"
     assert parse_sink({}).topic is None
+
+
+def test_the_docs_list_every_reader_option() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "spark.md").read_text()
+    table = text.split("## Reading: options", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        name for row in re.findall(r"^\| (.+?) \|", table, re.M) for name in re.findall(r"`([^`]+)`", row)
+    }
+    assert documented == set(SOURCE_OPTIONS)

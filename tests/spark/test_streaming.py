@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from pathlib import Path
@@ -61,7 +62,10 @@ def test_max_offsets_per_trigger_gives_batches_of_exactly_that_size(
     q.awaitTermination(120)
     assert _batch_sizes(q) == [50, 50, 50, 37]
     got = sorted((r.partition, r.offset) for r in spark.sql("select partition, offset from mopt").collect())
-    assert got == sorted((s.partition, s.offset) for s in log.read("events"))
+    stored = log.read("events")
+    assert got == sorted((s.partition, s.offset) for s in stored)
+    ends = {str(p): max(s.offset for s in stored if s.partition == p) + 1 for p in range(3)}
+    assert json.loads(q.recentProgress[-1]["sources"][0]["latestOffset"]) == {"events": ends}  # reported
 
 
 def test_available_now_stops_at_the_data_present_at_start(spark: Any, log: Log, tmp_path: Path) -> None:
