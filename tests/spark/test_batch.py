@@ -103,11 +103,11 @@ def test_large_ranges_split_into_input_partitions_the_same_way_every_time(spark:
 
     reader = SchoonerBatchReader(parse_source(options, streaming=False))
     ranges = [(p.partition, p.start, p.end) for p in reader.partitions()]
-    log.values("big", 0, 500)  # more records after the range's end change nothing about its split
+    # A replayed micro-batch plans the same whole range again: more records after its end, and the
+    # time that passed, change nothing about its split.
+    log.values("big", 0, 500)
     redis = client.connect_sync(log.url)
     topic = log.load("big")
-    again = planning.plan(redis, log.ks, [(topic, p, s, e) for p, s, e in ranges[:1]], 150)
-    assert [(p.partition, p.start, p.end) for p in again] == ranges[:1]
     whole = [(topic, 0, min(s for p, s, _ in ranges if p == 0), max(e for p, _, e in ranges if p == 0))]
     pieces = planning.plan(redis, log.ks, whole, 150)
     assert [(p.partition, p.start, p.end) for p in pieces] == [r for r in ranges if r[0] == 0]
