@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 
@@ -37,7 +38,28 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
 
 
 def test_three_clients_share_a_topic_exactly_once_across_a_rebalance(broker) -> None:
-    produced = _fill(broker.bootstrap, "shared12", 12, 250)
+    produced = _fill(broker.bootstrap, "shared12", 12, 100)
+    # Records keep coming during the test, so a member that joins late always finds some to consume.
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    lock = threading.Lock()
+    producing = threading.Event()
+    producing.set()
+
+    def done(err: object, msg: object) -> None:
+        assert err is None
+        with lock:
+            produced.add((msg.topic(), msg.partition(), msg.offset()))  # type: ignore[attr-defined]
+
+    def keep_producing() -> None:
+        while producing.is_set():
+            for p in range(12):
+                producer.produce("shared12", value=b"more", partition=p, on_delivery=done)
+            producer.poll(0)
+            time.sleep(0.1)
+        producer.flush(30)
+
+    feeder = threading.Thread(target=keep_producing, daemon=True)
+    feeder.start()
     first = GroupMember("confluent", broker.bootstrap, "mix", "shared12", pace=0.1)
     second = GroupMember("kafka-python", broker.bootstrap, "mix", "shared12", pace=0.1)
     members = [first, second]
@@ -50,6 +72,9 @@ def test_three_clients_share_a_topic_exactly_once_across_a_rebalance(broker) -> 
     _wait(lambda: third.started_consuming.is_set(), 60, "a member that joins later gets partitions")
     first.stop_event.set()  # one member leaves
     first.join(30)
+    time.sleep(2)
+    producing.clear()
+    feeder.join(30)
     _wait(
         lambda: len({c for m in members for c in m.consumed}) >= len(produced), 90, "everything is consumed"
     )
