@@ -37,15 +37,12 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 
 # Offsets within the v2 batch header.
-_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET_AND_LENGTH = struct.Struct(">qi")
 _LEADER_EPOCH_OFFSET = 12
 _MAGIC_OFFSET = 16
 _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21
 _TIMESTAMP_TYPE_MASK = 0x08
-_CONTROL_MASK = 0x20
-_MAX_TIMESTAMP_OFFSET = 35
 _MIN_BATCH_SIZE = 61
 MAX_OFFSET_DELTA = 2**31 - 1
 
@@ -64,20 +61,12 @@ INVALID_RECORD = 87
 
 
 @dataclass(slots=True)
-class ProducedRecord:
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
-
-
-@dataclass(slots=True)
 class ProducedBatch:
     producer_id: int
     producer_epoch: int
     base_sequence: int
     is_transactional: bool
-    records: list[Any]  # each has .timestamp, .key, .value, .headers (see ProducedRecord)
+    records: list[Any]  # aiokafka records: .timestamp, .key, .value, .headers (storage's RecordLike)
     size_bytes: int
 
     @property

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from .calls import Call, script
 from .entry import Header
 from .keys import Keyspace
-from .log import AppendResult, RecordLike, append_args, parse_append_reply
+from .log import AppendResult, RecordLike, append_args, estimated_size, parse_append_reply
 from .topics import Topic
 
 MAX_BATCH = 1000  # records per script call, as the broker's produce path
@@ -25,11 +25,6 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list[Header] = field(default_factory=list)
-
-
-def size_of(records: Sequence[RecordLike]) -> int:
-    """The byte count retention.bytes accounts, as sync.append estimates it."""
-    return sum(len(r.value or b"") + len(r.key or b"") + 24 for r in records)
 
 
 def append(
@@ -49,7 +44,7 @@ def append(
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,
-        size_bytes=size_of(records),
+        size_bytes=estimated_size(records),
         channel=ks.appended_channel if notify else "",
         partition=partition,
     )

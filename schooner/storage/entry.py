@@ -57,18 +57,6 @@ def decode_headers(data: bytes) -> list[Header]:
     return headers
 
 
-def record_fields(key: bytes | None, value: bytes | None, headers: list[Header]) -> list[bytes]:
-    """Field/value pairs of an entry, without the timestamp (the append script adds it)."""
-    fields: list[bytes] = []
-    if key is not None:
-        fields += (KEY, key)
-    if value is not None:
-        fields += (VALUE, value)
-    if headers:
-        fields += (HEADERS, encode_headers(headers))
-    return fields
-
-
 def parse_fields(
     fields: list[bytes],
 ) -> tuple[int, bytes | None, bytes | None, list[Header]]:

@@ -18,6 +18,7 @@ from .log import (
     RecordLike,
     append_args,
     bounds_from_info,
+    estimated_size,
     parse_append_reply,
 )
 from .offsets import id_text
@@ -59,7 +60,7 @@ def append(
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,
-        size_bytes=size_bytes or sum(len(r.value or b"") + len(r.key or b"") + 24 for r in records),
+        size_bytes=size_bytes or estimated_size(records),
         channel=ks.appended_channel if notify else "",
         partition=partition,
     )

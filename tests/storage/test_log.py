@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from schooner.storage import client, log, topics
+from schooner.storage import client, entry, log, topics
 from schooner.storage.keys import Keyspace
 from schooner.storage.offsets import id_of
 
@@ -220,3 +220,22 @@ def test_blocking_twins_append_and_read_alike(redis_server, keyspace) -> None:
     assert sync.bounds(redis, ks, t, 0).log_start_offset == result.base_offset
     assert sync.load_topic(redis, ks, "blocking") == t
     assert [x.name for x in sync.load_topics(redis, ks)] == ["blocking"]
+
+
+def test_null_fields_are_left_out_and_empty_ones_kept(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+        records = [R(b"", key=b""), R(b"v"), R(b"x", key=b"k")]
+        records[1].headers = [("h", None)]
+        nulls = R(b"")
+        nulls.value = None
+        records.append(nulls)
+        result = await log.append(redis, ks, t, 0, records)
+        read = await log.read(redis, ks, t, 0, result.base_offset, 10)
+        got = [dict(zip(f[::2], f[1::2], strict=True)) for _, f in read.entries]
+        assert (got[0][b"key"], got[0][b"value"]) == (b"", b"")
+        assert b"key" not in got[1] and entry.decode_headers(got[1][b"headers"]) == [("h", None)]
+        assert (got[2][b"key"], got[2][b"value"]) == (b"k", b"x") and b"headers" not in got[2]
+        assert set(got[3]) == {b"timestamp"}
+
+    run(body)

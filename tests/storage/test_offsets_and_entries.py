@@ -31,10 +31,8 @@ def test_headers_are_lossless() -> None:
     assert entry.decode_headers(entry.encode_headers(headers)) == headers
 
 
-def test_null_fields_are_left_out_and_empty_ones_kept() -> None:
-    assert entry.record_fields(None, None, []) == []
-    assert entry.record_fields(b"", b"", []) == [b"key", b"", b"value", b""]
-    fields = [b"timestamp", b"17", *entry.record_fields(None, b"v", [("h", None)])]
+def test_parse_fields_reads_the_entry_layout() -> None:
+    fields = [b"timestamp", b"17", b"value", b"v", b"headers", entry.encode_headers([("h", None)])]
     assert entry.parse_fields(fields) == (17, None, b"v", [("h", None)])
 
 
