@@ -43,6 +43,18 @@ class Settings:
     group_initial_rebalance_delay_ms: int = 3000  # a new group waits this long for more members
     consumer_group_session_ms: int = 45000  # KIP-848 members silent this long are removed
     consumer_group_heartbeat_ms: int = 5000  # KIP-848 heartbeat interval told to members
+    # Connection hygiene (Kafka's names where Kafka has the setting).
+    connections_max_idle_ms: int = 600_000  # an idle connection is closed after this long
+    request_timeout_ms: int = 30_000  # a frame that does not complete within this closes its connection
+    max_connections: int = 10_000  # in all; the newest connection over the cap is closed
+    max_connections_per_ip: int = 2_000
+    max_in_flight_requests: int = 64  # per connection: requests read but not yet answered
+    max_in_flight_bytes: int = 128 * 1024 * 1024  # per connection: bytes of those requests
+    shutdown_timeout_ms: int = 30_000  # SIGTERM: how long in-flight requests may take to finish
+    # Redis
+    redis_timeout_ms: int = 10_000  # a Redis round trip that takes longer fails (retriable to clients)
+    redis_maxmemory: str | None = None  # embedded redis-server only, e.g. "2gb"; policy is noeviction
+    allow_evicting_redis: bool = False  # start even if Redis may evict keys (and so lose records)
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     @property

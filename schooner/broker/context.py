@@ -17,6 +17,7 @@ from ..storage import registry, topics
 from ..storage.keys import Keyspace
 from ..storage.lane import PipelinedLane
 from ..storage.registry import BrokerInfo
+from ..storage.server_info import Durability
 from ..storage.topics import Topic
 from .sequencer import PartitionSequencer
 from .waiters import AppendWaiters
@@ -26,14 +27,6 @@ CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))
 
 TOPIC_CACHE_SECONDS = 1.0
 BROKER_CACHE_SECONDS = 0.5
-
-
-@dataclass
-class Capabilities:
-    """What the Redis server offers for acks=all: replicas to WAIT for, and WAITAOF (7.2+) with AOF on."""
-
-    replicas: int = 0
-    waitaof: bool = False
 
 
 @dataclass
@@ -49,7 +42,8 @@ class BrokerContext:
     entry_sizes: dict[tuple[str, int], int] = field(default_factory=dict)
     groups: GroupCoordinator = field(init=False)
     lane: PipelinedLane = field(init=False)  # appends, pipelined in request order
-    capabilities: Capabilities = field(default_factory=Capabilities)
+    durability: Durability = field(default_factory=Durability)  # what acks=all waits for
+    leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -92,7 +86,11 @@ class BrokerContext:
 
     # -- brokers ----------------------------------------------------------------------------------
     async def live_brokers(self) -> list[BrokerInfo]:
-        """Live brokers (always including this one), cached briefly."""
+        """Live brokers (including this one unless it is leaving), cached briefly."""
+        if self.leaving:
+            found = await registry.live_brokers(self.redis, self.ks)
+            others = [b for b in found if b.broker_id != self.me.broker_id]
+            return others or [self.me]
         now = time.monotonic()
         if now - self._brokers[0] < BROKER_CACHE_SECONDS:
             return self._brokers[1]

@@ -13,12 +13,12 @@ from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..storage import client as redis_client
 from ..storage import log as storage_log
-from ..storage import registry, topics
+from ..storage import registry, server_info, topics
 from ..storage.keys import Keyspace
 from ..storage.lane import PipelinedLane
 from ..storage.registry import BrokerInfo
 from .connection import Connection
-from .context import BrokerContext, Capabilities
+from .context import BrokerContext
 from .dispatch import dispatcher
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ class Broker:
         s = self.settings
         redis = redis_client.connect(self.redis_url, health_check_interval=10)
         ks = Keyspace(s.keyspace)
+        await _check_eviction(redis, s.allow_evicting_redis)
         broker_id = s.broker_id if s.broker_id is not None else await registry.allocate_broker_id(redis, ks)
         self._server = await asyncio.start_server(self._on_client, s.host, s.port, limit=1 << 20)
         host, port = s.advertised_host_port
@@ -62,7 +63,7 @@ class Broker:
             GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
         )
         self.ctx.cluster_id = await registry.cluster_id(redis, ks)
-        self.ctx.capabilities = await _capabilities(redis)
+        self.ctx.durability = await server_info.durability(redis)
         await registry.heartbeat(redis, ks, me, s.session_ms)
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
@@ -76,18 +77,29 @@ class Broker:
         assert self._server is not None
         await self._server.serve_forever()
 
-    async def stop(self) -> None:
+    async def stop(self, graceful: bool = False) -> None:
+        """Stops serving. Graceful (SIGTERM): other brokers take this one's groups and partitions at
+        once, and requests already read are answered (acks included) before connections close."""
         self._stopping = True
-        if self.ctx is not None and hasattr(self.ctx, "groups"):
-            self.ctx.groups.shutdown()
+        if self._server:
+            self._server.close()  # no new connections
+        for task in self._tasks:  # the heartbeat would register this broker again
+            task.cancel()
+        if self.ctx is not None:
+            self.ctx.leaving = True
+            with contextlib.suppress(RedisError, OSError):
+                await asyncio.wait_for(
+                    registry.unregister(self.ctx.redis, self.ctx.ks, self.ctx.me.broker_id),
+                    STOP_GRACE_SECONDS,
+                )
+            if hasattr(self.ctx, "groups"):
+                self.ctx.groups.shutdown()
+        if graceful:
+            await self._drain_connections(self.settings.shutdown_timeout_ms / 1000)
         if self._pubsub is not None:
             # redis-py's pub/sub read can swallow a cancel; closing its connection ends the read.
             with contextlib.suppress(Exception):
                 await self._pubsub.aclose()
-        for task in self._tasks:
-            task.cancel()
-        if self._server:
-            self._server.close()
         for conn in list(self._connections):
             conn.cancel()
         pending = [*self._tasks, *self._connections]
@@ -96,11 +108,13 @@ class Broker:
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
         if self.ctx:
             with contextlib.suppress(RedisError, OSError):
-                await registry.unregister(self.ctx.redis, self.ctx.ks, self.ctx.me.broker_id)
-            with contextlib.suppress(RedisError, OSError):
                 await asyncio.wait_for(self.ctx.lane.close(), STOP_GRACE_SECONDS)
             with contextlib.suppress(RedisError, OSError):
                 await asyncio.wait_for(self.ctx.redis.aclose(), STOP_GRACE_SECONDS)
+
+    async def _drain_connections(self, timeout: float) -> None:
+        """Each connection stops reading, answers what it has read, and closes (bounded by timeout)."""
+        # TODO(helper): connection drain
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self.ctx is not None
@@ -171,15 +185,22 @@ class Broker:
                 log.warning("retention sweep failed: %s", exc)
 
 
-async def _capabilities(redis: Any) -> Capabilities:
-    caps = Capabilities()
-    try:
-        info = await redis.info("replication")
-        caps.replicas = int(info.get("connected_slaves", 0))
-        persistence = await redis.info("persistence")
-        if int(persistence.get("aof_enabled", 0)):
-            await redis.execute_command("WAITAOF", 0, 0, 0)  # raises on Redis < 7.2
-            caps.waitaof = True
-    except RedisError:
-        pass
-    return caps
+class StartupRefused(RuntimeError):
+    """The broker will not serve on this Redis; the message says why and what to change."""
+
+
+async def _check_eviction(redis: Any, allowed: bool) -> None:
+    mem = await server_info.memory(redis)
+    if not mem.may_evict:
+        return
+    why = (
+        f"Redis maxmemory-policy is {mem.policy}: when memory is full Redis would evict keys and so "
+        "silently lose records, leases and registrations"
+    )
+    if not allowed:
+        await redis.aclose()
+        raise StartupRefused(
+            f"{why}. Set maxmemory-policy noeviction (producers then get a retriable error when memory "
+            "is full), or set allow_evicting_redis = true to start anyway."
+        )
+    log.warning("%s (allow_evicting_redis is set)", why)

@@ -53,6 +53,7 @@ class GroupOwnership:
         self.settings = settings
         self.groups: dict[str, Group | ConsumerGroup] = {}
         self._loading: dict[str, asyncio.Lock] = {}
+        self._closed = False  # shutting down: every group is another broker's now
         self.consumer = ConsumerGroupCoordinator(self.group, self._replace, self._save_consumer, self._forget)
 
     def _prepare_rebalance(self, group: Group) -> None:
@@ -66,7 +67,7 @@ class GroupOwnership:
 
     async def group(self, group_id: str) -> Group | ConsumerGroup:
         """The group, loaded from Redis when this broker first serves it. Raises NotCoordinator."""
-        if (await self.coordinator_for(group_id)).broker_id != self.me.broker_id:
+        if self._closed or (await self.coordinator_for(group_id)).broker_id != self.me.broker_id:
             self.unload(group_id)
             raise NotCoordinator(group_id)
         found = self.groups.get(group_id)
@@ -154,6 +155,9 @@ class GroupOwnership:
                 self.unload(group_id)
 
     def shutdown(self) -> None:
+        """Hands every group back: its state is in Redis, so the next coordinator loads it as it is and
+        members keep their assignments; waiting joins are told NOT_COORDINATOR to go there now."""
+        self._closed = True
         for group_id in list(self.groups):
             self.unload(group_id)
 

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .. import config
-from ..storage.embedded import EmbeddedRedis
+from ..storage.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
 from .pipeline import pipeline
 
@@ -35,24 +35,33 @@ def main() -> None:
 @click.option("--default-partitions", type=int, help="Partitions of auto-created topics [1].")
 @click.option("--log-level", default="INFO", show_default=True)
 def broker(config_file: str | None, log_level: str, **flags: Any) -> None:
-    """Run a broker. Without --redis-url, starts an embedded redis-server (AOF on) and stops it on exit."""
+    """Run a broker. Without --redis-url, starts an embedded redis-server (AOF on), restarts it if it
+    dies, and stops it on exit. SIGTERM or Ctrl-C stops gracefully."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = config.load(config_file, overrides=flags)
     embedded: EmbeddedRedis | None = None
     redis_url = settings.redis_url
     if redis_url is None:
-        embedded = EmbeddedRedis(Path(settings.data_dir) / "redis", port=None, persistent=True)
-        redis_url = embedded.start()
+        embedded = EmbeddedRedis(
+            Path(settings.data_dir) / "redis", persistent=True, maxmemory=settings.redis_maxmemory
+        )
+        try:
+            redis_url = embedded.start()
+        except (DataDirInUse, RuntimeError, OSError) as exc:
+            raise click.ClickException(f"cannot start the embedded redis-server: {exc}") from None
         click.echo(f"embedded redis-server at {redis_url}, data in {embedded.data_dir}")
     try:
-        _run(settings, redis_url)
+        failure = _run(settings, redis_url, embedded)
     finally:
         if embedded:
-            embedded.stop()
+            embedded.stop()  # after the broker: in-flight acks=all are answered first
+    if failure:
+        raise click.ClickException(failure)
 
 
-def _run(settings: config.Settings, redis_url: str) -> None:
-    from ..broker.server import Broker
+def _run(settings: config.Settings, redis_url: str, embedded: EmbeddedRedis | None) -> str | None:
+    """Serves until SIGTERM/SIGINT; returns why the broker had to stop, or None for a requested stop."""
+    from ..broker.server import Broker, StartupRefused
 
     try:
         import uvloop
@@ -61,21 +70,36 @@ def _run(settings: config.Settings, redis_url: str) -> None:
     except ImportError:
         pass
 
-    async def serve() -> None:
+    async def serve() -> str | None:
         b = Broker(settings, redis_url)
-        await b.start()
+        try:
+            await b.start()
+        except StartupRefused as exc:
+            return str(exc)
         stop = asyncio.Event()
+        failure: list[str] = []
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
+
+        def give_up(reason: str) -> None:  # called on the supervisor's thread
+            def fail() -> None:
+                failure.append(reason)
+                stop.set()
+
+            loop.call_soon_threadsafe(fail)
+
+        if embedded is not None:
+            embedded.supervise(give_up)
         click.echo(
             f"schooner broker {b.ctx.me.broker_id if b.ctx else '?'} listening on {settings.host}:{b.port}"
         )
         await stop.wait()
-        await b.stop()
+        await b.stop(graceful=not failure)
+        return failure[0] if failure else None
 
-    asyncio.run(serve())
+    return asyncio.run(serve())
 
 
 main.add_command(pipeline)

@@ -1,15 +1,28 @@
-"""The embedded default: a real redis-server that Schooner starts, keeps in a data folder, and stops."""
+"""The embedded default: a real redis-server that Schooner starts, keeps in a data folder, supervises,
+and stops."""
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
+import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import redis
+
+log = logging.getLogger(__name__)
+
+RESTART_ATTEMPTS = 3  # in a row, before the supervisor gives up
+RESTART_BACKOFF_SECONDS = 0.5
 
 
 def redis_server_binary() -> str:
@@ -37,19 +50,90 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class DataDirInUse(RuntimeError):
+    pass
+
+
+def _libc_prctl() -> Callable[..., int] | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up here, not in the forked child, where loading a library could block on a lock held by
+# another thread of the parent.
+_PRCTL = _libc_prctl()
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel sends SIGTERM if the thread that started it dies, so a
+    SIGKILLed broker leaves no redis-server writing into its data folder (Linux; a no-op elsewhere)."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class EmbeddedRedis:
-    def __init__(self, data_dir: Path, port: int | None = None, persistent: bool = True) -> None:
-        self.data_dir = Path(data_dir)
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        persistent: bool = True,
+        maxmemory: str | None = None,
+    ) -> None:
+        # Absolute: redis-server changes into --dir before it opens its log file, so a relative path
+        # given for either would be resolved twice.
+        self.data_dir = Path(data_dir).absolute()
         self.port = port or free_port()
         self.persistent = persistent
+        self.maxmemory = maxmemory
+        self.restarts = 0
         self._process: subprocess.Popen[bytes] | None = None
+        self._stopping = False
+        self._lock_file: IO[str] | None = None
+        self._supervisor: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "redis.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
     def start(self, timeout: float = 10.0) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        self._stopping = False
+        self._spawn(timeout)
+        (self.data_dir / "url").write_text(self.url + "\n")  # for redis-cli -u "$(cat DATA_DIR/redis/url)"
+        return self.url
+
+    def _lock(self) -> None:
+        """One redis-server per data folder: two writing one AOF would corrupt it."""
+        if self._lock_file is not None:
+            return
+        handle = open(self.data_dir / "lock", "a+")  # noqa: SIM115 (held until stop)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise DataDirInUse(
+                f"{self.data_dir} is in use by {holder}; stop that broker or give another --data-dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def _args(self) -> list[str]:
         args = [
             redis_server_binary(),
             "--port", str(self.port),
@@ -58,44 +142,111 @@ class EmbeddedRedis:
             "--save", "",
             "--protected-mode", "yes",
             "--loglevel", "warning",
-            "--logfile", str(self.data_dir / "redis.log"),
+            "--logfile", str(self.log_file),
+            # Evicting keys would silently drop records: full memory must refuse writes instead.
+            "--maxmemory-policy", "noeviction",
         ]  # fmt: skip
+        if self.maxmemory:
+            args += ["--maxmemory", self.maxmemory]
         if self.persistent:
             args += ["--appendonly", "yes", "--appendfsync", "everysec"]
         else:
             args += ["--appendonly", "no"]
-        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+        return args
+
+    def _spawn(self, timeout: float) -> None:
+        process = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self._process = process
         deadline = time.monotonic() + timeout
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        while True:
-            if self._process.poll() is not None:
-                raise RuntimeError(
-                    f"redis-server exited with {self._process.returncode}; see {self.data_dir}"
-                )
-            try:
-                if client.ping():
-                    break
-            except redis.ConnectionError:
+        try:
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(
+                        f"redis-server exited with {process.returncode}: {self.log_tail()}"
+                    )
+                try:
+                    # A server still loading its AOF answers LOADING, a BusyLoadingError.
+                    if client.ping():
+                        return
+                except redis.ConnectionError:
+                    pass
                 if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("redis-server did not start in time") from None
+                    process.kill()
+                    process.wait()
+                    raise RuntimeError(f"redis-server did not start in {timeout:.0f} s: {self.log_tail()}")
                 time.sleep(0.05)
-        client.close()
-        (self.data_dir / "url").write_text(self.url + "\n")  # for redis-cli -u "$(cat DATA_DIR/redis/url)"
-        return self.url
+        finally:
+            client.close()
 
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return f"no log at {self.log_file}"
+        return " | ".join(text[-lines:]) or f"empty log at {self.log_file}"
+
+    # -- supervision ------------------------------------------------------------------------------
+    def supervise(self, give_up: Callable[[str], None]) -> None:
+        """Restarts redis-server on the same port, from its AOF, whenever it dies; calls give_up with
+        the reason when RESTART_ATTEMPTS restarts in a row fail. The thread that started a server must
+        outlive it (see _die_with_parent), so restarts happen on this long-lived thread."""
+        self._supervisor = threading.Thread(
+            target=self._watch, args=(give_up,), name="redis-supervisor", daemon=True
+        )
+        self._supervisor.start()
+
+    def _watch(self, give_up: Callable[[str], None]) -> None:
+        while not self._stopping:
+            process = self._process
+            if process is None:
+                return
+            code = process.wait()
+            if self._stopping:
+                return
+            log.error("embedded redis-server exited with %s: %s", code, self.log_tail())
+            for attempt in range(1, RESTART_ATTEMPTS + 1):
+                time.sleep(RESTART_BACKOFF_SECONDS * attempt)
+                if self._stopping:
+                    return
+                try:
+                    self._spawn(timeout=60.0)  # a large AOF takes a while to load
+                except (RuntimeError, OSError) as exc:
+                    log.error("restart %d of embedded redis-server failed: %s", attempt, exc)
+                    continue
+                self.restarts += 1
+                log.warning("embedded redis-server restarted from its data in %s", self.data_dir)
+                break
+            else:
+                self._process = None
+                give_up(
+                    f"embedded redis-server died and could not be restarted "
+                    f"({RESTART_ATTEMPTS} attempts): {self.log_tail()}"
+                )
+                return
+
+    # -- stopping ---------------------------------------------------------------------------------
     def stop(self) -> None:
-        if self._process and self._process.poll() is None:
-            self._process.terminate()
+        """SIGTERM: redis-server writes and fsyncs its AOF before it exits."""
+        self._stopping = True
+        process = self._process
+        if process and process.poll() is None:
+            process.terminate()
             try:
-                self._process.wait(10)
+                process.wait(30)
             except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+                process.kill()
+                process.wait()
         self._process = None
+        if self._supervisor is not None and self._supervisor is not threading.current_thread():
+            self._supervisor.join(5)
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
 
     def kill(self) -> None:
-        """SIGKILL, for tests of a Redis outage."""
+        """SIGKILL, for tests of a Redis outage (not restarted by the supervisor)."""
+        self._stopping = True
         if self._process:
             self._process.kill()
             self._process.wait()

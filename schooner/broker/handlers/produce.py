@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -11,18 +13,22 @@ from kio.schema.errors import ErrorCode
 from ...protocol.messages import make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
 from ...storage import log as storage_log
+from ...storage import server_info
 from ...storage import topics as topic_store
 from ...storage.log import DUPLICATE, AppendResult
 from ...storage.topics import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
 
+log = logging.getLogger(__name__)
+
 _STATUS_ERRORS = {
     -3: ErrorCode.unknown_topic_or_partition,
     -45: ErrorCode.out_of_order_sequence_number,
     -47: ErrorCode.invalid_producer_epoch,
 }
-_ACKS_ALL_TIMEOUT_MS = 5000
+_FULL_LOG_INTERVAL_SECONDS = 10.0
+_full_logged_at = -_FULL_LOG_INTERVAL_SECONDS
 
 
 class _PartitionResult:
@@ -103,19 +109,40 @@ async def _in_turn(turn: Any, ctx: BrokerContext, topic: Topic | ErrorCode, data
         try:
             pending = [await _send(ctx, topic, data.index, batch) for batch in prepared]
         except STORAGE_ERRORS as exc:
-            return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
+            return _storage_failure(topic, data.index, exc)
     try:
         results = [
             await _settle(ctx, topic, data.index, batch, f)
             for batch, f in zip(prepared, pending, strict=True)
         ]
     except STORAGE_ERRORS as exc:
-        return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
+        return _storage_failure(topic, data.index, exc)
     for r in results:
         if r.status < 0:
             return _PartitionResult(_STATUS_ERRORS.get(r.status, ErrorCode.kafka_storage_error))
     append_time = results[-1].append_time if topic.log_append_time else -1
     return _PartitionResult(ErrorCode.none, results[0].base_offset, append_time, results[-1].log_start_offset)
+
+
+def _storage_failure(topic: Topic, partition: int, exc: BaseException) -> _PartitionResult:
+    """KAFKA_STORAGE_ERROR is retriable: clients keep the batch and send it again later."""
+    if not server_info.is_out_of_memory(exc):
+        return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
+    global _full_logged_at
+    now = time.monotonic()
+    if now - _full_logged_at >= _FULL_LOG_INTERVAL_SECONDS:  # a full Redis refuses every batch
+        _full_logged_at = now
+        log.warning(
+            "Redis is out of memory (maxmemory reached, noeviction): refusing produce to %s-%d and "
+            "others; consumers keep reading, producing resumes once retention or deleting topics "
+            "frees memory",
+            topic.name,
+            partition,
+        )
+    return _PartitionResult(ErrorCode.kafka_storage_error, message=_FULL_MESSAGE)
+
+
+_FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"
 
 
 def _decode(topic: Topic | ErrorCode, data: Any) -> list[ProducedBatch] | _PartitionResult:
@@ -182,13 +209,8 @@ async def _settle(
 
 
 async def _wait_durable(ctx: BrokerContext) -> None:
-    """acks=all: wait for the replicas Redis has and for the local AOF fsync, where configured."""
-    caps = ctx.capabilities
     try:
-        if caps.waitaof:
-            await ctx.redis.execute_command("WAITAOF", 1, caps.replicas, _ACKS_ALL_TIMEOUT_MS)
-        elif caps.replicas:
-            await ctx.redis.execute_command("WAIT", caps.replicas, _ACKS_ALL_TIMEOUT_MS)
+        await server_info.wait_durable(ctx.redis, ctx.durability)
     except STORAGE_ERRORS:
         return
 
