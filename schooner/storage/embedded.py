@@ -143,6 +143,7 @@ class EmbeddedRedis:
             "--protected-mode", "yes",
             "--loglevel", "warning",
             "--logfile", str(self.log_file),
+            "--pidfile", str(self.data_dir / "redis.pid"),
             # Evicting keys would silently drop records: full memory must refuse writes instead.
             "--maxmemory-policy", "noeviction",
         ]  # fmt: skip
