@@ -1,0 +1,142 @@
+"""Redis out of memory is a Redis-backed log's full disk: producers get a clear retriable error,
+consumers keep reading, and producing resumes by itself once retention or a deletion frees memory.
+A Redis that may evict keys would lose records silently: the broker refuses to start on one."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+from schooner.broker.server import StartupRefused
+from schooner.protocol.records import BatchBuilder
+from tests.clients import Rec, confluent_consume, confluent_produce
+from tests.conftest import start_broker
+from tests.wire import call
+
+HEADROOM = 3 * 1024 * 1024
+WAITED = b"w" * 64 * 1024
+
+
+@pytest.fixture
+def full_redis(redis_server: Any) -> Iterator[redis.Redis]:
+    """The session's redis-server with maxmemory just above what it uses now (restored afterwards)."""
+    client = redis.Redis.from_url(redis_server.url)
+    before = client.config_get("maxmemory")["maxmemory"]
+    yield client
+    client.config_set("maxmemory", before)
+    client.config_set("maxmemory-policy", "noeviction")
+    client.close()
+
+
+def _limit(client: redis.Redis) -> None:
+    used = int(client.info("memory")["used_memory"])
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", str(used + HEADROOM))
+
+
+def _produce(port: int, topic: str, size: int = 64 * 1024) -> Any:
+    b = BatchBuilder(0, 0)
+    for i in range(16):
+        b.append(i, int(time.time() * 1000), None, bytes([i]) * (size // 16), [])
+    response = call(
+        port,
+        ProduceRequest(
+            transactional_id=None,
+            acks=1,
+            timeout=datetime.timedelta(seconds=5),
+            topic_data=(
+                TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=b.build()),)),
+            ),
+        ),
+    )
+    return response.responses[0].partition_responses[0]
+
+
+def _fill(port: int, topic: str) -> Any:
+    """Produces until Redis refuses; returns the refusal."""
+    for _ in range(400):  # 25 MB at most: far beyond the headroom
+        answer = _produce(port, topic)
+        if answer.error_code != ErrorCode.none:
+            return answer
+    raise AssertionError("Redis never refused a write")
+
+
+def _assert_still_full(port: int, topic: str) -> None:
+    # Small writes may still fit while memory hovers at the limit; a 64 KB batch does not.
+    for _ in range(5):
+        assert _produce(port, topic).error_code == ErrorCode.kafka_storage_error
+
+
+def _wait_until_accepted(port: int, topic: str, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while (answer := _produce(port, topic)).error_code != ErrorCode.none:
+        assert time.monotonic() < deadline, f"producing did not resume: {answer.error_code}"
+        time.sleep(0.25)
+    return answer
+
+
+def test_full_redis_refuses_produce_retriably_serves_reads_and_recovers(
+    broker_factory: Any, full_redis: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = broker_factory(retention_check_ms=300)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topics = [NewTopic("aging", 1, 1, config={"retention.ms": "3000"}), NewTopic("bulk", 1, 1)]
+    for future in admin.create_topics(topics).values():
+        future.result(10)
+    kept = [Rec(b"k%d" % i, b"v%d" % i) for i in range(5)]
+    confluent_produce(broker.bootstrap, "kept", kept)
+    _limit(full_redis)
+
+    refused = _fill(broker.port, "aging")
+    assert refused.error_code == ErrorCode.kafka_storage_error  # retriable: clients keep the batch
+    assert "out of memory" in (refused.error_message or "")
+    assert any("Redis is out of memory" in r.getMessage() for r in caplog.records)
+    _assert_still_full(broker.port, "aging")
+    full_at = time.monotonic()
+    got = confluent_consume(broker.bootstrap, "kept", len(kept))
+    assert [(m.key(), m.value()) for m in got] == [(r.key, r.value) for r in kept]
+
+    # A Kafka client producing meanwhile is not failed: its batch goes in once memory frees up.
+    delivered: list[Any] = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 60000})
+    producer.produce("kept", value=WAITED, partition=0, on_delivery=lambda e, m: delivered.append(e or m))
+    flushing = threading.Thread(target=producer.flush, args=(60,))
+    flushing.start()
+
+    accepted = _wait_until_accepted(broker.port, "aging")
+    assert accepted.log_start_offset > 0, "the retention sweep trimmed the old records"
+    print(f"storage full: producing resumed {time.monotonic() - full_at:.1f} s after (retention 3 s)")
+    flushing.join(60)
+    assert len(delivered) == 1 and delivered[0].error() is None, delivered
+
+    # Full again, now with records no retention will remove: deleting a topic frees the memory.
+    refused = _fill(broker.port, "bulk")
+    assert refused.error_code == ErrorCode.kafka_storage_error
+    _assert_still_full(broker.port, "kept")
+    admin.delete_topics(["bulk", "aging"])["bulk"].result(10)
+    _wait_until_accepted(broker.port, "kept")
+    got = confluent_consume(broker.bootstrap, "kept", len(kept) + 2)
+    assert got[len(kept)].value() == WAITED
+
+
+def test_broker_refuses_a_redis_that_may_evict_unless_allowed(
+    redis_server: Any, full_redis: redis.Redis, keyspace: str
+) -> None:
+    full_redis.config_set("maxmemory-policy", "allkeys-lru")
+    with pytest.raises(StartupRefused, match="allkeys-lru.*allow_evicting_redis"):
+        start_broker(redis_server.url, keyspace)
+    allowed = start_broker(redis_server.url, keyspace, allow_evicting_redis=True)
+    try:
+        confluent_produce(allowed.bootstrap, "evictable", [Rec(None, b"served")])
+    finally:
+        allowed.stop()
