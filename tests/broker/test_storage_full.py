@@ -55,7 +55,9 @@ def _produce(port: int, topic: str, size: int = 64 * 1024) -> Any:
             acks=1,
             timeout=datetime.timedelta(seconds=5),
             topic_data=(
-                TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=b.build()),)),
+                TopicProduceData(
+                    name=topic, partition_data=(PartitionProduceData(index=0, records=b.build()),)
+                ),
             ),
         ),
     )
