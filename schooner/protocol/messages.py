@@ -15,6 +15,7 @@ from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 from .apis import ApiKey, is_flexible, is_supported, request_type
 from .errors import MalformedRequest, UnsupportedRequest
 from .framing import frame
+from .lengths import check_lengths, skip_tagged_fields
 
 _HEADER = struct.Struct(">hhi")
 
@@ -54,15 +55,19 @@ def read_header(data: bytes) -> tuple[RequestHeader, int]:
     if not is_supported(api_key, api_version):
         raise UnsupportedRequest(api_key, api_version, correlation_id)
     if is_flexible(api_key, api_version):
-        pos = _skip_tagged_fields(data, pos)
+        pos = skip_tagged_fields(data, pos, len(data))
     return header, pos
 
 
 def decode_request(data: bytes) -> Request:
     """Decodes one frame. Raises UnsupportedRequest or MalformedRequest."""
     header, pos = read_header(data)
+    body_type = request_type(header.api_key, header.api_version)
     try:
-        body, size = entity_reader(request_type(header.api_key, header.api_version))(data, pos)
+        # kio reserves memory for each declared array count, and reads a null array the schema
+        # forbids as None: check the frame before kio reads it.
+        check_lengths(body_type, data, pos)
+        body, _ = entity_reader(body_type)(data, pos)
     except Exception as exc:  # kio raises several types for bad bytes; all mean the same here
         raise MalformedRequest(
             f"cannot decode {ApiKey(header.api_key).name} v{header.api_version}: {exc}"
@@ -83,33 +88,6 @@ def encode_response(header: RequestHeader, body: ResponsePayload | Entity) -> by
         buf.write(b"\x00")
     entity_writer(type(body))(buf, body)
     return frame(buf.getvalue())
-
-
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    value = 0
-    while True:
-        if pos >= len(data):
-            raise MalformedRequest("truncated varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedRequest("varint too long")
-
-
-def _skip_tagged_fields(data: bytes, pos: int) -> int:
-    count, pos = _read_uvarint(data, pos)
-    for _ in range(count):
-        _, pos = _read_uvarint(data, pos)
-        size, pos = _read_uvarint(data, pos)
-        pos += size
-        if pos > len(data):
-            raise MalformedRequest("truncated tagged field")
-    return pos
 
 
 E = TypeVar("E")
