@@ -1,9 +1,18 @@
-"""One client connection: frames in, handlers run concurrently, responses out in request order."""
+"""One client connection: frames in, handlers run concurrently, responses out in request order.
+
+What one connection may cost is bounded (limits.py):
+- at most `max_in_flight_requests` requests and `max_in_flight_bytes` of their frames are held (read but
+  not yet answered); at either limit the connection stops reading until responses go out. A single
+  request larger than the byte limit is still served, alone;
+- nothing in flight and no bytes received for `connections_max_idle_ms`: the connection is closed;
+- a frame that started arriving but is not complete within `request_timeout_ms` closes the connection,
+  and so does a response the client does not take within that time.
+drain() stops reading; the requests already read are still answered, then the connection closes.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,11 +23,18 @@ from ..protocol.framing import FrameDecoder
 from ..protocol.messages import Request, RequestHeader, decode_request, encode_response
 from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
+from .limits import ConnectionStats, Limits, Notices
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Any]]
-MAX_IN_FLIGHT = 64
+READ_CHUNK = 1 << 16
+# A request held: its header, what produces its response body (None: no reply due), its frame size.
+_Held = tuple[RequestHeader, asyncio.Future[Any], int]
+
+_IDLE = "idle"
+_INCOMPLETE_FRAME = "incomplete frame"
+_UNREAD_RESPONSE = "unread response"
 
 
 class Connection:
@@ -27,90 +43,294 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         handle: Handler,
-        max_request_bytes: int,
+        limits: Limits,
+        stats: ConnectionStats,
+        notices: Notices,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._handle = handle
-        self._decoder = FrameDecoder(max_request_bytes)
-        # Each item: (header, task producing the response body, or None when no reply is due).
-        self._pending: asyncio.Queue[tuple[RequestHeader, asyncio.Future[Any]] | None] = asyncio.Queue(
-            MAX_IN_FLIGHT
-        )
+        self._limits = limits
+        self._stats = stats
+        self._notices = notices
+        self._loop = asyncio.get_running_loop()
+        self._decoder = FrameDecoder(limits.max_request_bytes)
+        self._pending: asyncio.Queue[_Held | None] = asyncio.Queue()  # bounded by the in-flight limits
         self.peer = writer.get_extra_info("peername")
         self._host = f"/{self.peer[0]}" if isinstance(self.peer, tuple) else "/unknown"
+        self.held_requests = 0
+        self.held_bytes = 0
+        self._room = asyncio.Event()  # set when a held request is answered
+        self._paused = False  # reading waits for room: our choice, so no frame deadline runs
+        self._draining = False
+        self._closed = False  # the transport is closed or broken: nothing more goes out
+        self._read_task: asyncio.Task[None] | None = None
+        # The watchdog: one timer, armed no later than the earliest deadline, re-checked when it fires.
+        self._last_activity = self._loop.time()
+        self._frame_started: float | None = None
+        self._write_started: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
 
     async def serve(self) -> None:
-        responder = asyncio.create_task(self._respond())
+        self._arm(self._loop.time() + self._limits.idle_seconds)
+        responder = self._loop.create_task(self._respond())
+        self._read_task = self._loop.create_task(self._read_requests())
         try:
-            await self._read_requests()
-        finally:
-            await self._pending.put(None)
-            with contextlib.suppress(Exception):  # the peer went away mid-write
-                await responder
-            self._writer.close()
-
-    async def _read_requests(self) -> None:
-        while True:
             try:
-                data = await self._reader.read(1 << 16)
+                await self._read_task
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the broker is stopping without a drain
+                # Otherwise drain() or a failure stopped the reading: answer what was read.
+            self._frame_started = None  # an unfinished frame is dropped, not waited for
+            self._paused = False
+            self._pending.put_nowait(None)
+            await responder
+        finally:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+            self._read_task.cancel()
+            responder.cancel()
+            self._close_transport()
+
+    def drain(self) -> None:
+        """Stops reading requests; serve() answers those already read, then closes."""
+        self._draining = True
+        if self._read_task is not None:
+            self._read_task.cancel()
+
+    # -- reading ----------------------------------------------------------------------------------
+    async def _read_requests(self) -> None:
+        while not self._draining and not self._closed:
+            try:
+                data = await self._reader.read(READ_CHUNK)
             except (ConnectionError, OSError):
                 return
             if not data:
                 return
+            now = self._loop.time()
+            self._last_activity = now
             try:
                 frames = self._decoder.feed(data)
             except ProtocolError as exc:
-                log.info("closing %s: %s", self.peer, exc)
+                self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
                 return
+            if self._decoder.buffered:
+                # A frame is under way: it started in this chunk unless it was already waiting.
+                if frames or self._frame_started is None:
+                    self._frame_started = now
+                    self._arm_by(now + self._limits.request_timeout_seconds)
+            else:
+                self._frame_started = None
+            # Frames already split off this chunk wait here: at most one read beyond the limits.
             for raw in frames:
-                try:
-                    request = decode_request(raw)
-                except UnsupportedRequest as exc:
-                    if exc.api_key != ApiKey.API_VERSIONS:
-                        log.info("closing %s: %s", self.peer, exc)
+                if not self._has_room(len(raw)):
+                    await self._wait_for_room(len(raw))
+                    if self._closed:
                         return
-                    # KIP-511: answer an unknown ApiVersions version with v0 and our ranges.
-                    header = RequestHeader(exc.api_key, 0, exc.correlation_id, None)
-                    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-                    done.set_result(unsupported_version_response())
-                    await self._pending.put((header, done))
-                    continue
-                except ProtocolError as exc:
-                    log.info("closing %s: %s", self.peer, exc)
+                if not self._dispatch(raw):
                     return
-                CLIENT.set((request.header.client_id or "", self._host))
-                task = asyncio.ensure_future(self._handle(request))
-                await self._pending.put((request.header, task))
 
+    def _has_room(self, size: int) -> bool:
+        if not self.held_requests:
+            return True  # one request at a time is always served, however large
+        lim = self._limits
+        return self.held_requests < lim.max_in_flight_requests and (
+            self.held_bytes + size <= lim.max_in_flight_bytes
+        )
+
+    async def _wait_for_room(self, size: int) -> None:
+        """Backpressure: no reading until enough held requests are answered."""
+        self._paused = True
+        self._stats.backpressure_pauses += 1
+        try:
+            while not self._has_room(size) and not self._closed:
+                self._room.clear()
+                await self._room.wait()
+        finally:
+            self._paused = False
+        if self._frame_started is not None:
+            # The client could not send while we did not read; its frame's time starts again now.
+            self._frame_started = self._loop.time()
+            self._arm_by(self._frame_started + self._limits.request_timeout_seconds)
+
+    def _dispatch(self, raw: bytes) -> bool:
+        """Starts the request's handler; False when the frame closes the connection."""
+        try:
+            request = decode_request(raw)
+        except UnsupportedRequest as exc:
+            if exc.api_key != ApiKey.API_VERSIONS:
+                self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
+                return False
+            # KIP-511: answer an unknown ApiVersions version with v0 and our ranges.
+            header = RequestHeader(exc.api_key, 0, exc.correlation_id, None)
+            done: asyncio.Future[Any] = self._loop.create_future()
+            done.set_result(unsupported_version_response())
+            self._hold(header, done, len(raw))
+            return True
+        except ProtocolError as exc:
+            self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
+            return False
+        CLIENT.set((request.header.client_id or "", self._host))
+        self._hold(request.header, asyncio.ensure_future(self._handle(request)), len(raw))
+        return True
+
+    def _hold(self, header: RequestHeader, answer: asyncio.Future[Any], size: int) -> None:
+        self.held_requests += 1
+        self.held_bytes += size
+        st = self._stats
+        st.held_requests += 1
+        st.held_bytes += size
+        st.peak_held_requests = max(st.peak_held_requests, self.held_requests)
+        st.peak_held_bytes = max(st.peak_held_bytes, self.held_bytes)
+        self._pending.put_nowait((header, answer, size))
+
+    def _release(self, size: int) -> None:
+        self.held_requests -= 1
+        self.held_bytes -= size
+        self._stats.held_requests -= 1
+        self._stats.held_bytes -= size
+        if not self.held_requests:
+            self._last_activity = self._loop.time()  # idle time counts from the last answer
+        if self._paused:
+            self._room.set()
+
+    # -- answering --------------------------------------------------------------------------------
     async def _respond(self) -> None:
-        broken = False
-        while True:
-            item = await self._pending.get()
-            if item is None:
-                return
-            header, task = item
-            if broken:
-                task.cancel()
-                continue
-            try:
-                body = await task
-            except Exception:
-                # No error response fits every API; closing makes the client retry elsewhere.
-                log.exception("handler for %s v%d failed", ApiKey(header.api_key).name, header.api_version)
-                self._writer.close()
-                broken = True
-                continue
-            if body is None:  # acks=0 produce
-                continue
-            try:
-                data = encode_response(header, body)
-            except Exception:
-                name = ApiKey(header.api_key).name
-                log.exception("cannot encode %s v%d response", name, header.api_version)
-                self._writer.close()
-                broken = True
-                continue
-            self._writer.write(data)
-            if self._pending.empty():
-                await self._writer.drain()
+        try:
+            while True:
+                item = await self._pending.get()
+                if item is None:
+                    return
+                header, answer, size = item
+                try:
+                    await self._answer(header, answer)
+                finally:
+                    self._release(size)
+        finally:
+            # Only a stop without drain gets here with requests left: none of them will be answered.
+            while not self._pending.empty():
+                left = self._pending.get_nowait()
+                if left is not None:
+                    left[1].cancel()
+                    self._release(left[2])
+
+    async def _answer(self, header: RequestHeader, answer: asyncio.Future[Any]) -> None:
+        if self._closed:
+            answer.cancel()  # nobody will read it
+            return
+        try:
+            body = await answer
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            log.error("handler for %s v%d was cancelled", _name(header), header.api_version)
+            self._fail()
+            return
+        except Exception:
+            # No error response fits every API; closing makes the client retry elsewhere.
+            log.exception("handler for %s v%d failed", _name(header), header.api_version)
+            self._fail()
+            return
+        if body is None:  # acks=0 produce
+            return
+        try:
+            data = encode_response(header, body)
+        except Exception:
+            log.exception("cannot encode %s v%d response", _name(header), header.api_version)
+            self._fail()
+            return
+        self._writer.write(data)
+        self._write_started = now = self._loop.time()
+        self._arm_by(now + self._limits.request_timeout_seconds)
+        try:
+            # Waits only while the socket's send buffer is full: a client that does not read its
+            # responses stops being answered, so stops being read, so costs no more memory.
+            await self._writer.drain()
+        except (ConnectionError, OSError):
+            self._fail()
+        finally:
+            self._write_started = None
+
+    def _fail(self, abort: bool = False) -> None:
+        """Closes after a failure or a timeout: nothing more is read or answered."""
+        self._closed = True
+        self._room.set()
+        if self._read_task is not None:
+            self._read_task.cancel()
+        if abort:
+            self._writer.transport.abort()  # drops what the client did not take
+        else:
+            self._writer.close()  # responses already written still go out
+
+    def _close_transport(self) -> None:
+        transport = self._writer.transport
+        if not transport.is_closing():
+            transport.close()
+        if transport.get_write_buffer_size():
+            # close() waits for the buffer to go out; a client that never reads must not keep it.
+            self._loop.call_later(self._limits.request_timeout_seconds, transport.abort)
+
+    # -- the watchdog -----------------------------------------------------------------------------
+    def _arm(self, at: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = self._loop.call_at(at, self._check_deadlines)
+
+    def _arm_by(self, at: float) -> None:
+        """A deadline may now come earlier than the timer: make the timer fire by then."""
+        if at < self._timer_at:
+            self._arm(at)
+
+    def _deadline(self) -> tuple[float, str] | None:
+        """The earliest deadline in force, with its kind, or None while waiting on our own work."""
+        timeout = self._limits.request_timeout_seconds
+        found: tuple[float, str] | None = None
+        if self._write_started is not None:
+            found = (self._write_started + timeout, _UNREAD_RESPONSE)
+        if self._frame_started is not None and not self._paused:
+            at = self._frame_started + timeout
+            if found is None or at < found[0]:
+                found = (at, _INCOMPLETE_FRAME)
+        if not self.held_requests:
+            at = self._last_activity + self._limits.idle_seconds
+            if found is None or at < found[0]:
+                found = (at, _IDLE)
+        return found
+
+    def _check_deadlines(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        now = self._loop.time()
+        found = self._deadline()
+        if found is None:
+            # Every later deadline is either at least this far off or armed for when it starts.
+            self._arm(now + self._limits.idle_seconds)
+        elif now >= found[0]:
+            self._expire(found[1])
+        else:
+            self._arm(found[0])
+
+    def _expire(self, kind: str) -> None:
+        st = self._stats
+        if kind == _IDLE:
+            st.closed_idle += 1
+            limit = "connections_max_idle_ms"
+        elif kind == _INCOMPLETE_FRAME:
+            st.closed_incomplete_frame += 1
+            limit = "request_timeout_ms"
+        else:
+            st.closed_unread_response += 1
+            limit = "request_timeout_ms"
+        self._notices.log(logging.INFO, kind, "closing %s: %s (%s)", self.peer, kind, limit)
+        self._fail(abort=True)
+
+
+def _name(header: RequestHeader) -> str:
+    return ApiKey(header.api_key).name

@@ -1,0 +1,96 @@
+"""The broker's client connections: caps on how many (per address and in all), and the drain on stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ..config import Settings
+from .connection import Connection, Handler
+from .limits import ConnectionStats, Limits, Notices
+
+log = logging.getLogger(__name__)
+
+
+class ClientConnections:
+    def __init__(self, settings: Settings) -> None:
+        self.limits = Limits.from_settings(settings)
+        self.max_connections = settings.max_connections
+        self.max_per_ip = settings.max_connections_per_ip
+        self.stats = ConnectionStats()
+        self.tasks: set[asyncio.Task[Any]] = set()  # one per open connection; stop() cancels them
+        self._open: dict[asyncio.Task[Any], Connection] = {}
+        self._per_ip: dict[str, int] = {}
+        self._draining = False
+        self._notices = Notices(log)
+
+    async def serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handle: Handler
+    ) -> None:
+        """Serves one accepted connection until it closes, or closes it at once when over a cap."""
+        peer = writer.get_extra_info("peername")
+        ip = str(peer[0]) if isinstance(peer, tuple) else ""
+        if self._refused(ip):
+            self.stats.refused += 1
+            writer.close()
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        conn = Connection(reader, writer, handle, self.limits, self.stats, self._notices)
+        self.tasks.add(task)
+        self._open[task] = conn
+        self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
+        self.stats.open += 1
+        try:
+            await conn.serve()
+        except asyncio.CancelledError:
+            pass  # the broker is stopping; serve() closed the socket
+        finally:
+            self.stats.open -= 1
+            left = self._per_ip[ip] - 1
+            if left:
+                self._per_ip[ip] = left
+            else:
+                del self._per_ip[ip]
+            del self._open[task]
+            self.tasks.discard(task)
+
+    def _refused(self, ip: str) -> bool:
+        # The newest connection is the one turned away: those already open keep working.
+        if self._draining:
+            return True
+        if len(self._open) >= self.max_connections:
+            self._notices.log(
+                logging.WARNING,
+                "max_connections",
+                "refusing a connection from %s: %d connections open (max_connections=%d)",
+                ip,
+                len(self._open),
+                self.max_connections,
+            )
+            return True
+        from_ip = self._per_ip.get(ip, 0)
+        if from_ip >= self.max_per_ip:
+            self._notices.log(
+                logging.WARNING,
+                "max_connections_per_ip",
+                "refusing a connection from %s: %d connections open from it (max_connections_per_ip=%d)",
+                ip,
+                from_ip,
+                self.max_per_ip,
+            )
+            return True
+        return False
+
+    async def drain(self, timeout: float) -> None:
+        """Every connection stops reading, answers what it has read and closes; waits up to timeout."""
+        self._draining = True
+        if not self._open:
+            return
+        log.info("draining %d client connections (up to %.1f s)", len(self._open), timeout)
+        for conn in list(self._open.values()):
+            conn.drain()
+        _, left = await asyncio.wait(list(self.tasks), timeout=timeout)
+        if left:
+            log.warning("%d connections still busy after %.1f s; closing them", len(left), timeout)
