@@ -303,14 +303,19 @@ class ConsumerGroupCoordinator:
         group.group_epoch += 1
         group.compute_target()
 
-    async def expire(self, group: ConsumerGroup) -> None:
+    async def expire(self, group: ConsumerGroup, redis_back_at: float = 0.0) -> None:
         """Removes members whose session lapsed, or that did not revoke within their rebalance timeout.
-        The caller holds the group's lock."""
+        Both count at the earliest from redis_back_at, when this broker reached Redis again after
+        trouble (members could not get through before). The caller holds the group's lock."""
         now = time.monotonic()
         lapsed = [
             m
             for m in group.members.values()
-            if now > m.deadline or (m.revoke_deadline is not None and now > m.revoke_deadline)
+            if now > max(m.deadline, redis_back_at + m.session_ms / 1000)
+            or (
+                m.revoke_deadline is not None
+                and now > max(m.revoke_deadline, redis_back_at + m.rebalance_ms / 1000)
+            )
         ]
         if lapsed:
             with self._saved_or_forgotten(group):

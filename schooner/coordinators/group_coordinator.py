@@ -360,14 +360,18 @@ class GroupCoordinator(GroupOwnership):
             self._maybe_complete_join(group)
 
     async def expire_sessions(self) -> None:
-        """Removes members whose session lapsed (members waiting in a join are alive)."""
+        """Removes members whose session lapsed (members waiting in a join are alive). Not while this
+        broker cannot reach Redis: members' heartbeats fail then for its trouble, not theirs."""
+        health = self.redis_health
+        if health.in_trouble():
+            return
         now = time.monotonic()
         for group in list(self.groups.values()):
             if isinstance(group, ConsumerGroup):
                 async with group.lock:
                     if self.groups.get(group.group_id) is group:
                         with contextlib.suppress(NotCoordinator):
-                            await self.consumer.expire(group)
+                            await self.consumer.expire(group, health.back_at)
                 continue
             async with group.lock:
                 if self.groups.get(group.group_id) is not group:
@@ -375,7 +379,7 @@ class GroupCoordinator(GroupOwnership):
                 lapsed = [
                     m
                     for m in group.members.values()
-                    if m.join is None and now - m.last_seen > m.session_ms / 1000
+                    if m.join is None and now - health.since(m.last_seen) > m.session_ms / 1000
                 ]
                 for pending_id, since in list(group.pending.items()):
                     if now - since > self.settings.max_session_ms / 1000 or now - since > 60:

@@ -22,6 +22,7 @@ from ..storage.registry import BrokerInfo
 from .classic_group import Group, GroupState, JoinResult, SyncResult
 from .consumer_coordinator import ConsumerGroupCoordinator
 from .consumer_group import ConsumerGroup
+from .redis_health import RedisHealth
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class GroupOwnership:
         self.settings = settings
         self.groups: dict[str, Group | ConsumerGroup] = {}
         self._loading: dict[str, asyncio.Lock] = {}
+        self.redis_health = RedisHealth()  # the broker reports its Redis round trips here
         self._closed = False  # shutting down: every group is another broker's now
         self.consumer = ConsumerGroupCoordinator(self.group, self._replace, self._save_consumer, self._forget)
 

@@ -8,6 +8,8 @@ import hiredis
 import redis
 import redis.asyncio as aredis
 from redis.asyncio.connection import Connection as AsyncConnection
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 _RAW_REPLY_COMMANDS = ("XRANGE", "XREVRANGE", "XREAD", "XINFO STREAM")
 
@@ -29,8 +31,21 @@ def _raw(response: Any, **options: Any) -> Any:
     return response
 
 
-def connect(url: str, **options: Any) -> aredis.Redis:
-    """An asyncio client whose stream replies are left as hiredis returns them (lists of bytes)."""
+def connect(url: str, timeout_ms: int | None = None, **options: Any) -> aredis.Redis:
+    """An asyncio client whose stream replies are left as hiredis returns them (lists of bytes).
+
+    With timeout_ms, a round trip (or a connect) that takes longer fails with a TimeoutError, and no
+    failed round trip is retried here: a retry would stretch the wait past timeout_ms, and could run
+    a command twice when only its reply was lost. Callers answer a retriable error instead, and the
+    pool replaces connections that broke. Blocking pub/sub reads (listen()) are exempt from it.
+    """
+    if timeout_ms is not None:
+        options = {
+            "socket_timeout": timeout_ms / 1000,
+            "socket_connect_timeout": timeout_ms / 1000,
+            "retry": Retry(NoBackoff(), 0),
+            **options,
+        }
     client = aredis.Redis.from_url(
         url, decode_responses=False, connection_class=HiredisPackedConnection, **options
     )

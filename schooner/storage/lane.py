@@ -5,6 +5,8 @@ Written by hand because redis-py's asyncio client waits for a reply before the n
 connection. Appends to one partition must reach Redis in request order, and waiting for each reply
 would leave Redis idle while the broker decodes the next batch: on this lane the broker sends batch
 N+1 while Redis runs batch N. The connection handshake (AUTH, SELECT, TLS) is redis-py's own.
+With a timeout, a reply that does not come in time fails the connection and all that waits on it;
+the next command opens a new connection.
 """
 
 from __future__ import annotations
@@ -17,32 +19,47 @@ from typing import Any
 import hiredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import scripts
 
 
-class PipelinedLane:
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self._writer: asyncio.StreamWriter | None = None
-        self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
-        self._reader_task: asyncio.Task[None] | None = None
-        self._connecting: asyncio.Lock = asyncio.Lock()
-        self._connection: Any = None
+class _Link:
+    """One connection of the lane and the replies it still owes, oldest first, with their send times.
+    Kept per connection, so that an old connection's ending never touches its replacement."""
 
-    async def _connect(self) -> asyncio.StreamWriter:
+    __slots__ = ("connection", "writer", "waiting", "reader", "timer")
+
+    def __init__(self, connection: Any, writer: asyncio.StreamWriter) -> None:
+        self.connection = connection
+        self.writer = writer
+        self.waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
+        self.reader: asyncio.Task[None] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class PipelinedLane:
+    def __init__(self, client: Any, timeout_ms: int | None = None) -> None:
+        self._client = client
+        # A reply later than this fails every command waiting on the connection, and the next command
+        # opens a new one: a stalled or silently dead connection must not hold appends forever.
+        self._timeout = timeout_ms / 1000 if timeout_ms else None
+        self._link: _Link | None = None
+        self._connecting: asyncio.Lock = asyncio.Lock()
+
+    async def _connect(self) -> _Link:
         async with self._connecting:
-            if self._writer is not None:
-                return self._writer
+            if self._link is not None:
+                return self._link
+            # redis-py's connect() is bounded by the client's connect and socket timeouts.
             connection = self._client.connection_pool.make_connection()
             await connection.connect()
-            self._connection = connection
-            reader, writer = connection._reader, connection._writer
-            self._writer = writer
-            self._reader_task = asyncio.ensure_future(self._read_replies(reader))
-            return writer
+            link = _Link(connection, connection._writer)
+            link.reader = asyncio.ensure_future(self._read_replies(link, connection._reader))
+            self._link = link
+            return link
 
-    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
+    async def _read_replies(self, link: _Link, reader: asyncio.StreamReader) -> None:
         parser = hiredis.Reader(replyError=ResponseError)
         error: BaseException = RedisConnectionError("connection to Redis lost")
         try:
@@ -52,7 +69,7 @@ class PipelinedLane:
                     break
                 parser.feed(data)
                 while (reply := parser.gets()) is not False:
-                    future = self._waiting.popleft()
+                    future, _ = link.waiting.popleft()
                     if future.done():
                         continue
                     if isinstance(reply, ResponseError):
@@ -67,20 +84,46 @@ class PipelinedLane:
             error = RedisConnectionError("lane closed")
             raise
         finally:
-            self._writer = None
-            while self._waiting:
-                waiter = self._waiting.popleft()
-                if not waiter.done():
-                    waiter.set_exception(error)
-            if self._connection is not None:
-                self._connection._reader = self._connection._writer = None
+            self._drop(link, error)
+
+    def _drop(self, link: _Link, error: BaseException) -> None:
+        """Ends a connection: the commands waiting on it fail, and the next command opens a new one."""
+        if self._link is link:
+            self._link = None
+        if link.timer is not None:
+            link.timer.cancel()
+            link.timer = None
+        while link.waiting:
+            future, _ = link.waiting.popleft()
+            if not future.done():
+                future.set_exception(error)
+        # abort, not close: close would keep the socket open until a stalled peer took the buffer.
+        link.writer.transport.abort()
+        link.connection._reader = link.connection._writer = None
+
+    def _on_timer(self, link: _Link) -> None:
+        link.timer = None
+        if not link.waiting or self._timeout is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = link.waiting[0][1] + self._timeout
+        if loop.time() < deadline:
+            link.timer = loop.call_at(deadline, self._on_timer, link)
+            return
+        self._drop(link, RedisTimeoutError(f"no reply from Redis within {self._timeout:g} s"))
+        if link.reader is not None:
+            link.reader.cancel()
 
     async def send(self, *args: Any) -> asyncio.Future[Any]:
         """Writes the command now (in call order) and returns a future for its reply."""
-        writer = self._writer or await self._connect()
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting.append(future)
-        writer.write(hiredis.pack_command(args))
+        link = self._link or await self._connect()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        link.waiting.append((future, loop.time()))
+        link.writer.write(hiredis.pack_command(args))
+        if self._timeout is not None and link.timer is None:
+            # One timer per connection, for the oldest reply owed; it re-arms itself for the next.
+            link.timer = loop.call_at(loop.time() + self._timeout, self._on_timer, link)
         return future
 
     async def send_script(self, name: str, keys: list[str], args: list[Any]) -> asyncio.Future[Any]:
@@ -91,6 +134,8 @@ class PipelinedLane:
         result: asyncio.Future[Any] = loop.create_future()
 
         def done(f: asyncio.Future[Any]) -> None:
+            if result.done():  # the caller was cancelled
+                return
             exc = f.exception()
             if isinstance(exc, NoScriptError):
                 loop.create_task(self._retry(result, s, keys, args))
@@ -107,15 +152,20 @@ class PipelinedLane:
     ) -> None:
         try:
             await (await self.send("SCRIPT", "LOAD", s.source))
-            result.set_result(await (await self.send("EVALSHA", s.sha, len(keys), *keys, *args)))
+            reply = await (await self.send("EVALSHA", s.sha, len(keys), *keys, *args))
         except Exception as exc:
-            result.set_exception(exc)
+            if not result.done():
+                result.set_exception(exc)
+        else:
+            if not result.done():
+                result.set_result(reply)
 
     async def close(self) -> None:
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-        if self._writer is not None:
-            self._writer.close()
-        if self._connection is not None:
-            with contextlib.suppress(Exception):
-                await self._connection.disconnect()
+        link = self._link
+        if link is None:
+            return
+        self._drop(link, RedisConnectionError("lane closed"))
+        if link.reader is not None:
+            link.reader.cancel()
+        with contextlib.suppress(Exception):
+            await link.connection.disconnect()

@@ -173,6 +173,8 @@ async def send_append(
     result: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
 
     def parsed(f: asyncio.Future[Any]) -> None:
+        if result.done():  # the caller was cancelled (its client left, or the broker stops)
+            return
         exc = f.exception()
         if exc is not None:
             result.set_exception(exc)

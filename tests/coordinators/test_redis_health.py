@@ -1,0 +1,76 @@
+"""Member sessions do not lapse for the coordinator's own Redis trouble (coordinators/redis_health.py),
+checked in-process against a real redis-server, with sessions of a fraction of a second."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from kio.schema.errors import ErrorCode
+
+from schooner.coordinators.consumer_group import ConsumerGroup, ConsumerMember
+from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSettings
+from schooner.coordinators.redis_health import SLOW_SECONDS, RedisHealth
+from schooner.storage import client
+from schooner.storage.keys import Keyspace
+from schooner.storage.registry import BrokerInfo
+
+SESSION_MS = 300
+
+
+def test_trouble_is_a_failed_or_slow_round_trip() -> None:
+    health = RedisHealth()
+    assert not health.in_trouble()
+    health.probing()
+    assert not health.in_trouble()
+    assert health.in_trouble(time.monotonic() + SLOW_SECONDS + 0.1)  # still in flight: trouble
+    health.reached()
+    assert health.back_at == 0.0  # a quick answer after no trouble changes nothing
+    health.failed()
+    assert health.in_trouble()
+    health.reached()
+    assert not health.in_trouble() and time.monotonic() - health.back_at < 1
+    assert health.since(0.0) == health.back_at and health.since(health.back_at + 5) == health.back_at + 5
+
+
+def test_sessions_do_not_lapse_while_redis_is_out_of_reach(redis_server, keyspace) -> None:
+    asyncio.run(_sessions_outlast_trouble(redis_server.url, Keyspace(keyspace)))
+
+
+async def _sessions_outlast_trouble(url: str, ks: Keyspace) -> None:
+    redis = client.connect(url)
+    me = BrokerInfo(1, "127.0.0.1", 9092)
+
+    async def live() -> list[BrokerInfo]:
+        return [me]
+
+    coordinator = GroupCoordinator(redis, ks, me, live, GroupSettings(100, 60_000, 0))
+    try:
+        # A classic member, joined and synced, and a KIP-848 member: both then fall silent.
+        joined = await coordinator.join(
+            "classic", "", None, "c", "h", SESSION_MS, SESSION_MS, "consumer", [("range", b"")], False
+        )
+        assert joined.error == ErrorCode.none
+        synced = await coordinator.sync("classic", joined.generation, joined.member_id, None, {})
+        assert synced.error == ErrorCode.none
+        await coordinator.consumer._consumer_group("kip848", create=True)
+        group = await coordinator.group("kip848")
+        assert isinstance(group, ConsumerGroup)
+        group.members["m"] = ConsumerMember("m", session_ms=SESSION_MS, deadline=time.monotonic())
+
+        def members() -> tuple[int, int]:
+            return len(coordinator.groups["classic"].members), len(coordinator.groups["kip848"].members)
+
+        coordinator.redis_health.failed()  # this broker cannot reach Redis
+        await asyncio.sleep(SESSION_MS / 1000 * 2)
+        await coordinator.expire_sessions()
+        assert members() == (1, 1), "sessions lapsed during the coordinator's own Redis trouble"
+        coordinator.redis_health.reached()  # back: each member gets a whole session from now
+        await coordinator.expire_sessions()
+        assert members() == (1, 1)
+        await asyncio.sleep(SESSION_MS / 1000 * 1.5)
+        await coordinator.expire_sessions()
+        assert members() == (0, 0), "members silent for a whole session after Redis came back stay"
+    finally:
+        coordinator.shutdown()
+        await redis.aclose()
