@@ -24,7 +24,7 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results file")
     parser.add_argument("--no-save", action="store_true", help="print the table only")
     parser.add_argument(
-        "--skip", action="append", default=[], choices=["rebalance", "mq", "spark"], help="leave out a figure"
+        "--skip", action="append", default=[], choices=list(defaults.extras), help="leave out a figure"
     )
     args = parser.parse_args(argv)
     if args.messages < 1 or args.runs < 1 or args.raw_requests < 1 or args.latency_rate < 1:

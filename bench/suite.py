@@ -28,7 +28,8 @@ class Options:
     pipeline: int = 64
     latency_rate: int = 5000
     latency_seconds: float = 5.0
-    extras: tuple[str, ...] = ("rebalance", "mq", "spark")  # figures of the later milestones
+    # Figures besides throughput, latency and memory; `--skip NAME` leaves one out.
+    extras: tuple[str, ...] = ("first_message", "rebalance", "mq", "spark")
 
 
 def produce_topic_name(run: int) -> str:
@@ -185,12 +186,17 @@ def _environment(client: redis.Redis) -> dict[str, Any]:
 
 
 def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
-    """Group rebalance, MQ library and Spark source figures, each measured against the same Redis."""
+    """New producers' first message, group rebalance, MQ library and Spark source figures, each measured
+    against the same Redis."""
     out: dict[str, Any] = {}
     for name in opts.extras:
         _say(f"{name} ...")
         try:
-            if name == "rebalance":
+            if name == "first_message":
+                from . import first_message
+
+                out[name] = first_message.run(ep.bootstrap)
+            elif name == "rebalance":
                 from . import rebalance
 
                 out[name] = rebalance.run(ep.bootstrap)
