@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
@@ -17,9 +18,10 @@ from ..storage import registry, server_info, topics
 from ..storage.keys import Keyspace
 from ..storage.lane import PipelinedLane
 from ..storage.registry import BrokerInfo
-from .connection import Connection
 from .context import BrokerContext
 from .dispatch import dispatcher
+from .limits import ConnectionStats
+from .listener import ClientConnections
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,8 @@ class Broker:
         self.ctx: BrokerContext | None = None
         self._server: asyncio.Server | None = None
         self._tasks: list[asyncio.Task[Any]] = []
-        self._connections: set[asyncio.Task[Any]] = set()
+        self._clients = ClientConnections(settings)
+        self._connections = self._clients.tasks  # one task per open client connection
         self._pubsub: Any = None
         self._stopping = False
 
@@ -42,19 +45,26 @@ class Broker:
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
 
+    @property
+    def connection_stats(self) -> ConnectionStats:
+        return self._clients.stats
+
     async def start(self) -> None:
         s = self.settings
-        redis = redis_client.connect(self.redis_url, health_check_interval=10)
+        redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)
         ks = Keyspace(s.keyspace)
         await _check_eviction(redis, s.allow_evicting_redis)
         broker_id = s.broker_id if s.broker_id is not None else await registry.allocate_broker_id(redis, ks)
-        self._server = await asyncio.start_server(self._on_client, s.host, s.port, limit=1 << 20)
+        # A deeper accept queue than asyncio's 100, so a burst of connects is not dropped and retried.
+        self._server = await asyncio.start_server(
+            self._on_client, s.host, s.port, limit=1 << 20, backlog=1024
+        )
         host, port = s.advertised_host_port
         if not s.advertise and s.port == 0:
             port = self.port
         me = BrokerInfo(broker_id, host, port, s.rack)
         self.ctx = BrokerContext(settings=s, redis=redis, ks=ks, me=me)
-        self.ctx.lane = PipelinedLane(redis)
+        self.ctx.lane = PipelinedLane(redis, s.redis_timeout_ms)
         self.ctx.groups = GroupCoordinator(
             redis,
             ks,
@@ -114,43 +124,65 @@ class Broker:
 
     async def _drain_connections(self, timeout: float) -> None:
         """Each connection stops reading, answers what it has read, and closes (bounded by timeout)."""
-        # TODO(helper): connection drain
+        await self._clients.drain(timeout)
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self.ctx is not None
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        try:
-            await Connection(reader, writer, dispatcher(self.ctx), self.settings.max_request_bytes).serve()
-        except asyncio.CancelledError:
-            writer.close()  # the broker is stopping
-        finally:
-            self._connections.discard(task)
+        await self._clients.serve(reader, writer, dispatcher(self.ctx))
 
     async def _heartbeat(self) -> None:
         assert self.ctx is not None
         while True:
             await asyncio.sleep(self.settings.heartbeat_ms / 1000)
+            health = self.ctx.groups.redis_health  # this round trip is also the groups' Redis probe
+            was_in_trouble = health.in_trouble()
+            health.probing()
             try:
                 await registry.heartbeat(self.ctx.redis, self.ctx.ks, self.ctx.me, self.settings.session_ms)
             except (RedisError, OSError) as exc:
-                log.warning("heartbeat failed: %s", exc)
+                if not was_in_trouble:  # once per outage, not every heartbeat
+                    log.warning("heartbeat failed, Redis out of reach: %s", exc)
+                health.failed()
+            else:
+                back_at = health.back_at
+                health.reached()
+                if health.back_at != back_at:  # after a failure, or a round trip that took too long
+                    log.warning("Redis reachable again; member sessions count from now")
 
     async def _listen_for_appends(self) -> None:
-        """Wakes local long-polls when any broker (or this one) appends."""
+        """Wakes local long-polls when any broker (or this one) appends.
+
+        A quiet channel is PINGed after redis_timeout_ms; no answer within as long again means the
+        connection is dead (a stalled path shows no error), and the listener subscribes anew.
+        """
         assert self.ctx is not None
+        quiet = self.settings.redis_timeout_ms / 1000
+        interrupted = False
         while not self._stopping:
             pubsub = self._pubsub = self.ctx.redis.pubsub()
             try:
                 await pubsub.subscribe(self.ctx.ks.appended_channel)
-                async for message in pubsub.listen():
+                pinged = False
+                while True:
+                    message = await pubsub.get_message(timeout=quiet)
+                    if message is None:
+                        if pinged:
+                            raise RedisTimeoutError(f"no answer to PING within {quiet:g} s")
+                        await pubsub.ping()
+                        pinged = True
+                        continue
+                    pinged = False
+                    if interrupted and message.get("type") == "subscribe":
+                        interrupted = False
+                        log.warning("append notices resumed")
                     if message.get("type") == "message":
                         self.ctx.waiters.notify_text(message["data"])
             except (RedisError, OSError, RuntimeError, AttributeError) as exc:
                 if self._stopping:  # stop() closed the connection under the read
                     return
-                log.warning("append notices interrupted: %s", exc)
+                if not interrupted:  # once per outage; fetches poll meanwhile (fetch.POLL_SECONDS)
+                    log.warning("append notices interrupted: %s", exc)
+                interrupted = True
                 await asyncio.sleep(0.5)
             finally:
                 with contextlib.suppress(Exception):
@@ -169,7 +201,8 @@ class Broker:
                 if ticks % 4 == 0:
                     await groups.check_ownership()
             except (RedisError, OSError) as exc:
-                log.warning("group upkeep failed: %s", exc)
+                if not groups.redis_health.in_trouble():  # an outage is logged by the heartbeat
+                    log.warning("group upkeep failed: %s", exc)
 
     async def _sweep_retention(self) -> None:
         """Applies retention to every partition, so topics that get no writes are trimmed too."""
