@@ -5,6 +5,9 @@ Config file (TOML), all keys optional:
     redis_url = "redis://..."     data_dir = ".data"     keyspace = "schooner"
     broker_id = 1                 default_partitions = 1 auto_create_topics = true
     max_request_bytes = 104857600
+    connections_max_idle_ms, request_timeout_ms, max_connections, max_connections_per_ip,
+    max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
+    redis_maxmemory = "2gb", allow_evicting_redis = false   (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
     "retention.ms" = "604800000"
 Each key has an environment variable: SCHOONER_<KEY IN CAPITALS>; topic defaults use

@@ -61,3 +61,29 @@ def test_group_keys_are_documented() -> None:
     ks = Keyspace("schooner")
     for key in (ks.group("payments"), ks.group_offsets("payments"), ks.group_ids):
         assert f"`{key}`" in text, key
+
+
+def test_configuration_lists_every_broker_setting() -> None:
+    import dataclasses
+
+    from schooner.config import Settings
+
+    text = (DOCS / "configuration.md").read_text()
+    for f in dataclasses.fields(Settings):
+        assert f"| `{f.name}` |" in text, f.name
+
+
+def test_operations_has_failure_modes_for_every_fault() -> None:
+    text = (DOCS / "operations.md").read_text()
+    section = text[text.index("## Failure modes") :]
+    for fault in (
+        "redis-server dies",
+        "out of memory",
+        "evict",
+        "stalls",
+        "cut",
+        "SIGTERM",
+        "SIGKILL",
+        "mutated",
+    ):
+        assert fault in section, fault

@@ -30,6 +30,7 @@ def main() -> None:
 @click.option("--advertise", metavar="HOST:PORT", help="Address clients are told to connect to.")
 @click.option("--redis-url", help="Use this Redis (>= 7.0) instead of starting the embedded one.")
 @click.option("--data-dir", help="Folder of the embedded redis-server's data [.data].")
+@click.option("--redis-maxmemory", help="maxmemory of the embedded redis-server, e.g. 2gb (noeviction).")
 @click.option("--keyspace", help="Prefix of every Redis key [schooner].")
 @click.option("--broker-id", type=int, help="Fixed broker id (default: allocated from Redis).")
 @click.option("--default-partitions", type=int, help="Partitions of auto-created topics [1].")
