@@ -38,6 +38,7 @@ class Broker:
         self._clients = ClientConnections(settings)
         self._connections = self._clients.tasks  # one task per open client connection
         self._pubsub: Any = None
+        self._listener: asyncio.Task[None] | None = None
         self._stopping = False
 
     @property
@@ -75,9 +76,10 @@ class Broker:
         self.ctx.cluster_id = await registry.cluster_id(redis, ks)
         self.ctx.durability = await server_info.durability(redis)
         await registry.heartbeat(redis, ks, me, s.session_ms)
+        self._listener = asyncio.create_task(self._listen_for_appends())
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
-            asyncio.create_task(self._listen_for_appends()),
+            self._listener,
             asyncio.create_task(self._sweep_retention()),
             asyncio.create_task(self._watch_groups()),
         ]
@@ -93,8 +95,11 @@ class Broker:
         self._stopping = True
         if self._server:
             self._server.close()  # no new connections
-        for task in self._tasks:  # the heartbeat would register this broker again
-            task.cancel()
+        # The heartbeat would register this broker again; the append listener stays up while
+        # draining, so that long-polls in flight are still woken by new records.
+        for task in self._tasks:
+            if task is not self._listener:
+                task.cancel()
         if self.ctx is not None:
             self.ctx.leaving = True
             with contextlib.suppress(RedisError, OSError):
@@ -110,6 +115,8 @@ class Broker:
             # redis-py's pub/sub read can swallow a cancel; closing its connection ends the read.
             with contextlib.suppress(Exception):
                 await self._pubsub.aclose()
+        if self._listener is not None:
+            self._listener.cancel()
         for conn in list(self._connections):
             conn.cancel()
         pending = [*self._tasks, *self._connections]
