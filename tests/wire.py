@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import socket
 import struct
 from typing import Any
 
 from kio.index import load_response_schema
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_reader, entity_writer
@@ -79,3 +81,21 @@ def is_closed(sock: socket.socket) -> bool:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
+
+
+def fetch_request(
+    topic: str, offset: int, max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20
+) -> FetchRequest:
+    """A Fetch (v12) of partition 0 of one topic from one offset."""
+    return FetchRequest(
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        topics=(
+            FetchTopic(
+                topic=topic,
+                partitions=(FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes),),
+            ),
+        ),
+        forgotten_topics_data=(),
+    )

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.fetch.v12.request import FetchRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
 from schooner.protocol.records import BatchBuilder
 from tests.clients import Rec, confluent_consume, confluent_produce
 from tests.conftest import RunningBroker
-from tests.wire import call, connect, decode_response, encode_request, is_closed, read_frame
+from tests.wire import call, connect, decode_response, encode_request, fetch_request, is_closed, read_frame
 
 API_VERSIONS = ApiVersionsRequest(client_software_name="t", client_software_version="1")
 
@@ -42,26 +42,9 @@ def _produce(topic: str, values: list[bytes], acks: int = 1) -> ProduceRequest:
     )
 
 
-def _fetch(
-    topic: str, offset: int, max_wait_ms: int, min_bytes: int, max_bytes: int = 1 << 20
-) -> FetchRequest:
-    return FetchRequest(
-        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        topics=(
-            FetchTopic(
-                topic=topic,
-                partitions=(FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes),),
-            ),
-        ),
-        forgotten_topics_data=(),
-    )
-
-
 def _long_poll(topic: str, end: int, max_wait_ms: int) -> FetchRequest:
     """A fetch at the end of the log that wants more than will come: held for max_wait_ms."""
-    return _fetch(topic, end, max_wait_ms, min_bytes=50_000_000)
+    return fetch_request(topic, end, max_wait_ms, min_bytes=50_000_000)
 
 
 def _seed(broker: RunningBroker, topic: str) -> int:
@@ -248,7 +231,7 @@ def test_client_that_does_not_read_its_responses_is_closed(broker_factory) -> No
     for i in range(8):
         assert _produced_ok(call(broker.port, _produce("unread", [b"%d" % i + b"z" * 100_000])))
     first = confluent_consume(broker.bootstrap, "unread", 1)[0].offset()
-    fetch = _fetch("unread", first, 0, 1, max_bytes=256 * 1024)
+    fetch = fetch_request("unread", first, 0, 1, max_bytes=256 * 1024)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
     sock.connect(("127.0.0.1", broker.port))

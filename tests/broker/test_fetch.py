@@ -8,7 +8,6 @@ import time
 
 import redis
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v13.request import FetchPartition as FetchPartition13
 from kio.schema.fetch.v13.request import FetchRequest as FetchRequest13
 from kio.schema.fetch.v13.request import FetchTopic as FetchTopic13
@@ -16,24 +15,7 @@ from kio.schema.fetch.v13.request import FetchTopic as FetchTopic13
 from schooner.storage.keys import Keyspace
 from schooner.storage.offsets import offset_of
 from tests.clients import Rec, confluent_consume, confluent_produce, kafka_python_consume
-from tests.wire import call
-
-
-def _fetch(
-    topic: str, offset: int, max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20
-) -> FetchRequest:
-    return FetchRequest(
-        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        topics=(
-            FetchTopic(
-                topic=topic,
-                partitions=(FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes),),
-            ),
-        ),
-        forgotten_topics_data=(),
-    )
+from tests.wire import call, fetch_request
 
 
 def test_fetch_from_an_offset_inside_a_batch(broker) -> None:
@@ -67,20 +49,20 @@ def test_long_poll_waits_for_data_and_wakes_on_append(broker) -> None:
     delivered = confluent_produce(broker.bootstrap, "poll", [Rec(None, b"first")])
     end = delivered[0].offset() + 1
     start = time.monotonic()
-    empty = call(broker.port, _fetch("poll", end, max_wait_ms=700))
+    empty = call(broker.port, fetch_request("poll", end, max_wait_ms=700))
     waited = time.monotonic() - start
     assert empty.responses[0].partitions[0].records in (b"", None)
     assert waited >= 0.6
     threading.Timer(0.3, lambda: confluent_produce(broker.bootstrap, "poll", [Rec(None, b"second")])).start()
     start = time.monotonic()
-    woken = call(broker.port, _fetch("poll", end, max_wait_ms=20000))
+    woken = call(broker.port, fetch_request("poll", end, max_wait_ms=20000))
     assert woken.responses[0].partitions[0].records
     assert time.monotonic() - start < 10
 
 
 def test_first_batch_is_returned_even_when_larger_than_max_bytes(broker) -> None:
     delivered = confluent_produce(broker.bootstrap, "kip74", [Rec(None, b"x" * 50_000)])
-    response = call(broker.port, _fetch("kip74", delivered[0].offset(), max_bytes=1000))
+    response = call(broker.port, fetch_request("kip74", delivered[0].offset(), max_bytes=1000))
     part = response.responses[0].partitions[0]
     assert part.error_code == ErrorCode.none and len(part.records) > 50_000
 
@@ -89,12 +71,15 @@ def test_out_of_range_and_unknown(broker) -> None:
     delivered = confluent_produce(broker.bootstrap, "range", [Rec(None, b"x")])
     high = delivered[0].offset() + 1
     assert (
-        call(broker.port, _fetch("range", high + 10)).responses[0].partitions[0].error_code
+        call(broker.port, fetch_request("range", high + 10)).responses[0].partitions[0].error_code
         == ErrorCode.offset_out_of_range
     )
-    assert call(broker.port, _fetch("range", high)).responses[0].partitions[0].error_code == ErrorCode.none
     assert (
-        call(broker.port, _fetch("nope", 0)).responses[0].partitions[0].error_code
+        call(broker.port, fetch_request("range", high)).responses[0].partitions[0].error_code
+        == ErrorCode.none
+    )
+    assert (
+        call(broker.port, fetch_request("nope", 0)).responses[0].partitions[0].error_code
         == ErrorCode.unknown_topic_or_partition
     )
 
