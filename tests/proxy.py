@@ -15,6 +15,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from tests.wire import read_exact
+
+
+def read_frame(sock: socket.socket) -> bytes | None:
+    """One whole Kafka frame, size prefix included; None when the peer closes first."""
+    head = read_exact(sock, 4)
+    if head is None:
+        return None
+    body = read_exact(sock, struct.unpack(">i", head)[0])
+    return None if body is None else head + body
+
 
 class DroppingProxy:
     def __init__(self, target_port: int, drop_api_key: int, drops: int) -> None:
@@ -43,26 +54,9 @@ class DroppingProxy:
                 target=self._pump_responses, args=(upstream, client, api_keys), daemon=True
             ).start()
 
-    @staticmethod
-    def _read_frame(sock: socket.socket) -> bytes | None:
-        head = b""
-        while len(head) < 4:
-            chunk = sock.recv(4 - len(head))
-            if not chunk:
-                return None
-            head += chunk
-        (size,) = struct.unpack(">i", head)
-        body = b""
-        while len(body) < size:
-            chunk = sock.recv(size - len(body))
-            if not chunk:
-                return None
-            body += chunk
-        return head + body
-
     def _pump_requests(self, src: socket.socket, dst: socket.socket, api_keys: dict[int, int]) -> None:
         try:
-            while (frame := self._read_frame(src)) is not None:
+            while (frame := read_frame(src)) is not None:
                 api_key, _, correlation = struct.unpack_from(">hhi", frame, 4)
                 api_keys[correlation] = api_key
                 dst.sendall(frame)
@@ -73,7 +67,7 @@ class DroppingProxy:
 
     def _pump_responses(self, src: socket.socket, dst: socket.socket, api_keys: dict[int, int]) -> None:
         try:
-            while (frame := self._read_frame(src)) is not None:
+            while (frame := read_frame(src)) is not None:
                 (correlation,) = struct.unpack_from(">i", frame, 4)
                 if api_keys.pop(correlation, None) == self.drop_api_key:
                     with self._lock:
@@ -150,14 +144,7 @@ class FaultProxy:
             self._state, self._fault_started = "cut", time.monotonic()
             links, self._links = list(self._links), set()
             self._changed.notify_all()
-        # shutdown() wakes the threads blocked in accept() and recv(); they close the sockets.
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        for link in links:
-            for s in (link.downstream, link.upstream):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
+        self._disconnect(links)
 
     def heal(self) -> float:
         """Ends the fault; returns the time.monotonic() at which traffic flows again."""
@@ -178,6 +165,10 @@ class FaultProxy:
             self._state = "flowing"
             self._changed.notify_all()
             links, self._links = list(self._links), set()
+        self._disconnect(links)
+
+    def _disconnect(self, links: list[_Link]) -> None:
+        # shutdown() wakes the threads blocked in accept() and recv(); they close the sockets.
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()

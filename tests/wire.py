@@ -36,14 +36,14 @@ def connect(port: int) -> socket.socket:
 
 
 def read_frame(sock: socket.socket) -> bytes | None:
-    head = _read_exact(sock, 4)
+    head = read_exact(sock, 4)
     if head is None:
         return None
     (size,) = struct.unpack(">i", head)
-    return _read_exact(sock, size)
+    return read_exact(sock, size)
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes | None:
+def read_exact(sock: socket.socket, n: int) -> bytes | None:
     data = b""
     while len(data) < n:
         try:

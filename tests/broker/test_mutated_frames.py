@@ -39,6 +39,11 @@ from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRe
 from schooner.protocol.apis import ApiKey
 from schooner.protocol.messages import decode_request
 from tests.clients import Rec, confluent_consume, confluent_produce
+from tests.protocol.test_properties import (  # counts and null markers a hostile client might declare
+    HUGE,
+    NULLS,
+)
+from tests.proxy import read_frame
 from tests.wire import call, encode_request
 
 TOPIC = "intact"
@@ -57,16 +62,6 @@ RECORDED_APIS = (
     ApiKey.OFFSET_FETCH,
     ApiKey.LEAVE_GROUP,
 )
-# Counts and sizes a hostile client might declare: int32 and int16 maxima, -2, 5-byte varints.
-HUGE = (
-    struct.pack(">i", 2**31 - 1),
-    struct.pack(">i", -2),
-    struct.pack(">h", 2**15 - 1),
-    b"\xff\xff\xff\xff\x07",
-    b"\xff\xff\xff\xff\x0f",
-)
-# Null markers (int32 -1, int16 -1, compact 0), which land on arrays that may not be null.
-NULLS = (struct.pack(">i", -1), struct.pack(">h", -1), b"\x00")
 
 
 class RecordingProxy:
@@ -95,13 +90,10 @@ class RecordingProxy:
 
     def _requests(self, src: socket.socket, dst: socket.socket) -> None:
         with contextlib.suppress(OSError):
-            while (head := _read_exact(src, 4)) is not None:
-                body = _read_exact(src, struct.unpack(">i", head)[0])
-                if body is None:
-                    break
+            while (frame := read_frame(src)) is not None:
                 with self._lock:
-                    self.frames.append(head + body)
-                dst.sendall(head + body)
+                    self.frames.append(frame)
+                dst.sendall(frame)
         _close(src, dst)
 
     def _responses(self, src: socket.socket, dst: socket.socket) -> None:
@@ -114,16 +106,6 @@ class RecordingProxy:
         self._listener.close()
         with self._lock:
             _close(*self._sockets)
-
-
-def _read_exact(sock: socket.socket, n: int) -> bytes | None:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
 
 
 def _close(*socks: socket.socket) -> None:
