@@ -8,7 +8,6 @@ redis-server; the suite calls run(redis_url).
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import sys
 import tempfile
@@ -21,8 +20,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from schooner.mq import Consumer, ConsumerConfig, Message, OutgoingMessage, Producer
-from schooner.storage import client, topics
 from schooner.storage.keys import Keyspace
+from schooner.storage.redis import client
+from schooner.storage.redis.calls import drive_sync
+from schooner.storage.topics import metadata
 
 VALUE = (b"0123456789abcdef" * 7)[:100]
 MESSAGES = 50_000
@@ -32,14 +33,11 @@ READ_COUNT = 100
 
 
 def _create_topic(url: str, ks: Keyspace, name: str) -> None:
-    async def make() -> None:
-        redis = client.connect(url)
-        try:
-            await topics.create(redis, ks, name, 1, {}, {})
-        finally:
-            await redis.aclose()
-
-    asyncio.run(make())
+    redis = client.connect_sync(url)
+    try:
+        drive_sync(redis, metadata.create(ks, name, 1, {}, {}))
+    finally:
+        redis.close()
 
 
 def _raw_produce(redis: Any, key: str, messages: int) -> float:
@@ -143,7 +141,7 @@ def run(redis_url: str, messages: int = MESSAGES, runs: int = RUNS) -> dict[str,
 
 
 def main() -> int:
-    from schooner.storage.embedded import EmbeddedRedis
+    from schooner.storage.redis.embedded import EmbeddedRedis
 
     with tempfile.TemporaryDirectory() as data:
         server = EmbeddedRedis(Path(data), persistent=False)

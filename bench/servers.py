@@ -19,8 +19,8 @@ from types import TracebackType
 
 import redis
 
-from schooner.storage.embedded import EmbeddedRedis, free_port
 from schooner.storage.keys import Keyspace
+from schooner.storage.redis.embedded import EmbeddedRedis, free_port
 
 KEYSPACE = "bench"
 

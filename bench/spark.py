@@ -35,8 +35,9 @@ class _Record:
 
 def _fill(redis: Any, options: dict[str, str], topic: str) -> int:
     from schooner.spark import ensure_topic
-    from schooner.storage import sync
     from schooner.storage.keys import Keyspace
+    from schooner.storage.log.append import RecordBatch, append
+    from schooner.storage.redis.calls import run_sync
 
     t = ensure_topic(options, topic, PARTITIONS)
     ks = Keyspace(options["keyspace"])
@@ -49,7 +50,7 @@ def _fill(redis: Any, options: dict[str, str], topic: str) -> int:
                 _Record(now, b"key-%d" % i, value, [])
                 for i in range(first, min(first + APPEND_BATCH, per_partition))
             ]
-            sync.append(redis, ks, t, p, batch, notify=False)
+            run_sync(redis, append(ks, t, p, RecordBatch(batch), notify=False))
     return per_partition * PARTITIONS
 
 
@@ -116,7 +117,7 @@ def _cleanup(redis: Any, keyspace: str) -> None:
 
 
 def run(redis_url: str) -> dict[str, float]:
-    from schooner.storage import client
+    from schooner.storage.redis import client
 
     keyspace = f"bench-spark-{uuid.uuid4().hex[:8]}"
     options = {"redis.url": redis_url, "keyspace": keyspace}
@@ -137,12 +138,14 @@ def run(redis_url: str) -> dict[str, float]:
 
         # The fixed cost of a micro-batch: batches of one record each, so reading is next to nothing.
         from schooner.spark import ensure_topic
-        from schooner.storage import sync
         from schooner.storage.keys import Keyspace
+        from schooner.storage.log.append import RecordBatch, append
+        from schooner.storage.redis.calls import run_sync
 
         tiny = ensure_topic(options, "spark-tiny", 1)
         now = int(time.time() * 1000)
-        sync.append(redis, Keyspace(keyspace), tiny, 0, [_Record(now, None, b"x", [])] * OVERHEAD_BATCHES)
+        ones = [_Record(now, None, b"x", [])] * OVERHEAD_BATCHES
+        run_sync(redis, append(Keyspace(keyspace), tiny, 0, RecordBatch(ones)))
         batches = _stream_to_noop(spark, options, "spark-tiny", maxOffsetsPerTrigger="1")
         assert len(batches) == OVERHEAD_BATCHES, len(batches)
         overhead_ms = statistics.median(p["durationMs"]["triggerExecution"] for p in batches)

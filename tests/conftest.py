@@ -27,7 +27,7 @@ import redis
 
 from schooner import config
 from schooner.broker.server import Broker
-from schooner.storage.embedded import EmbeddedRedis, free_port
+from schooner.storage.redis.embedded import EmbeddedRedis, free_port
 
 
 @pytest.fixture(scope="session")

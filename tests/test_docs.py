@@ -7,7 +7,7 @@ from pathlib import Path
 
 from schooner.protocol.apis import SUPPORTED_VERSIONS, ApiKey
 from schooner.storage.keys import Keyspace
-from schooner.storage.topic_config import CONFIG_DEFS
+from schooner.storage.topics.config import CONFIG_DEFS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

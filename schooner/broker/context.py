@@ -1,4 +1,4 @@
-"""What every handler shares: Redis, the keyspace, settings, and short-lived caches of cluster state."""
+"""What every handler shares: the store, settings, and short-lived caches of cluster state."""
 
 from __future__ import annotations
 
@@ -9,16 +9,14 @@ import zlib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator
-from ..storage import registry, topics
+from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
-from ..storage.lane import PipelinedLane
-from ..storage.registry import BrokerInfo
-from ..storage.server_info import Durability
-from ..storage.topics import Topic
+from ..storage.redis.server_info import Durability
+from ..storage.store import Store
+from ..storage.topics.metadata import Topic
 from .sequencer import PartitionSequencer
 from .waiters import AppendWaiters
 
@@ -32,8 +30,7 @@ BROKER_CACHE_SECONDS = 0.5
 @dataclass
 class BrokerContext:
     settings: Settings
-    redis: Any
-    ks: Keyspace
+    store: Store
     me: BrokerInfo
     cluster_id: str = ""
     waiters: AppendWaiters = field(default_factory=AppendWaiters)
@@ -41,12 +38,15 @@ class BrokerContext:
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
     entry_sizes: dict[tuple[str, int], int] = field(default_factory=dict)
     groups: GroupCoordinator = field(init=False)
-    lane: PipelinedLane = field(init=False)  # appends, pipelined in request order
     durability: Durability = field(default_factory=Durability)  # what acks=all waits for
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def ks(self) -> Keyspace:
+        return self.store.ks
 
     @property
     def topic_defaults(self) -> Mapping[str, str]:
@@ -59,7 +59,7 @@ class BrokerContext:
         cached = self._topics.get(name)
         if cached and now - cached[0] < TOPIC_CACHE_SECONDS:
             return cached[1]
-        found = await topics.load(self.redis, self.ks, name, self.topic_defaults)
+        found = await self.store.topic(name, self.topic_defaults)
         self._topics[name] = (now, found)
         return found
 
@@ -67,7 +67,7 @@ class BrokerContext:
         for _, t in self._topics.values():
             if t is not None and t.id == topic_id and time.monotonic() - _ < TOPIC_CACHE_SECONDS:
                 return t
-        name = await topics.name_of(self.redis, self.ks, topic_id)
+        name = await self.store.topic_name(topic_id)
         if name is None:
             return None
         found = await self.topic(name)
@@ -80,7 +80,7 @@ class BrokerContext:
         self._topics[topic.name] = (time.monotonic(), topic)
 
     async def create_topic(self, name: str, partitions: int, overrides: Mapping[str, str]) -> Topic:
-        created = await topics.create(self.redis, self.ks, name, partitions, overrides, self.topic_defaults)
+        created = await self.store.create_topic(name, partitions, overrides, self.topic_defaults)
         self.remember_topic(created)
         return created
 
@@ -88,7 +88,7 @@ class BrokerContext:
     async def live_brokers(self) -> list[BrokerInfo]:
         """Live brokers (including this one unless it is leaving), cached briefly."""
         if self.leaving:
-            found = await registry.live_brokers(self.redis, self.ks)
+            found = await self.store.live_brokers()
             others = [b for b in found if b.broker_id != self.me.broker_id]
             return others or [self.me]
         now = time.monotonic()
@@ -97,7 +97,7 @@ class BrokerContext:
         async with self._broker_lock:
             if time.monotonic() - self._brokers[0] < BROKER_CACHE_SECONDS:
                 return self._brokers[1]
-            found = await registry.live_brokers(self.redis, self.ks)
+            found = await self.store.live_brokers()
             if all(b.broker_id != self.me.broker_id for b in found):
                 found = sorted([*found, self.me], key=lambda b: b.broker_id)
             self._brokers = (time.monotonic(), found)

@@ -11,7 +11,7 @@ from ..protocol.records import (
     TIMESTAMP_LOG_APPEND_TIME,
     BatchBuilder,
 )
-from ..storage.entry import KEY, TIMESTAMP, VALUE, parse_fields
+from ..storage.log.entry import KEY, TIMESTAMP, VALUE, parse_fields
 
 # Batches are split at this size so that a consumer can start on a large read sooner.
 BATCH_TARGET_BYTES = 1 << 20

@@ -12,12 +12,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
-from ..storage import client as redis_client
-from ..storage import log as storage_log
-from ..storage import registry, server_info, topics
+from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
-from ..storage.lane import PipelinedLane
-from ..storage.registry import BrokerInfo
+from ..storage.redis import client as redis_client
+from ..storage.redis.lane import PipelinedLane
+from ..storage.store import Store
 from .context import BrokerContext
 from .dispatch import dispatcher
 from .limits import ConnectionStats
@@ -53,9 +52,9 @@ class Broker:
     async def start(self) -> None:
         s = self.settings
         redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)
-        ks = Keyspace(s.keyspace)
-        await _check_eviction(redis, s.allow_evicting_redis)
-        broker_id = s.broker_id if s.broker_id is not None else await registry.allocate_broker_id(redis, ks)
+        store = Store(redis, Keyspace(s.keyspace), PipelinedLane(redis, s.redis_timeout_ms))
+        await _check_eviction(store, s.allow_evicting_redis)
+        broker_id = s.broker_id if s.broker_id is not None else await store.allocate_broker_id()
         # A deeper accept queue than asyncio's 100, so a burst of connects is not dropped and retried.
         self._server = await asyncio.start_server(
             self._on_client, s.host, s.port, limit=1 << 20, backlog=1024
@@ -64,18 +63,16 @@ class Broker:
         if not s.advertise and s.port == 0:
             port = self.port
         me = BrokerInfo(broker_id, host, port, s.rack)
-        self.ctx = BrokerContext(settings=s, redis=redis, ks=ks, me=me)
-        self.ctx.lane = PipelinedLane(redis, s.redis_timeout_ms)
+        self.ctx = BrokerContext(settings=s, store=store, me=me)
         self.ctx.groups = GroupCoordinator(
-            redis,
-            ks,
+            store,
             me,
             self.ctx.live_brokers,
             GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
         )
-        self.ctx.cluster_id = await registry.cluster_id(redis, ks)
-        self.ctx.durability = await server_info.durability(redis)
-        await registry.heartbeat(redis, ks, me, s.session_ms)
+        self.ctx.cluster_id = await store.cluster_id()
+        self.ctx.durability = await store.durability()
+        await store.heartbeat(me, s.session_ms)
         self._listener = asyncio.create_task(self._listen_for_appends())
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
@@ -104,7 +101,7 @@ class Broker:
             self.ctx.leaving = True
             with contextlib.suppress(RedisError, OSError):
                 await asyncio.wait_for(
-                    registry.unregister(self.ctx.redis, self.ctx.ks, self.ctx.me.broker_id),
+                    self.ctx.store.unregister(self.ctx.me.broker_id),
                     STOP_GRACE_SECONDS,
                 )
             if hasattr(self.ctx, "groups"):
@@ -125,9 +122,9 @@ class Broker:
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
         if self.ctx:
             with contextlib.suppress(RedisError, OSError):
-                await asyncio.wait_for(self.ctx.lane.close(), STOP_GRACE_SECONDS)
+                await asyncio.wait_for(self.ctx.store.lane.close(), STOP_GRACE_SECONDS)
             with contextlib.suppress(RedisError, OSError):
-                await asyncio.wait_for(self.ctx.redis.aclose(), STOP_GRACE_SECONDS)
+                await asyncio.wait_for(self.ctx.store.redis.aclose(), STOP_GRACE_SECONDS)
 
     async def _drain_connections(self, timeout: float) -> None:
         """Each connection stops reading, answers what it has read, and closes (bounded by timeout)."""
@@ -145,7 +142,7 @@ class Broker:
             was_in_trouble = health.in_trouble()
             health.probing()
             try:
-                await registry.heartbeat(self.ctx.redis, self.ctx.ks, self.ctx.me, self.settings.session_ms)
+                await self.ctx.store.heartbeat(self.ctx.me, self.settings.session_ms)
             except (RedisError, OSError) as exc:
                 if not was_in_trouble:  # once per outage, not every heartbeat
                     log.warning("heartbeat failed, Redis out of reach: %s", exc)
@@ -166,7 +163,7 @@ class Broker:
         quiet = self.settings.redis_timeout_ms / 1000
         interrupted = False
         while not self._stopping:
-            pubsub = self._pubsub = self.ctx.redis.pubsub()
+            pubsub = self._pubsub = self.ctx.store.redis.pubsub()
             try:
                 await pubsub.subscribe(self.ctx.ks.appended_channel)
                 pinged = False
@@ -218,9 +215,9 @@ class Broker:
         while True:
             await asyncio.sleep(self.settings.retention_check_ms / 1000)
             try:
-                for topic in await topics.load_all(ctx.redis, ctx.ks, ctx.topic_defaults):
+                for topic in await ctx.store.topics(ctx.topic_defaults):
                     for p in range(topic.partitions):
-                        await storage_log.apply_retention(ctx.redis, ctx.ks, topic, p)
+                        await ctx.store.apply_retention(topic, p)
             except (RedisError, OSError) as exc:
                 log.warning("retention sweep failed: %s", exc)
 
@@ -229,8 +226,8 @@ class StartupRefused(RuntimeError):
     """The broker will not serve on this Redis; the message says why and what to change."""
 
 
-async def _check_eviction(redis: Any, allowed: bool) -> None:
-    mem = await server_info.memory(redis)
+async def _check_eviction(store: Store, allowed: bool) -> None:
+    mem = await store.memory()
     if not mem.may_evict:
         return
     why = (
@@ -238,7 +235,7 @@ async def _check_eviction(redis: Any, allowed: bool) -> None:
         "silently lose records, leases and registrations"
     )
     if not allowed:
-        await redis.aclose()
+        await store.close()
         raise StartupRefused(
             f"{why}. Set maxmemory-policy noeviction (producers then get a retriable error when memory "
             "is full), or set allow_evicting_redis = true to start anyway."

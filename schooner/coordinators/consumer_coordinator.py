@@ -21,7 +21,7 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from ..storage.topics import Topic
+from ..storage.topics.metadata import Topic
 from .assignors import ASSIGNORS, TopicInfo
 from .classic_group import Group
 from .consumer_group import (

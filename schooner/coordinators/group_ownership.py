@@ -16,9 +16,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..storage import groups as group_store
-from ..storage.keys import Keyspace
-from ..storage.registry import BrokerInfo
+from ..storage.cluster import BrokerInfo
+from ..storage.groups.commits import Owner
+from ..storage.store import Store
 from .classic_group import Group, GroupState, JoinResult, SyncResult
 from .consumer_coordinator import ConsumerGroupCoordinator
 from .consumer_group import ConsumerGroup
@@ -41,14 +41,12 @@ class NotCoordinator(Exception):
 class GroupOwnership:
     def __init__(
         self,
-        redis: Any,
-        ks: Keyspace,
+        store: Store,
         me: BrokerInfo,
         live_brokers: Callable[[], Awaitable[list[BrokerInfo]]],
         settings: GroupSettings,
     ) -> None:
-        self.redis = redis
-        self.ks = ks
+        self.store = store
         self.me = me
         self.live_brokers = live_brokers
         self.settings = settings
@@ -79,7 +77,7 @@ class GroupOwnership:
         async with lock:
             found = self.groups.get(group_id)
             if found is None:
-                saved = await group_store.claim(self.redis, self.ks, group_id, self.me.broker_id)
+                saved = await self.store.claim_group(group_id, self.me.broker_id)
                 if saved.get("type") == "consumer":
                     found = ConsumerGroup.from_saved(group_id, saved)
                     log.info("coordinating consumer group %s (epoch %d)", group_id, found.group_epoch)
@@ -91,6 +89,12 @@ class GroupOwnership:
                     log.info("coordinating group %s (generation %d)", group_id, found.generation)
                 self.groups[group_id] = found
             return found
+
+    async def owner(self, group_id: str) -> Owner:
+        """This broker as the group's coordinator, with the owner epoch that fences its writes.
+        Raises NotCoordinator."""
+        group = await self.group(group_id)
+        return Owner(self.me.broker_id, group.owner_epoch)
 
     async def classic(self, group_id: str) -> Group | None:
         """The group when it is a classic one (None for a consumer group). Raises NotCoordinator."""
@@ -126,8 +130,8 @@ class GroupOwnership:
         if self.groups.get(group.group_id) is not group:
             raise NotCoordinator(group.group_id)  # unloaded, or replaced by a consumer group meanwhile
         state = {**group.to_saved(), "type": "classic"}
-        saved = await group_store.save(
-            self.redis, self.ks, group.group_id, self.me.broker_id, group.owner_epoch, state
+        saved = await self.store.save_group(
+            group.group_id, Owner(self.me.broker_id, group.owner_epoch), state
         )
         if not saved:
             log.info("group %s was claimed by another broker", group.group_id)
@@ -141,8 +145,8 @@ class GroupOwnership:
             raise NotCoordinator(group.group_id)
         state = group.to_saved()
         changed = {k: v for k, v in state.items() if group.saved.get(k) != v} or {"type": "consumer"}
-        if not await group_store.save(
-            self.redis, self.ks, group.group_id, self.me.broker_id, group.owner_epoch, changed
+        if not await self.store.save_group(
+            group.group_id, Owner(self.me.broker_id, group.owner_epoch), changed
         ):
             log.info("consumer group %s was claimed by another broker", group.group_id)
             self.groups.pop(group.group_id, None)

@@ -8,13 +8,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from schooner.storage import calls, client, dead_letters, leases, queue, queue_admin, retries, sync
-from schooner.storage.appends import Record
-from schooner.storage.dead_letters import DeadLetter
 from schooner.storage.keys import Keyspace
+from schooner.storage.log.entry import Record
+from schooner.storage.mq import admin as queue_admin
+from schooner.storage.mq import dead_letters, leases, queue, retries
+from schooner.storage.mq.admin import GroupInfo, PartitionStats
+from schooner.storage.mq.dead_letters import DeadLetter
 from schooner.storage.offsets import offset_of_id
-from schooner.storage.queue_admin import GroupInfo, PartitionStats
-from schooner.storage.topics import Topic, UnknownTopic
+from schooner.storage.redis import calls, client
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic, UnknownTopic
 
 from .message import replay_headers
 from .producer import OutgoingMessage, Producer, Sent
@@ -88,14 +91,14 @@ class Admin:
         return calls.run_many_sync(self.redis, todo)
 
     def topic(self, name: str) -> Topic:
-        found = sync.load_topic(self.redis, self.ks, name)
+        found = calls.run_sync(self.redis, metadata.load(self.ks, name, {}))
         if found is None:
             raise UnknownTopic(name)
         return found
 
     # -- topics and groups --------------------------------------------------------------------------
     def topics(self) -> list[TopicStats]:
-        return [self.topic_stats(t) for t in sync.load_topics(self.redis, self.ks)]
+        return [self.topic_stats(t) for t in calls.drive_sync(self.redis, metadata.load_all(self.ks, {}))]
 
     def topic_stats(self, topic: Topic | str) -> TopicStats:
         t = topic if isinstance(topic, Topic) else self.topic(topic)

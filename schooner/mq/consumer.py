@@ -22,10 +22,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from schooner.storage import calls, client, sync, topics
-from schooner.storage.calls import StorageError
 from schooner.storage.keys import Keyspace
-from schooner.storage.topics import UnknownTopic
+from schooner.storage.redis import calls, client
+from schooner.storage.redis.calls import StorageError
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic, UnknownTopic
 
 from .engine import Batch, ConsumerConfig, Effect, GroupMember, Handle, Wait
 from .handlers import AsyncHandler, Fail, Handler, Outcome, outcome_of
@@ -77,7 +78,7 @@ class _Base:
         """The partitions this member holds now."""
         return self.engine.partitions if self.engine else []
 
-    def _engine(self, topic: topics.Topic | None) -> GroupMember:
+    def _engine(self, topic: Topic | None) -> GroupMember:
         if topic is None:
             raise UnknownTopic(self.topic_name)
         self.engine = GroupMember(
@@ -113,7 +114,7 @@ class Consumer(_Base):
 
     def run(self) -> None:
         try:
-            engine = self._engine(sync.load_topic(self.redis, self.ks, self.topic_name))
+            engine = self._engine(calls.run_sync(self.redis, metadata.load(self.ks, self.topic_name, {})))
             self.drive(engine.start())
             while not self._stopping.is_set():
                 try:
@@ -207,7 +208,7 @@ class AsyncConsumer(_Base):
 
     async def run(self) -> None:
         try:
-            engine = self._engine(await topics.load(self.redis, self.ks, self.topic_name, {}))
+            engine = self._engine(await calls.run(self.redis, metadata.load(self.ks, self.topic_name, {})))
             await self.drive(engine.start())
             while not self._stopping.is_set():
                 try:

@@ -17,13 +17,14 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from schooner.storage import dead_letters, leases, queue, queue_admin, retries
-from schooner.storage.appends import Record
-from schooner.storage.calls import Call, Steps, command, parallel, text
-from schooner.storage.dead_letters import DeadLetter
 from schooner.storage.keys import Keyspace
-from schooner.storage.queue import Delivery
-from schooner.storage.topics import Topic, UnknownTopic
+from schooner.storage.log.entry import Record
+from schooner.storage.mq import admin as queue_admin
+from schooner.storage.mq import dead_letters, leases, queue, retries
+from schooner.storage.mq.dead_letters import DeadLetter
+from schooner.storage.mq.queue import Delivery
+from schooner.storage.redis.calls import Call, Steps, command, parallel, text
+from schooner.storage.topics.metadata import Topic, UnknownTopic
 
 from . import membership
 from .handlers import Ack, Fail, Outcome, RetryPolicy, ScheduleRetry, ToDeadLetters, resolve

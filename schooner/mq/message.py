@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schooner.storage.entry import Header, parse_fields
-from schooner.storage.queue import Delivery
+from schooner.storage.log.entry import Header, parse_fields
+from schooner.storage.mq.queue import Delivery
 
 PREFIX = "schooner.mq."
 ATTEMPT = PREFIX + "attempt"  # the attempt this record is (1 for the original; absent means 1)

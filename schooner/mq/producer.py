@@ -14,12 +14,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from schooner.storage import appends, calls, client, sync, topics
-from schooner.storage.appends import Record
-from schooner.storage.entry import Header
 from schooner.storage.keys import Keyspace
-from schooner.storage.log import AppendResult
-from schooner.storage.topics import Topic, UnknownTopic
+from schooner.storage.log import append as log_append
+from schooner.storage.log.append import MAX_BATCH, AppendResult, RecordBatch
+from schooner.storage.log.entry import Header, Record
+from schooner.storage.redis import calls, client
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic, UnknownTopic
 
 from .metrics import metrics_for
 from .partitioner import Partitioner
@@ -75,8 +76,10 @@ class _Base:
         now = int(time.time() * 1000)
         for m in messages:
             key = _bytes(m.key)
-            p = m.partition if m.partition is not None else self.partitioner.partition(
-                topic.name, key, topic.partitions
+            p = (
+                m.partition
+                if m.partition is not None
+                else self.partitioner.partition(topic.name, key, topic.partitions)
             )
             if not 0 <= p < topic.partitions:
                 raise ValueError(f"{topic.name} has no partition {p}")
@@ -89,9 +92,11 @@ class _Base:
     def _calls(self, plan: _Plan) -> tuple[list[tuple[int, int]], list[calls.Call[AppendResult]]]:
         chunks, out = [], []
         for p, records in plan.by_partition.items():
-            for start in range(0, len(records), appends.MAX_BATCH):
+            for start in range(0, len(records), MAX_BATCH):
                 chunks.append((p, start))
-                out.append(appends.append(self.ks, plan.topic, p, records[start : start + appends.MAX_BATCH]))
+                out.append(
+                    log_append.append(self.ks, plan.topic, p, RecordBatch(records[start : start + MAX_BATCH]))
+                )
         return chunks, out
 
     def _results(
@@ -107,7 +112,7 @@ class _Base:
             base[(p, start)] = result.base_offset
         sent = []
         for p, i in plan.placed:
-            start = i - i % appends.MAX_BATCH
+            start = i - i % MAX_BATCH
             sent.append(Sent(plan.topic.name, p, base[(p, start)] + (i - start)))
         for p, records in plan.by_partition.items():
             self.metrics.produced.labels(plan.topic.name, str(p), "").inc(len(records))
@@ -151,7 +156,7 @@ class Producer(_Base):
 
     def _topic(self, name: str, fresh: bool) -> Topic:
         if fresh or name not in self._topics:
-            found = sync.load_topic(self.redis, self.ks, name)
+            found = calls.run_sync(self.redis, metadata.load(self.ks, name, {}))
             if found is None:
                 raise UnknownTopic(name)
             self._topics[name] = found
@@ -200,7 +205,7 @@ class AsyncProducer(_Base):
 
     async def _topic(self, name: str, fresh: bool) -> Topic:
         if fresh or name not in self._topics:
-            found = await topics.load(self.redis, self.ks, name, {})
+            found = await calls.run(self.redis, metadata.load(self.ks, name, {}))
             if found is None:
                 raise UnknownTopic(name)
             self._topics[name] = found

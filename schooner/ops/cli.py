@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .. import config
-from ..storage.embedded import DataDirInUse, EmbeddedRedis
+from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
 from .pipeline import pipeline
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import click
 
-from ..storage import groups as group_store
-from ..storage.client import connect_sync
+from ..storage.groups import commits, state
+from ..storage.groups.lag import partition_lag
 from ..storage.keys import Keyspace
-from ..storage.lag import partition_lag
-from ..storage.sync import load_topics
+from ..storage.redis.calls import drive_sync, run_sync
+from ..storage.redis.client import connect_sync
+from ..storage.topics import metadata
 
 
 def _redis_url(redis_url: str | None, data_dir: str) -> str:
@@ -54,11 +55,11 @@ def list_groups(redis_url: str | None, data_dir: str, keyspace: str) -> None:
     redis = connect_sync(_redis_url(redis_url, data_dir))
     ks = Keyspace(keyspace)
     click.echo(f"{'GROUP':30} {'STATE':20} {'GENERATION':>10} {'MEMBERS':>7}")
-    for group_id in group_store.list_ids_sync(redis, ks):
-        state = group_store.load_state_sync(redis, ks, group_id)
-        members = len(json.loads(state.get("members") or "[]"))
+    for group_id in run_sync(redis, state.list_ids(ks)):
+        saved = run_sync(redis, state.load_state(ks, group_id))
+        members = len(json.loads(saved.get("members") or "[]"))
         click.echo(
-            f"{group_id:30} {state.get('state', 'Empty'):20} {state.get('generation', '0'):>10} {members:>7}"
+            f"{group_id:30} {saved.get('state', 'Empty'):20} {saved.get('generation', '0'):>10} {members:>7}"
         )
 
 
@@ -73,14 +74,14 @@ def lag(group_id: str, redis_url: str | None, data_dir: str, keyspace: str, as_j
     """
     redis = connect_sync(_redis_url(redis_url, data_dir))
     ks = Keyspace(keyspace)
-    committed = group_store.committed_sync(redis, ks, group_id)
-    topics = {t.name: t for t in load_topics(redis, ks)}
+    committed = drive_sync(redis, commits.fetch(ks, group_id))
+    topics = {t.name: t for t in drive_sync(redis, metadata.load_all(ks, {}))}
     rows = []
     for (topic_name, partition), c in sorted(committed.items()):
         topic = topics.get(topic_name)
         if topic is None:
             continue
-        rows.append(partition_lag(redis, ks, topic, partition, c.offset))
+        rows.append(drive_sync(redis, partition_lag(ks, topic, partition, c.offset)))
     if as_json:
         for r in rows:
             click.echo(json.dumps({"topic": r.topic, "partition": r.partition, "committed": r.committed,

@@ -15,10 +15,12 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from ..storage import spark_source, sync
 from ..storage.keys import Keyspace
-from ..storage.log import PartitionBounds
-from ..storage.topics import Topic
+from ..storage.log import lookup, read
+from ..storage.log.read import PartitionBounds
+from ..storage.redis.calls import BlockingRedis, drive_sync
+from ..storage.topics import metadata
+from ..storage.topics.metadata import Topic
 from .options import EARLIEST, LATEST, OptionError, Position, Subscription, TopicPartition
 
 PROBES = 64  # milliseconds sampled to estimate how many records a range holds
@@ -48,10 +50,10 @@ class RangePartition(InputPartition):
         self.check_loss = check_loss  # False for a new partition read from its beginning
 
 
-def discover(redis: Any, ks: Keyspace, sub: Subscription) -> list[tuple[Topic, int]]:
+def discover(redis: BlockingRedis, ks: Keyspace, sub: Subscription) -> list[tuple[Topic, int]]:
     """The (topic, partition) pairs the subscription names right now, in a fixed order."""
     found = []
-    for topic in sync.load_topics(redis, ks):
+    for topic in drive_sync(redis, metadata.load_all(ks, {})):
         if sub.matches(topic.name):
             found += [
                 (topic, p) for p in sub.partitions_of(topic.name, topic.partitions) if p < topic.partitions
@@ -77,7 +79,7 @@ def from_json(data: Mapping[str, Any] | None) -> dict[TopicPartition, int]:
 
 
 def resolve(
-    redis: Any,
+    redis: BlockingRedis,
     ks: Keyspace,
     tps: Sequence[tuple[Topic, int]],
     bounds: Sequence[PartitionBounds],
@@ -103,10 +105,10 @@ def resolve(
             out[key(topic, p)] = {EARLIEST: b.log_start_offset, LATEST: b.high_watermark}.get(wanted, wanted)
         else:
             ts = position.timestamp if position.kind == "timestamp" else position.timestamps[key(topic, p)]
-            found = spark_source.offset_for_timestamp(redis, ks, topic, p, ts)
+            found = drive_sync(redis, lookup.offset_for_timestamp(ks, topic, p, ts))
             if found is None and strategy == "error":
                 raise OptionError(f"no record at or after timestamp {ts} in {topic.name}-{p}")
-            out[key(topic, p)] = b.high_watermark if found is None else found
+            out[key(topic, p)] = b.high_watermark if found is None else found[0]
     return out
 
 
@@ -132,7 +134,7 @@ def split(start: int, end: int, pieces: int) -> list[tuple[int, int]]:
 
 
 def plan(
-    redis: Any,
+    redis: BlockingRedis,
     ks: Keyspace,
     ranges: Iterable[tuple[Topic, int, int, int]],
     max_records: int,
@@ -146,7 +148,7 @@ def plan(
         if s == FROM_BEGINNING or e - s <= max_records:
             sizes.append(0 if s == FROM_BEGINNING else e - s)  # offsets bound the count from above
             continue
-        counts = spark_source.entries_in_ms(redis, ks, topic, p, probe_ms(s, e, topic.sequence_bits), e)
+        counts = drive_sync(redis, read.entries_in_ms(ks, topic, p, probe_ms(s, e, topic.sequence_bits), e))
         sizes.append(estimate(s, e, topic.sequence_bits, counts))
     pieces = [
         1 if s == FROM_BEGINNING else max(1, math.ceil(n / max_records))

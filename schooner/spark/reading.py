@@ -10,8 +10,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..storage import client, spark_source
 from ..storage.keys import Keyspace
+from ..storage.log import read
+from ..storage.redis import client
+from ..storage.redis.calls import drive_sync, run_sync
 from .planning import DataLossError, RangePartition, data_loss_message
 from .schema import CREATE_TIME, LOG_APPEND_TIME, entries_to_batch
 
@@ -50,8 +52,8 @@ def read_partition(
     topic = part.topic
     ts_type = LOG_APPEND_TIME if topic.log_append_time else CREATE_TIME
     with _no_gc():
-        entries, bounds = spark_source.read_range_and_bounds(
-            redis, ks, topic, part.partition, part.start, part.end, PAGE
+        entries, bounds = drive_sync(
+            redis, read.read_range_and_bounds(ks, topic, part.partition, part.start, part.end, PAGE)
         )
     if part.check_loss and part.start < bounds.first_valid_offset:
         text = data_loss_message(
@@ -70,5 +72,5 @@ def read_partition(
                 entries = []
             else:
                 after = b"(" + entries[-1][0]
-                entries = spark_source.read_range(redis, ks, topic, part.partition, after, part.end, PAGE)
+                entries = run_sync(redis, read.read_range(ks, topic, part.partition, after, part.end, PAGE))
         yield batch

@@ -23,18 +23,25 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructType
 
-from ..storage import sync
 from ..storage.keys import Keyspace
-from ..storage.log import APPENDED, DUPLICATE
-from ..storage.topics import Topic
+from ..storage.log import append
+from ..storage.log.append import (
+    APPENDED,
+    DUPLICATE,
+    INVALID_PRODUCER_EPOCH,
+    OUT_OF_ORDER_SEQUENCE,
+    RecordBatch,
+)
+from ..storage.log.entry import Record
+from ..storage.redis.calls import BlockingRedis, run_sync
+from ..storage.topics import metadata
+from ..storage.topics.metadata import Topic
 from .options import OptionError, SinkOptions
 from .reading import connection
 
 log = logging.getLogger(__name__)
 
 PRODUCER_ID_BASE = 1 << 62  # above any id the broker's counter hands out; below 2**63
-OUT_OF_ORDER_SEQUENCE = -45  # same epoch, other sequences: this unit of the batch is already in
-INVALID_PRODUCER_EPOCH = -47  # a later batch already wrote here: this is an old replay
 BATCH_WRITE_CHUNK = 10_000  # records per append of a batch (not streaming) write
 
 QUERY_ID = "sql.streaming.queryId"  # Spark's local properties, seen by every task of a micro-batch
@@ -43,14 +50,6 @@ BATCH_ID = "streaming.sql.batchId"
 
 class SinkError(RuntimeError):
     pass
-
-
-@dataclass(slots=True)
-class Record:
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +121,14 @@ def _as_bytes(values: list[Any]) -> list[bytes | None]:
 
 
 class _Topics:
-    def __init__(self, redis: Any, ks: Keyspace) -> None:
+    def __init__(self, redis: BlockingRedis, ks: Keyspace) -> None:
         self.redis, self.ks = redis, ks
         self.known: dict[str, Topic] = {}
 
     def get(self, name: str) -> Topic:
         topic = self.known.get(name)
         if topic is None:
-            topic = sync.load_topic(self.redis, self.ks, name)
+            topic = run_sync(self.redis, metadata.load(self.ks, name, {}))
             if topic is None:
                 raise SinkError(
                     f"unknown topic {name!r} (create it first, e.g. with schooner.spark.ensure_topic)"
@@ -168,7 +167,7 @@ def group_rows(
 
 
 def append_units(
-    redis: Any,
+    redis: BlockingRedis,
     ks: Keyspace,
     topics: _Topics,
     units: dict[tuple[str, int], list[Record]],
@@ -183,13 +182,14 @@ def append_units(
         size = chunk or len(records)
         for first in range(0, len(records), size):
             piece = records[first : first + size]
-            result = sync.append(
-                redis, ks, topic, part, piece, producer_id=pid, producer_epoch=epoch, base_sequence=first
-            )
+            batch = RecordBatch(piece, producer_id=pid, producer_epoch=epoch, base_sequence=first)
+            result = run_sync(redis, append.append(ks, topic, part, batch))
             calls += 1
             if result.status == APPENDED:
                 appended += len(piece)
             elif result.status in (DUPLICATE, OUT_OF_ORDER_SEQUENCE, INVALID_PRODUCER_EPOCH):
+                # Out of order: same epoch, other sequences, so this unit is already in. Invalid
+                # epoch: a later batch already wrote here, so this is an old replay.
                 duplicates += len(piece)
             else:
                 raise SinkError(f"append to {name}-{part} failed with Kafka error {-result.status}")

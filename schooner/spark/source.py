@@ -22,8 +22,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..storage import spark_source
 from ..storage.keys import Keyspace
+from ..storage.log import read
+from ..storage.redis.calls import drive_sync
 from . import planning
 from .options import SourceOptions, parse_bool, parse_sink, parse_source
 from .reading import connection, read_partition
@@ -42,7 +43,7 @@ class SchoonerBatchReader(DataSourceReader):
         o = self.opts
         redis, ks = connection(o.redis_url), Keyspace(o.keyspace)
         tps = planning.discover(redis, ks, o.subscription)
-        bounds = spark_source.bounds_of(redis, ks, tps)
+        bounds = drive_sync(redis, read.bounds_of(ks, tps))
         start = planning.resolve(redis, ks, tps, bounds, o.starting, o.timestamp_strategy)
         end = planning.resolve(redis, ks, tps, bounds, o.ending, strategy="latest")
         ranges = [(t, p, start[planning.key(t, p)], end[planning.key(t, p)]) for t, p in tps]

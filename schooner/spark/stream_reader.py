@@ -22,9 +22,11 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..storage import spark_source, sync
 from ..storage.keys import Keyspace
-from ..storage.topics import Topic
+from ..storage.log import read
+from ..storage.redis.calls import BlockingRedis, drive_sync
+from ..storage.topics import metadata
+from ..storage.topics.metadata import Topic
 from . import planning
 from .options import SourceOptions, TopicPartition
 from .planning import FROM_BEGINNING, DataLossError, RangePartition, data_loss_message
@@ -35,7 +37,9 @@ log = logging.getLogger(__name__)
 Range = tuple[Topic, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
 
 
-def take(redis: Any, ks: Keyspace, ranges: Sequence[Range], n: int) -> tuple[dict[TopicPartition, int], int]:
+def take(
+    redis: BlockingRedis, ks: Keyspace, ranges: Sequence[Range], n: int
+) -> tuple[dict[TopicPartition, int], int]:
     """Ends that admit exactly n records in all (fewer if fewer are there), shared out evenly: each
     round asks every partition that still has records for an equal part of what is left.
 
@@ -53,7 +57,7 @@ def take(redis: Any, ks: Keyspace, ranges: Sequence[Range], n: int) -> tuple[dic
         asks = [a for a in asks if a[4] > 0]
         still = []
         for (t, p, _, e, want), (got, after) in zip(
-            asks, spark_source.next_ends(redis, ks, asks), strict=True
+            asks, drive_sync(redis, read.next_ends(ks, asks)), strict=True
         ):
             remaining -= got
             if got:
@@ -73,7 +77,7 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger = time.monotonic()  # for minOffsetsPerTrigger with maxTriggerDelay
 
     # -- driver ------------------------------------------------------------------------------------
-    def _redis(self) -> Any:
+    def _redis(self) -> BlockingRedis:
         return connection(self.opts.redis_url)
 
     def _ks(self) -> Keyspace:
@@ -81,7 +85,7 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _current(self) -> tuple[list[tuple[Topic, int]], list[Any], set[TopicPartition]]:
         """Subscribed partitions with their bounds, and every partition that exists."""
-        topics = sync.load_topics(self._redis(), self._ks())
+        topics = drive_sync(self._redis(), metadata.load_all(self._ks(), {}))
         existing = {(t.name, p) for t in topics for p in range(t.partitions)}
         sub = self.opts.subscription
         tps = [
@@ -91,7 +95,7 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p in sub.partitions_of(t.name, t.partitions)
             if p < t.partitions
         ]
-        return tps, spark_source.bounds_of(self._redis(), self._ks(), tps), existing
+        return tps, drive_sync(self._redis(), read.bounds_of(self._ks(), tps)), existing
 
     def initialOffset(self) -> dict:
         tps, bounds, _ = self._current()
@@ -170,7 +174,7 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, stop = planning.from_json(start), planning.from_json(end)
-        topics = {t.name: t for t in sync.load_topics(self._redis(), self._ks())}
+        topics = {t.name: t for t in drive_sync(self._redis(), metadata.load_all(self._ks(), {}))}
         ranges = []
         for (name, p), e in stop.items():
             topic = topics.get(name)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 
-from ..storage import client, sync, topics
 from ..storage.keys import Keyspace
-from ..storage.topics import Topic, TopicExists
+from ..storage.redis import client
+from ..storage.redis.calls import drive_sync, run_sync
+from ..storage.topics import metadata
+from ..storage.topics.metadata import Topic, TopicExists
 from .options import connection
 
 
@@ -22,19 +23,14 @@ def ensure_topic(
     ks = Keyspace(keyspace)
     redis = client.connect_sync(url)
     try:
-        found = sync.load_topic(redis, ks, name)
+        found = run_sync(redis, metadata.load(ks, name, {}))
+        if found is not None:
+            return found
+        try:
+            return drive_sync(redis, metadata.create(ks, name, partitions, dict(configs or {}), {}))
+        except TopicExists:  # created by another process meanwhile
+            found = run_sync(redis, metadata.load(ks, name, {}))
+            assert found is not None
+            return found
     finally:
         redis.close()
-    return found or asyncio.run(_create(url, ks, name, partitions, dict(configs or {})))
-
-
-async def _create(url: str, ks: Keyspace, name: str, partitions: int, configs: dict[str, str]) -> Topic:
-    redis = client.connect(url)
-    try:
-        return await topics.create(redis, ks, name, partitions, configs, {})
-    except TopicExists:
-        found = await topics.load(redis, ks, name, {})
-        assert found is not None
-        return found
-    finally:
-        await redis.aclose()

@@ -26,8 +26,7 @@ from kio.schema.errors import ErrorCode
 from schooner.broker.dispatch import HANDLERS
 from schooner.protocol.apis import SUPPORTED_VERSIONS, ApiKey, request_type
 from schooner.protocol.messages import RequestHeader, encode_response, make, sibling
-from schooner.storage import topics as topic_store
-from schooner.storage.embedded import EmbeddedRedis
+from schooner.storage.redis.embedded import EmbeddedRedis
 
 T = 5  # seconds for any one client call
 
@@ -77,7 +76,7 @@ def _partition_count(admin: AdminClient, name: str) -> int | None:
 
 def _stored(broker: Any, name: str) -> Any:
     ctx = broker.broker.ctx
-    return broker.call(topic_store.load(ctx.redis, ctx.ks, name, ctx.topic_defaults))
+    return broker.call(ctx.store.topic(name, ctx.topic_defaults))
 
 
 # -- Through the clients --------------------------------------------------------------------------

@@ -26,8 +26,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
 from schooner.protocol.records import BatchBuilder
-from schooner.storage.embedded import free_port
 from schooner.storage.keys import Keyspace
+from schooner.storage.redis.embedded import free_port
 from tests.conftest import RunningBroker
 from tests.proxy import FaultProxy
 from tests.wire import call

@@ -11,9 +11,9 @@ from kio.schema.errors import ErrorCode
 from schooner.coordinators.consumer_group import ConsumerGroup, ConsumerMember
 from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from schooner.coordinators.redis_health import SLOW_SECONDS, RedisHealth
-from schooner.storage import client
+from schooner.storage.cluster import BrokerInfo
 from schooner.storage.keys import Keyspace
-from schooner.storage.registry import BrokerInfo
+from schooner.storage.redis import client
 
 SESSION_MS = 300
 

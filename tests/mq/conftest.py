@@ -11,17 +11,18 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from schooner.mq.engine import Batch, Effect
-from schooner.storage import client, topics
-from schooner.storage.embedded import EmbeddedRedis
 from schooner.storage.keys import Keyspace
-from schooner.storage.topics import Topic
+from schooner.storage.redis import calls, client
+from schooner.storage.redis.embedded import EmbeddedRedis
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic
 
 
 def create_topic(url: str, ks: Keyspace, name: str, partitions: int, **overrides: str) -> Topic:
     async def make() -> Topic:
         redis = client.connect(url)
         try:
-            return await topics.create(redis, ks, name, partitions, overrides, {})
+            return await calls.drive(redis, metadata.create(ks, name, partitions, overrides, {}))
         finally:
             await redis.aclose()
 

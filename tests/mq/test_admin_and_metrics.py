@@ -25,7 +25,10 @@ def test_topic_stats_lag_and_trimming(url: str, ks: Keyspace, redis: Any, make_t
     (stats,) = [t for t in admin.topics() if t.name == "orders"]
     p0, p1 = stats.partitions
     assert (p0.length, p0.first_offset, p0.last_offset, p0.high_watermark) == (
-        10, sent[0].offset, sent[-1].offset, sent[-1].offset + 1
+        10,
+        sent[0].offset,
+        sent[-1].offset,
+        sent[-1].offset + 1,
     )
     assert (p1.length, p1.first_offset, p1.last_offset, p1.high_watermark) == (0, None, None, 0)
     admin.create_group("orders", "slow", start="earliest")

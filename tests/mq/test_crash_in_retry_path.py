@@ -14,8 +14,11 @@ from prometheus_client import CollectorRegistry
 
 from schooner.mq import Consumer, ConsumerConfig, Fail, Message, Producer, RetryPolicy
 from schooner.mq.engine import Batch
-from schooner.storage import calls, queue, queue_admin, retries, sync
 from schooner.storage.keys import Keyspace
+from schooner.storage.mq import admin as queue_admin
+from schooner.storage.mq import queue, retries
+from schooner.storage.redis import calls
+from schooner.storage.topics import metadata
 
 from .conftest import Crash, crash_after, wait_until
 
@@ -25,7 +28,7 @@ CONFIG = ConsumerConfig(
 )  # fmt: skip
 SETTLED = {"undelivered": 0, "pending": 0, "scheduled": 0}
 RETRY_PATH = {
-    "queue_read", "retry_schedule", "retry_move_due", "INCR", "HSETNX", "append", "retry_moved", "XACK",
+    "queue_read", "retry_schedule", "retry_move_due", "INCR", "HSETNX", "log_append", "retry_moved", "XACK",
 }  # fmt: skip
 
 
@@ -55,7 +58,7 @@ def run_with_crash(url: str, ks: Keyspace, redis: Any, topic: str, budget: int, 
         return bool(successes) and where_it_is(redis, ks, topic) == SETTLED
 
     doomed = Consumer(url, topic, "g", handler, keyspace=ks, config=CONFIG, registry=registry)
-    engine = doomed._engine(sync.load_topic(redis, ks, topic))
+    engine = doomed._engine(calls.run_sync(redis, metadata.load(ks, topic, {})))
     left = [budget]
     try:
         doomed.drive(crash_after(engine.start(), left, missed))

@@ -10,8 +10,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from schooner.mq import Admin, Consumer, ConsumerConfig, Message, OutgoingMessage, Producer
-from schooner.storage import sync
 from schooner.storage.keys import Keyspace
+from schooner.storage.redis import calls
+from schooner.storage.topics import metadata
 
 from .conftest import wait_until
 
@@ -65,7 +66,7 @@ def test_lease_expiry_hands_a_dead_members_partitions_and_pending_entries_over(
     handled: list[bytes | None] = []
     dead = Consumer(url, "orders", "g", lambda m: None, keyspace=ks, config=CONFIG, member_id="dead",
                     registry=CollectorRegistry())  # fmt: skip
-    engine = dead._engine(sync.load_topic(redis, ks, "orders"))
+    engine = dead._engine(calls.run_sync(redis, metadata.load(ks, "orders", {})))
     dead.drive(engine.start())
     dead.drive(engine.fetch())  # claims: nothing pending yet
     dead.drive(engine.fetch())  # reads both partitions' entries; none handled

@@ -15,8 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from schooner.mq import Admin, OutgoingMessage, Producer
-from schooner.storage import entry
 from schooner.storage.keys import Keyspace
+from schooner.storage.log import entry
 
 from .conftest import wait_until
 

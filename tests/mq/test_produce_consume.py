@@ -22,10 +22,12 @@ from schooner.mq import (
     RetryPolicy,
     partition_for_key,
 )
-from schooner.storage import entry, sync
 from schooner.storage.keys import Keyspace
+from schooner.storage.log import entry
+from schooner.storage.log import read as log_read
 from schooner.storage.offsets import id_text
-from schooner.storage.topics import UnknownTopic
+from schooner.storage.redis.calls import drive_sync
+from schooner.storage.topics.metadata import UnknownTopic
 
 from .conftest import wait_until
 
@@ -40,13 +42,15 @@ def test_send_places_by_key_and_returns_kafka_offsets(
     headers = [("trace", b"1"), ("trace", b"2"), ("none", None)]
     sent = producer.send("orders", b"value", key=b"order-7", headers=headers, timestamp_ms=1234)
     assert sent.partition == partition_for_key(b"order-7", 4)
-    got = sync.read(redis, ks, topic, sent.partition, sent.offset, 10)
+    got = drive_sync(redis, log_read.read(ks, topic, sent.partition, sent.offset, 10))
     assert got.entries[0][0] == id_text(sent.offset, topic.sequence_bits)
     assert entry.parse_fields(got.entries[0][1]) == (1234, b"order-7", b"value", headers)
     assert got.high_watermark == sent.offset + 1
     explicit = producer.send("orders", None, key=None, partition=3)
     assert explicit.partition == 3
-    assert entry.parse_fields(sync.read(redis, ks, topic, 3, explicit.offset, 1).entries[0][1])[1:3] == (
+    assert entry.parse_fields(
+        drive_sync(redis, log_read.read(ks, topic, 3, explicit.offset, 1)).entries[0][1]
+    )[1:3] == (
         None,
         None,
     )
@@ -72,7 +76,7 @@ def test_send_batch_keeps_input_order_and_contiguous_offsets(
     for p in range(3):
         offsets = [s.offset for s in sent if s.partition == p]
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
-        stored = sync.read(redis, ks, topic, p, offsets[0], 3000).entries
+        stored = drive_sync(redis, log_read.read(ks, topic, p, offsets[0], 3000)).entries
         assert [entry.parse_fields(f)[2] for _, f in stored] == [
             m.value for m, s in zip(batch, sent, strict=True) if s.partition == p
         ]
@@ -95,7 +99,9 @@ def test_async_producer(
     one, *many = asyncio.run(body())
     assert one.partition == partition_for_key(b"k", 2)
     assert (
-        entry.parse_fields(sync.read(redis, ks, topic, one.partition, one.offset, 1).entries[0][1])[2]
+        entry.parse_fields(
+            drive_sync(redis, log_read.read(ks, topic, one.partition, one.offset, 1)).entries[0][1]
+        )[2]
         == b"text"
     )
     assert [m.offset - many[0].offset for m in many] == [0, 1, 2]

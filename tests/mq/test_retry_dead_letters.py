@@ -19,8 +19,10 @@ from schooner.mq import (
     RetryPolicy,
 )
 from schooner.mq.message import ATTEMPT, GROUP
-from schooner.storage import entry, sync
 from schooner.storage.keys import Keyspace
+from schooner.storage.log import entry
+from schooner.storage.log import read as log_read
+from schooner.storage.redis.calls import drive_sync
 
 from .conftest import wait_until
 
@@ -122,7 +124,7 @@ def test_always_failing_ends_in_dead_letters_and_replay_returns_it_to_its_partit
     )
     assert replayed.headers == [("trace", b"t"), ("null", None)]
     # The replay is a record of the origin partition that Kafka consumers read too, marked for billing.
-    last = sync.read(redis, ks, topic, sent.partition, replayed.offset, 1).entries[0]
+    last = drive_sync(redis, log_read.read(ks, topic, sent.partition, replayed.offset, 1)).entries[0]
     headers = dict(entry.parse_fields(last[1])[3])
     assert headers[ATTEMPT] == b"1" and headers[GROUP] == b"billing"
     # The audit group saw each record once: not billing's retries nor the replay.

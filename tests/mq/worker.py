@@ -15,8 +15,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from schooner.mq import Consumer, ConsumerConfig, Message
-from schooner.storage import client
 from schooner.storage.keys import Keyspace
+from schooner.storage.redis import client
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from schooner.storage.embedded import free_port
+from schooner.storage.redis.embedded import free_port
 from tests.clients import kcat
 
 SCHOONER = str(Path(sys.executable).with_name("schooner"))

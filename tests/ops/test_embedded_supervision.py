@@ -12,7 +12,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from schooner.storage.embedded import free_port
+from schooner.storage.redis.embedded import free_port
 from tests.clients import confluent_consume
 from tests.ops.test_cli import SCHOONER, _wait_for_port
 

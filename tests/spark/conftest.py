@@ -13,11 +13,16 @@ from typing import Any
 import pytest
 
 from schooner.spark import ensure_topic, register
-from schooner.storage import client, sync
-from schooner.storage.entry import parse_fields
 from schooner.storage.keys import Keyspace
+from schooner.storage.log import append as log_append
+from schooner.storage.log import read as log_read
+from schooner.storage.log.append import RecordBatch
+from schooner.storage.log.entry import parse_fields
 from schooner.storage.offsets import offset_of_id
-from schooner.storage.topics import Topic
+from schooner.storage.redis import client
+from schooner.storage.redis.calls import drive_sync, run_sync
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,13 +86,15 @@ class Log:
         return ensure_topic(self.options, name, partitions, configs)
 
     def load(self, name: str) -> Topic:
-        topic = sync.load_topic(self.redis, self.ks, name)
+        topic = run_sync(self.redis, metadata.load(self.ks, name, {}))
         assert topic is not None, name
         return topic
 
     def append(self, name: str, partition: int, records: list[Rec]) -> list[int]:
         """Appends one batch; returns the offsets the records got."""
-        result = sync.append(self.redis, self.ks, self.load(name), partition, records)
+        result = run_sync(
+            self.redis, log_append.append(self.ks, self.load(name), partition, RecordBatch(records))
+        )
         assert result.status == 0, result
         first = result.base_offset
         return [first + i for i in range(len(records))]
@@ -105,7 +112,7 @@ class Log:
         for p in range(topic.partitions):
             offset = 0
             while True:
-                got = sync.read(self.redis, self.ks, topic, p, offset, 1000)
+                got = drive_sync(self.redis, log_read.read(self.ks, topic, p, offset, 1000))
                 if not got.entries:
                     break
                 for entry_id, fields in got.entries:

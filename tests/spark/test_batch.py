@@ -3,7 +3,6 @@ and nulls, entries from a plain Redis client, splitting large ranges, and data l
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,9 @@ import pytest
 from schooner.spark import planning
 from schooner.spark.options import parse_source
 from schooner.spark.source import SchoonerBatchReader
-from schooner.storage import client
-from schooner.storage import log as storage_log
+from schooner.storage.log import retention
+from schooner.storage.redis import client
+from schooner.storage.redis.calls import run_sync
 from tests.spark.conftest import Log, Rec
 
 
@@ -119,12 +119,7 @@ def test_reading_trimmed_offsets_fails_or_skips(spark: Any, log: Log, fail: bool
     gone = log.values("short", 0, 5)
     kept = log.values("short", 0, 5, prefix="kept")
 
-    async def trim() -> None:
-        redis = client.connect(log.url)
-        await storage_log.delete_records(redis, log.ks, topic, 0, kept[0])
-        await redis.aclose()
-
-    asyncio.run(trim())
+    run_sync(log.redis, retention.delete_records(log.ks, topic, 0, kept[0]))
     options = {"subscribe": "short", "startingOffsets": json.dumps({"short": {"0": gone[0]}}),
                "failOnDataLoss": str(fail).lower()}  # fmt: skip
     if fail:

@@ -8,7 +8,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from schooner.spark.schema import arrow_schema, entries_to_batch, kafka_schema
-from schooner.storage.entry import encode_headers
+from schooner.storage.log.entry import encode_headers
 
 
 def test_arrow_schema_is_sparks_conversion_of_the_kafka_schema() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -11,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from schooner.storage import client, topics
-from schooner.storage import log as storage_log
+from schooner.storage.log import retention
+from schooner.storage.redis.calls import drive_sync, run_sync
+from schooner.storage.topics import metadata
 from tests.spark.conftest import Log
 
 
@@ -38,17 +38,6 @@ def _to_files(df: Any, folder: Path, checkpoint: Path) -> Any:
 
 def _batch_sizes(query: Any) -> list[int]:
     return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
-
-
-def _run(coro_factory: Any, url: str) -> Any:
-    async def main() -> Any:
-        redis = client.connect(url)
-        try:
-            return await coro_factory(redis)
-        finally:
-            await redis.aclose()
-
-    return asyncio.run(main())
 
 
 def test_max_offsets_per_trigger_gives_batches_of_exactly_that_size(
@@ -105,11 +94,8 @@ def test_new_partitions_are_picked_up(spark: Any, log: Log, tmp_path: Path) -> N
         q.processAllAvailable()
         assert spark.sql("select * from grow").count() == 10
 
-        async def grow(redis: Any) -> None:
-            old = await topics.update(redis, log.ks, "growing", partitions=3)
-            await topics.stamp_partitions(redis, log.ks, "growing", topic.id, range(old, 3))
-
-        _run(grow, log.url)
+        old = run_sync(log.redis, metadata.update(log.ks, "growing", partitions=3))
+        drive_sync(log.redis, metadata.stamp_partitions(log.ks, "growing", topic.id, range(old, 3)))
         log.values("growing", 2, 7, prefix="new")
         deadline = time.monotonic() + 60
         while spark.sql("select * from grow where partition = 2").count() < 7 and time.monotonic() < deadline:
@@ -147,7 +133,7 @@ def test_trimmed_data_fails_the_query_or_is_skipped(spark: Any, log: Log, tmp_pa
     first.awaitTermination(120)
     lost = log.values("trimmed", 0, 10, prefix="lost")
     kept = log.values("trimmed", 0, 10, prefix="kept")
-    _run(lambda redis: storage_log.delete_records(redis, log.ks, topic, 0, kept[0]), log.url)
+    run_sync(log.redis, retention.delete_records(log.ks, topic, 0, kept[0]))
 
     df = _stream(spark, log, "trimmed", failOnDataLoss=str(fail).lower())
     again = _to_files(df, tmp_path / "out", tmp_path / "cp")

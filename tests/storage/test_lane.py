@@ -10,8 +10,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from schooner.storage import client
-from schooner.storage.lane import PipelinedLane
+from schooner.storage.redis import client
+from schooner.storage.redis.lane import PipelinedLane
 from tests.proxy import FaultProxy
 
 TIMEOUT_MS = 500

@@ -9,9 +9,16 @@ from typing import Any
 
 import pytest
 
-from schooner.storage import client, entry, log, topics
 from schooner.storage.keys import Keyspace
+from schooner.storage.log import append as log_append
+from schooner.storage.log import entry, lookup, retention
+from schooner.storage.log import read as log_read
+from schooner.storage.log.append import APPENDED, DUPLICATE, UNKNOWN_PARTITION, AppendResult, RecordBatch
 from schooner.storage.offsets import id_of
+from schooner.storage.redis import calls, client
+from schooner.storage.redis.calls import drive_sync, run_sync
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic
 
 
 class R:
@@ -37,17 +44,23 @@ def run(redis_server, keyspace) -> Callable[[Callable[..., Awaitable[Any]]], Any
     return runner
 
 
-async def _topic(redis: Any, ks: Keyspace, name: str = "t", **overrides: str) -> topics.Topic:
-    return await topics.create(redis, ks, name, 1, overrides, {})
+async def _topic(redis: Any, ks: Keyspace, name: str = "t", **overrides: str) -> Topic:
+    return await calls.drive(redis, metadata.create(ks, name, 1, overrides, {}))
+
+
+async def _append(
+    redis: Any, ks: Keyspace, t: Topic, partition: int, records: list[Any], **batch: int
+) -> AppendResult:
+    return await calls.run(redis, log_append.append(ks, t, partition, RecordBatch(records, **batch)))
 
 
 def test_batch_gets_contiguous_offsets_and_carries_past_the_sequence_bits(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks, **{"schooner.sequence.bits": "2"})
-        result = await log.append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
-        assert result.status == log.APPENDED
+        result = await _append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
+        assert result.status == APPENDED
         assert result.last_offset == result.base_offset + 9
-        read = await log.read(redis, ks, t, 0, result.base_offset, 100)
+        read = await calls.drive(redis, log_read.read(ks, t, 0, result.base_offset, 100))
         ids = [e[0] for e in read.entries]
         offsets = [(int(i.split(b"-")[0]) << 2) | int(i.split(b"-")[1]) for i in ids]
         assert offsets == list(range(result.base_offset, result.base_offset + 10))
@@ -63,7 +76,7 @@ def test_offsets_only_grow_across_appends(run) -> None:
         t = await _topic(redis, ks)
         last = -1
         for _ in range(50):
-            r = await log.append(redis, ks, t, 0, [R(b"x"), R(b"y")])
+            r = await _append(redis, ks, t, 0, [R(b"x"), R(b"y")])
             assert r.base_offset > last
             last = r.last_offset
 
@@ -74,29 +87,27 @@ def test_idempotent_producer_state(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks)
 
-        async def send(epoch: int, seq: int, n: int = 2) -> log.AppendResult:
-            return await log.append(
+        async def send(epoch: int, seq: int, n: int = 2) -> AppendResult:
+            return await _append(
                 redis, ks, t, 0, [R(b"v")] * n, producer_id=7, producer_epoch=epoch, base_sequence=seq
             )
 
         first = await send(0, 0)
-        assert first.status == log.APPENDED
+        assert first.status == APPENDED
         again = await send(0, 0)
-        assert again.status == log.DUPLICATE and again.base_offset == first.base_offset
+        assert again.status == DUPLICATE and again.base_offset == first.base_offset
         assert (await send(0, 5)).status == -45  # a gap: OUT_OF_ORDER_SEQUENCE_NUMBER
         second = await send(0, 2)
-        assert second.status == log.APPENDED
+        assert second.status == APPENDED
         for seq in (4, 6, 8, 10, 12):
-            assert (await send(0, seq)).status == log.APPENDED
+            assert (await send(0, seq)).status == APPENDED
         assert (await send(0, 0)).status == -45  # older than the last five batches
-        assert (await send(0, 12)).status == log.DUPLICATE
+        assert (await send(0, 12)).status == DUPLICATE
         assert (await send(1, 3)).status == -45  # a new epoch must start at sequence 0
-        assert (await send(1, 0)).status == log.APPENDED
+        assert (await send(1, 0)).status == APPENDED
         assert (await send(0, 14)).status == -47  # fenced: INVALID_PRODUCER_EPOCH
-        fresh = await log.append(
-            redis, ks, t, 0, [R(b"v")], producer_id=8, producer_epoch=0, base_sequence=42
-        )
-        assert fresh.status == log.APPENDED  # no state for this producer yet: any sequence
+        fresh = await _append(redis, ks, t, 0, [R(b"v")], producer_id=8, producer_epoch=0, base_sequence=42)
+        assert fresh.status == APPENDED  # no state for this producer yet: any sequence
 
     run(body)
 
@@ -104,11 +115,11 @@ def test_idempotent_producer_state(run) -> None:
 def test_append_to_a_deleted_or_recreated_topic_is_refused(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks)
-        await topics.delete(redis, ks, "t")
-        assert (await log.append(redis, ks, t, 0, [R(b"late")])).status == -3
+        await calls.drive(redis, metadata.delete(ks, "t"))
+        assert (await _append(redis, ks, t, 0, [R(b"late")])).status == UNKNOWN_PARTITION
         again = await _topic(redis, ks)
-        assert (await log.append(redis, ks, t, 0, [R(b"stale id")])).status == -3
-        assert (await log.append(redis, ks, again, 0, [R(b"ok")])).status == log.APPENDED
+        assert (await _append(redis, ks, t, 0, [R(b"stale id")])).status == UNKNOWN_PARTITION
+        assert (await _append(redis, ks, again, 0, [R(b"ok")])).status == APPENDED
 
     run(body)
 
@@ -116,15 +127,15 @@ def test_append_to_a_deleted_or_recreated_topic_is_refused(run) -> None:
 def test_retention_ms_trims_on_append_and_when_idle(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks, **{"retention.ms": "300"})
-        await log.append(redis, ks, t, 0, [R(b"old")] * 5)
+        await _append(redis, ks, t, 0, [R(b"old")] * 5)
         await asyncio.sleep(0.4)
-        assert await log.apply_retention(redis, ks, t, 0) == 5  # an idle partition
-        bounds = await log.bounds(redis, ks, t, 0)
+        assert await calls.run(redis, retention.apply_retention(ks, t, 0)) == 5  # an idle partition
+        bounds = await calls.drive(redis, log_read.bounds(ks, t, 0))
         assert bounds.log_start_offset == bounds.high_watermark  # empty, but the watermark stays
-        await log.append(redis, ks, t, 0, [R(b"a")])
+        await _append(redis, ks, t, 0, [R(b"a")])
         await asyncio.sleep(0.4)
-        r = await log.append(redis, ks, t, 0, [R(b"b")])
-        read = await log.read(redis, ks, t, 0, 0, 10)
+        r = await _append(redis, ks, t, 0, [R(b"b")])
+        read = await calls.drive(redis, log_read.read(ks, t, 0, 0, 10))
         assert [e[1][-1] for e in read.entries] == [b"b"]
         assert read.log_start_offset == r.base_offset
 
@@ -135,7 +146,7 @@ def test_retention_bytes_keeps_about_that_many_bytes(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks, **{"retention.bytes": "1000"})
         for _ in range(20):
-            await log.append(redis, ks, t, 0, [R(b"x" * 90)], size_bytes=100)
+            await _append(redis, ks, t, 0, [R(b"x" * 90)], size_bytes=100)
         assert await redis.xlen(ks.stream("t", 0)) == 10
 
     run(body)
@@ -146,14 +157,14 @@ def test_timestamp_lookup_with_out_of_order_create_times(run) -> None:
         t = await _topic(redis, ks)
         offsets = []
         for ts in (5000, 1000, 9000, 2000, 12000):
-            offsets.append((await log.append(redis, ks, t, 0, [R(b"v", ts)])).base_offset)
+            offsets.append((await _append(redis, ks, t, 0, [R(b"v", ts)])).base_offset)
         for target, index in [(0, 0), (5000, 0), (5001, 2), (9001, 4)]:
-            assert await log.offset_for_timestamp(redis, ks, t, 0, target) == (
+            assert await calls.drive(redis, lookup.offset_for_timestamp(ks, t, 0, target)) == (
                 offsets[index],
                 [5000, 1000, 9000, 2000, 12000][index],
             )
-        assert await log.offset_for_timestamp(redis, ks, t, 0, 12001) is None
-        assert await log.max_timestamp(redis, ks, t, 0) == (offsets[4], 12000)
+        assert await calls.drive(redis, lookup.offset_for_timestamp(ks, t, 0, 12001)) is None
+        assert await calls.drive(redis, lookup.max_timestamp(ks, t, 0)) == (offsets[4], 12000)
 
     run(body)
 
@@ -162,9 +173,9 @@ def test_log_append_time_stamps_records_with_the_append_time(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks, **{"message.timestamp.type": "LogAppendTime"})
         before = int(time.time() * 1000)
-        r = await log.append(redis, ks, t, 0, [R(b"v", 1)])
+        r = await _append(redis, ks, t, 0, [R(b"v", 1)])
         assert r.append_time >= before - 1000
-        found = await log.offset_for_timestamp(redis, ks, t, 0, before - 1000)
+        found = await calls.drive(redis, lookup.offset_for_timestamp(ks, t, 0, before - 1000))
         assert found == (r.base_offset, r.append_time)
 
     run(body)
@@ -173,10 +184,10 @@ def test_log_append_time_stamps_records_with_the_append_time(run) -> None:
 def test_delete_records_moves_the_log_start(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks)
-        r = await log.append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
-        start = await log.delete_records(redis, ks, t, 0, r.base_offset + 4)
+        r = await _append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
+        start = await calls.run(redis, retention.delete_records(ks, t, 0, r.base_offset + 4))
         assert start == r.base_offset + 4
-        read = await log.read(redis, ks, t, 0, start, 100)
+        read = await calls.drive(redis, log_read.read(ks, t, 0, start, 100))
         assert len(read.entries) == 6 and read.first_valid_offset == start
 
     run(body)
@@ -185,41 +196,31 @@ def test_delete_records_moves_the_log_start(run) -> None:
 def test_an_offset_in_the_gap_after_removed_records_stays_valid(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks)
-        first = await log.append(redis, ks, t, 0, [R(b"a")])
+        first = await _append(redis, ks, t, 0, [R(b"a")])
         await asyncio.sleep(0.01)
-        second = await log.append(redis, ks, t, 0, [R(b"b")])
+        second = await _append(redis, ks, t, 0, [R(b"b")])
         position = first.last_offset + 1  # where a consumer of "a" resumes
         assert position < second.base_offset
-        await log.delete_records(redis, ks, t, 0, position)
-        read = await log.read(redis, ks, t, 0, position, 10)
+        await calls.run(redis, retention.delete_records(ks, t, 0, position))
+        read = await calls.drive(redis, log_read.read(ks, t, 0, position, 10))
         assert read.first_valid_offset <= position < read.log_start_offset == second.base_offset
         assert [e[1][-1] for e in read.entries] == [b"b"]
 
     run(body)
 
 
-def test_blocking_twins_append_and_read_alike(redis_server, keyspace) -> None:
-    from schooner.storage import sync
-
+def test_the_blocking_runner_runs_the_same_round_trips(redis_server, keyspace) -> None:
     ks = Keyspace(keyspace)
-
-    async def create() -> topics.Topic:
-        redis = client.connect(redis_server.url)
-        try:
-            return await _topic(redis, ks, "blocking")
-        finally:
-            await redis.aclose()
-
-    t = asyncio.run(create())
     redis = client.connect_sync(redis_server.url)
-    result = sync.append(redis, ks, t, 0, [R(b"a"), R(b"b", key=b"k")])
-    assert result.status == log.APPENDED and result.last_offset == result.base_offset + 1
-    read = sync.read(redis, ks, t, 0, result.base_offset, 10)
+    t = drive_sync(redis, metadata.create(ks, "blocking", 1, {}, {}))
+    result = run_sync(redis, log_append.append(ks, t, 0, RecordBatch([R(b"a"), R(b"b", key=b"k")])))
+    assert result.status == APPENDED and result.last_offset == result.base_offset + 1
+    read = drive_sync(redis, log_read.read(ks, t, 0, result.base_offset, 10))
     assert [e[1][-1] for e in read.entries] == [b"a", b"b"]
     assert read.high_watermark == result.last_offset + 1
-    assert sync.bounds(redis, ks, t, 0).log_start_offset == result.base_offset
-    assert sync.load_topic(redis, ks, "blocking") == t
-    assert [x.name for x in sync.load_topics(redis, ks)] == ["blocking"]
+    assert drive_sync(redis, log_read.bounds(ks, t, 0)).log_start_offset == result.base_offset
+    assert run_sync(redis, metadata.load(ks, "blocking", {})) == t
+    assert [x.name for x in drive_sync(redis, metadata.load_all(ks, {}))] == ["blocking"]
 
 
 def test_null_fields_are_left_out_and_empty_ones_kept(run) -> None:
@@ -230,8 +231,8 @@ def test_null_fields_are_left_out_and_empty_ones_kept(run) -> None:
         nulls = R(b"")
         nulls.value = None
         records.append(nulls)
-        result = await log.append(redis, ks, t, 0, records)
-        read = await log.read(redis, ks, t, 0, result.base_offset, 10)
+        result = await _append(redis, ks, t, 0, records)
+        read = await calls.drive(redis, log_read.read(ks, t, 0, result.base_offset, 10))
         got = [dict(zip(f[::2], f[1::2], strict=True)) for _, f in read.entries]
         assert (got[0][b"key"], got[0][b"value"]) == (b"", b"")
         assert b"key" not in got[1] and entry.decode_headers(got[1][b"headers"]) == [("h", None)]

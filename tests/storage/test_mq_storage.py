@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 
-from schooner.storage import appends, calls, client, dead_letters, leases, queue, queue_admin, retries, topics
-from schooner.storage.appends import Record
-from schooner.storage.dead_letters import DeadLetter
 from schooner.storage.keys import Keyspace
-from schooner.storage.log import APPENDED
-from schooner.storage.topics import Topic
+from schooner.storage.log import append as log_append
+from schooner.storage.log.append import APPENDED, RecordBatch
+from schooner.storage.log.entry import Record
+from schooner.storage.mq import admin as queue_admin
+from schooner.storage.mq import dead_letters, leases, queue, retries
+from schooner.storage.mq.dead_letters import DeadLetter
+from schooner.storage.redis import calls, client
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic
 
 GROUP = "g"
 
@@ -36,7 +40,7 @@ def topic(redis_server: Any, ks: Keyspace) -> Topic:
     async def make() -> Topic:
         r = client.connect(redis_server.url)
         try:
-            return await topics.create(r, ks, "jobs", 2, {}, {})
+            return await calls.drive(r, metadata.create(ks, "jobs", 2, {}, {}))
         finally:
             await r.aclose()
 
@@ -49,7 +53,7 @@ def run(redis: Any, call: calls.Call[Any]) -> Any:
 
 def append(redis: Any, ks: Keyspace, topic: Topic, *values: bytes, partition: int = 0) -> list[bytes]:
     records = [Record(1_700_000_000_000, b"k", v, [("h", b"1")]) for v in values]
-    result = run(redis, appends.append(ks, topic, partition, records))
+    result = run(redis, log_append.append(ks, topic, partition, RecordBatch(records)))
     assert result.status == APPENDED
     entries = redis.execute_command("XRANGE", ks.stream(topic.name, partition), "-", "+")
     return [e[0] for e in entries][-len(values) :]
@@ -84,7 +88,7 @@ def test_every_mq_script_touches_one_hash_tag(ks: Keyspace, topic: Topic) -> Non
         dead_letters.replay_to_origin(ks, letter, record),
         queue_admin.lag(ks, "jobs", 1, GROUP),
         queue_admin.trim(ks, topic, 1, 0),
-        appends.append(ks, topic, 1, [record]),
+        log_append.append(ks, topic, 1, RecordBatch([record])),
     ]
     for call in scripted:
         assert call.script and len({tag(k) for k in call.keys}) == 1, call.script

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from schooner.storage import entry
+from schooner.storage.log import entry
 from schooner.storage.offsets import id_of, id_text, offset_of, offset_of_id
 
 

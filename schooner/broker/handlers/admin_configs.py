@@ -11,9 +11,8 @@ from kio.schema.errors import ErrorCode
 
 from ...config import Settings
 from ...protocol.messages import make, response_module_of
-from ...storage import topics as topic_store
 from ...storage.offsets import DEFAULT_SEQUENCE_BITS
-from ...storage.topic_config import (
+from ...storage.topics.config import (
     CONFIG_DEFS,
     SEQUENCE_BITS,
     TRIM_APPROXIMATE,
@@ -21,7 +20,7 @@ from ...storage.topic_config import (
     valid_topic_name,
     validate,
 )
-from ...storage.topics import Topic, UnknownTopic
+from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -338,9 +337,7 @@ async def _alter_topic(
     if validate_only:
         return ErrorCode.none, None
     try:
-        await topic_store.update(
-            ctx.redis,
-            ctx.ks,
+        await ctx.store.update_topic(
             name,
             set_configs=set_configs,
             delete_configs=deletes,

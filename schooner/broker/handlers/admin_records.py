@@ -7,8 +7,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import make, response_module_of
-from ...storage import log as storage_log
-from ...storage.topics import Topic
+from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERROR_CODE, STORAGE_ERRORS
 
@@ -50,13 +49,13 @@ async def _delete_before(
     if topic is None or not 0 <= partition < topic.partitions:
         return ErrorCode.unknown_topic_or_partition, -1
     try:
-        bounds = await storage_log.bounds(ctx.redis, ctx.ks, topic, partition)
+        bounds = await ctx.store.bounds(topic, partition)
         if offset == HIGH_WATERMARK:
             offset = bounds.high_watermark
         if offset < 0 or offset > bounds.high_watermark:
             return ErrorCode.offset_out_of_range, -1
         if offset <= bounds.log_start_offset:
             return ErrorCode.none, bounds.log_start_offset
-        return ErrorCode.none, await storage_log.delete_records(ctx.redis, ctx.ks, topic, partition, offset)
+        return ErrorCode.none, await ctx.store.delete_records(topic, partition, offset)
     except STORAGE_ERRORS:
         return STORAGE_ERROR_CODE, -1

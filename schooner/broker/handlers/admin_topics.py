@@ -10,10 +10,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import has_field, make, response_module_of
-from ...storage import topics as topic_store
 from ...storage.offsets import DEFAULT_SEQUENCE_BITS
-from ...storage.topic_config import SEQUENCE_BITS, InvalidConfig, valid_topic_name
-from ...storage.topics import PartitionsNotIncreasing, TopicExists, UnknownTopic
+from ...storage.topics.config import SEQUENCE_BITS, InvalidConfig, valid_topic_name
+from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic
 from ..context import BrokerContext
 from .admin_configs import ADMIN_STORAGE_ERROR, check_config, topic_config_values
 from .common import NO_THROTTLE, STORAGE_ERRORS
@@ -231,7 +230,7 @@ async def _delete_one(
         if topic is None:
             return name, None, unknown
     try:
-        await topic_store.delete(ctx.redis, ctx.ks, topic.name, topic.id)
+        await ctx.store.delete_topic(topic.name, topic.id)
     except UnknownTopic:
         code = ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
         return name, topic_id, (code, f"Topic '{topic.name}' does not exist.")
@@ -295,13 +294,13 @@ async def _grow(ctx: BrokerContext, requested: Any, validate_only: bool) -> Outc
     if validate_only:
         return ErrorCode.none, None
     try:
-        old = await topic_store.update(ctx.redis, ctx.ks, name, partitions=count)
+        old = await ctx.store.update_topic(name, partitions=count)
     except UnknownTopic:
         return unknown
     except PartitionsNotIncreasing:
         return ErrorCode.invalid_partitions, f"Topic '{name}' already has {count} or more partitions."
     finally:
         ctx.forget_topic(name)
-    await topic_store.stamp_partitions(ctx.redis, ctx.ks, name, topic.id, range(old, count))
+    await ctx.store.stamp_partitions(name, topic.id, range(old, count))
     ctx.forget_topic(name)
     return ErrorCode.none, None

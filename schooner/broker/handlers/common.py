@@ -8,7 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from redis.exceptions import RedisError
 
-from ...storage.topic_config import InvalidConfig, valid_topic_name
+from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ..context import BrokerContext
 
 NO_THROTTLE = datetime.timedelta(0)
@@ -22,7 +22,7 @@ async def topic_for_write(ctx: BrokerContext, name: str) -> Any:
     """The topic, created with the default partition count when auto-creation is on."""
     topic = await ctx.topic(name)
     if topic is None and ctx.settings.auto_create_topics and valid_topic_name(name):
-        from ...storage.topics import TopicExists
+        from ...storage.topics.metadata import TopicExists
 
         try:
             topic = await ctx.create_topic(name, ctx.settings.default_partitions, {})

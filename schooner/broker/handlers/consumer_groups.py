@@ -15,9 +15,7 @@ from ...coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
 from ...coordinators.consumer_group import Assignment, ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
-from ...storage import groups as group_store
-from ...storage import topics
-from ...storage.topics import Topic
+from ...storage.topics.metadata import Topic
 from ..context import CLIENT, BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -35,7 +33,7 @@ class _Topics:
 
     async def names(self) -> list[str]:
         # One pipelined read of every topic; it refreshes the cache the topic lookups use next.
-        found = await topics.load_all(self.ctx.redis, self.ctx.ks, self.ctx.topic_defaults)
+        found = await self.ctx.store.topics(self.ctx.topic_defaults)
         for topic in found:
             self.ctx.remember_topic(topic)
         return [topic.name for topic in found]
@@ -117,7 +115,7 @@ async def _describe_one(ctx: BrokerContext, group_id: str, mod: Any) -> Any:
         members=(),
     )
     try:
-        known = group_id in ctx.groups.groups or await group_store.exists(ctx.redis, ctx.ks, group_id)
+        known = group_id in ctx.groups.groups or await ctx.store.group_exists(group_id)
         if not known:
             await ctx.groups.coordinator_for(group_id)
             values.update(

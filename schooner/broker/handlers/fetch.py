@@ -10,8 +10,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import make, response_module_of
-from ...storage import log as storage_log
-from ...storage.topics import Topic
+from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
 from .common import NO_THROTTLE, STORAGE_ERRORS
@@ -134,9 +133,7 @@ async def _read_partition(ctx: BrokerContext, topic: Topic | ErrorCode, request:
     average = ctx.entry_sizes.get(key)
     count = FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
     try:
-        read = await storage_log.read(
-            ctx.redis, ctx.ks, topic, request.partition, max(request.fetch_offset, 0), count
-        )
+        read = await ctx.store.read(topic, request.partition, max(request.fetch_offset, 0), count)
     except STORAGE_ERRORS:
         result.error = ErrorCode.kafka_storage_error
         return result

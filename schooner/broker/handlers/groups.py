@@ -11,7 +11,6 @@ from ...coordinators.classic_group import GroupState
 from ...coordinators.consumer_group import ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
-from ...storage import groups as group_store
 from ..context import CLIENT, BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -197,9 +196,7 @@ async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
             authorized_operations=UNKNOWN_OPERATIONS,
         )
         try:
-            if group_id not in ctx.groups.groups and not await group_store.exists(
-                ctx.redis, ctx.ks, group_id
-            ):
+            if group_id not in ctx.groups.groups and not await ctx.store.group_exists(group_id):
                 await ctx.groups.coordinator_for(group_id)
                 described.append(make(mod.DescribedGroup, **values))  # never seen: Dead, as Kafka says
                 continue
@@ -242,8 +239,8 @@ async def handle_list(ctx: BrokerContext, body: Any) -> Any:
     states = {s.lower() for s in getattr(body, "states_filter", ()) or ()}
     types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
     try:
-        ids = await group_store.list_ids(ctx.redis, ctx.ks)
-        saved = await group_store.load_states(ctx.redis, ctx.ks, ids)
+        ids = await ctx.store.group_ids()
+        saved = await ctx.store.group_states(ids)
     except STORAGE_ERRORS:
         code = ErrorCode.coordinator_not_available
         return make(mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=code, groups=())
@@ -281,9 +278,7 @@ async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
     results = []
     for group_id in body.groups_names:
         try:
-            if group_id not in ctx.groups.groups and not await group_store.exists(
-                ctx.redis, ctx.ks, group_id
-            ):
+            if group_id not in ctx.groups.groups and not await ctx.store.group_exists(group_id):
                 await ctx.groups.coordinator_for(group_id)
                 results.append(
                     make(mod.DeletableGroupResult, group_id=group_id, error_code=ErrorCode.group_id_not_found)
@@ -293,7 +288,7 @@ async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
             if group.members:
                 code = ErrorCode.non_empty_group
             else:
-                deleted = await group_store.delete(ctx.redis, ctx.ks, group_id)
+                deleted = await ctx.store.delete_group(group_id)
                 code = {1: ErrorCode.none, 0: ErrorCode.group_id_not_found}.get(
                     deleted, ErrorCode.non_empty_group
                 )

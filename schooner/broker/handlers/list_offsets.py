@@ -7,8 +7,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import make, response_module_of
-from ...storage import log as storage_log
-from ...storage.topics import Topic
+from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -54,15 +53,15 @@ async def _lookup(
         return ErrorCode.unknown_topic_or_partition, -1, -1
     try:
         if target in (EARLIEST, EARLIEST_LOCAL):
-            b = await storage_log.bounds(ctx.redis, ctx.ks, topic, partition)
+            b = await ctx.store.bounds(topic, partition)
             return ErrorCode.none, -1, b.log_start_offset
         if target in (LATEST, LATEST_TIERED):
-            b = await storage_log.bounds(ctx.redis, ctx.ks, topic, partition)
+            b = await ctx.store.bounds(topic, partition)
             return ErrorCode.none, -1, b.high_watermark
         if target == MAX_TIMESTAMP:
-            found = await storage_log.max_timestamp(ctx.redis, ctx.ks, topic, partition)
+            found = await ctx.store.max_timestamp(topic, partition)
         elif target >= 0:
-            found = await storage_log.offset_for_timestamp(ctx.redis, ctx.ks, topic, partition, target)
+            found = await ctx.store.offset_for_timestamp(topic, partition, target)
         else:
             return ErrorCode.invalid_request, -1, -1
     except STORAGE_ERRORS:
@@ -89,7 +88,7 @@ async def handle_leader_epoch(ctx: BrokerContext, body: Any) -> Any:
                 code, epoch = ErrorCode.unknown_topic_or_partition, -1
             else:
                 try:
-                    end = (await storage_log.bounds(ctx.redis, ctx.ks, topic, p.partition)).high_watermark
+                    end = (await ctx.store.bounds(topic, p.partition)).high_watermark
                 except STORAGE_ERRORS:
                     code, epoch = ErrorCode.kafka_storage_error, -1
             partitions.append(

@@ -7,9 +7,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import has_field, make, response_module_of
-from ...storage import topics as topic_store
-from ...storage.topic_config import valid_topic_name
-from ...storage.topics import Topic
+from ...storage.topics.config import valid_topic_name
+from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
 
@@ -70,7 +69,7 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
 
 
 async def _all_topics(ctx: BrokerContext) -> list[Topic]:
-    found = await topic_store.load_all(ctx.redis, ctx.ks, ctx.topic_defaults)
+    found = await ctx.store.topics(ctx.topic_defaults)
     for t in found:
         ctx.remember_topic(t)
     return found

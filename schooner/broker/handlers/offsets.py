@@ -11,7 +11,6 @@ from ...coordinators.classic_group import GroupState
 from ...coordinators.consumer_group import ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
-from ...storage import groups as group_store
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -73,7 +72,13 @@ async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
         results.append((t, row))
     if to_store:
         try:
-            await group_store.commit(ctx.redis, ctx.ks, body.group_id, to_store)
+            owner = await ctx.groups.owner(body.group_id)
+            if not await ctx.store.commit_offsets(body.group_id, owner, to_store):
+                # Another broker claimed the group since the check: its coordinator takes the commit.
+                ctx.groups.unload(body.group_id)
+                results = [(t, [(i, ErrorCode.not_coordinator) for i, _ in row]) for t, row in results]
+        except NotCoordinator:
+            results = [(t, [(i, ErrorCode.not_coordinator) for i, _ in row]) for t, row in results]
         except STORAGE_ERRORS:
             results = [(t, [(i, ErrorCode.coordinator_not_available) for i, _ in row]) for t, row in results]
     return make(
@@ -109,7 +114,7 @@ async def _fetch_group(
         if member_error != ErrorCode.none:
             return member_error, []
         if topics is None:
-            committed = await group_store.fetch(ctx.redis, ctx.ks, group_id)
+            committed = await ctx.store.committed_offsets(group_id)
             by_topic: dict[str, list[int]] = {}
             for topic_name, partition in sorted(committed):
                 by_topic.setdefault(topic_name, []).append(partition)
@@ -120,7 +125,7 @@ async def _fetch_group(
                 found_name, _ = await _topic_name(ctx, t)
                 wanted.append((t, found_name or getattr(t, "name", None), list(t.partition_indexes)))
             pairs = [(n, p) for _, n, ps in wanted if n is not None for p in ps]
-            committed = await group_store.fetch(ctx.redis, ctx.ks, group_id, pairs)
+            committed = await ctx.store.committed_offsets(group_id, pairs)
     except NotCoordinator:
         return ErrorCode.not_coordinator, []
     except STORAGE_ERRORS:
@@ -210,7 +215,7 @@ async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
         topics.append(make(mod.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(rows)))
     if code == ErrorCode.none and doomed:
         try:
-            await group_store.delete_offsets(ctx.redis, ctx.ks, body.group_id, doomed)
+            await ctx.store.delete_offsets(body.group_id, doomed)
         except STORAGE_ERRORS:
             code = ErrorCode.coordinator_not_available
     return make(

@@ -14,21 +14,14 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
-from ...storage import log as storage_log
-from ...storage import server_info
-from ...storage import topics as topic_store
-from ...storage.log import DUPLICATE, AppendResult
-from ...storage.topics import Topic
+from ...storage.log.append import DUPLICATE, UNKNOWN_PARTITION, AppendResult
+from ...storage.redis import server_info
+from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
 
 log = logging.getLogger(__name__)
 
-_STATUS_ERRORS = {
-    -3: ErrorCode.unknown_topic_or_partition,
-    -45: ErrorCode.out_of_order_sequence_number,
-    -47: ErrorCode.invalid_producer_epoch,
-}
 _FULL_LOG_INTERVAL_SECONDS = 10.0
 _full_logged_at = -_FULL_LOG_INTERVAL_SECONDS
 _OUTCOME_UNKNOWN = (RedisTimeoutError, RedisConnectionError, TimeoutError)
@@ -126,7 +119,7 @@ async def _in_turn(turn: Any, ctx: BrokerContext, topic: Topic | ErrorCode, data
         return _storage_failure(topic, data.index, exc)
     for r in results:
         if r.status < 0:
-            return _PartitionResult(_STATUS_ERRORS.get(r.status, ErrorCode.kafka_storage_error))
+            return _PartitionResult(ErrorCode(-r.status))  # the append script's refusals are Kafka codes
     append_time = results[-1].append_time if topic.log_append_time else -1
     return _PartitionResult(ErrorCode.none, results[0].base_offset, append_time, results[-1].log_start_offset)
 
@@ -173,51 +166,26 @@ def _decode(topic: Topic | ErrorCode, data: Any) -> list[ProducedBatch] | _Parti
     return batches
 
 
-async def _send(ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch) -> Any:
-    return await storage_log.send_append(
-        ctx.lane,
-        ctx.ks,
-        topic,
-        partition,
-        batch.records,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        size_bytes=batch.size_bytes,
-    )
+async def _send(
+    ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch
+) -> asyncio.Future[AppendResult]:
+    return await ctx.store.send_append(topic, partition, batch)
 
 
 async def _settle(
-    ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch, pending: Any
+    ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch, sent: asyncio.Future[AppendResult]
 ) -> AppendResult:
-    result: AppendResult = await pending
-    if result.status == -3:
-        # Unstamped partition (a create interrupted before its second step) or a stale cache.
-        ctx.forget_topic(topic.name)
-        fresh = await ctx.topic(topic.name)
-        if fresh is not None and fresh.id == topic.id and partition < fresh.partitions:
-            await topic_store.stamp_partitions(
-                ctx.redis, ctx.ks, topic.name, topic.id, range(partition, partition + 1)
-            )
-            result = await storage_log.append(
-                ctx.redis,
-                ctx.ks,
-                fresh,
-                partition,
-                batch.records,
-                producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch,
-                base_sequence=batch.base_sequence,
-                size_bytes=batch.size_bytes,
-            )
+    result = await ctx.store.settle_append(topic, partition, batch, sent)
     if result.status >= 0 and result.status != DUPLICATE:
         ctx.waiters.notify(topic.name, partition)
+    elif result.status == UNKNOWN_PARTITION:
+        ctx.forget_topic(topic.name)  # deleted or re-created meanwhile: the next request reloads it
     return result
 
 
 async def _wait_durable(ctx: BrokerContext) -> None:
     try:
-        await server_info.wait_durable(ctx.redis, ctx.durability)
+        await ctx.store.wait_durable(ctx.durability)
     except STORAGE_ERRORS:
         return
 

@@ -7,7 +7,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import make, response_module_of
-from ...storage import registry
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -37,6 +36,6 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
         if current_pid >= 0 and 0 <= current_epoch < MAX_EPOCH - 1:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequence numbers.
             return reply(ErrorCode.none, current_pid, current_epoch + 1)
-        return reply(ErrorCode.none, await registry.next_producer_id(ctx.redis, ctx.ks), 0)
+        return reply(ErrorCode.none, await ctx.store.next_producer_id(), 0)
     except STORAGE_ERRORS:
         return reply(ErrorCode.coordinator_load_in_progress)

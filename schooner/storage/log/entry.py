@@ -12,6 +12,8 @@ Transactional records will add producer fields; readers skip fields they do not 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass, field
+from typing import Protocol
 
 KEY = b"key"
 VALUE = b"value"
@@ -19,6 +21,26 @@ TIMESTAMP = b"timestamp"
 HEADERS = b"headers"
 
 Header = tuple[str, bytes | None]
+
+
+class RecordLike(Protocol):
+    """What an append needs of a record: a batch's records (protocol.records) and Record both fit."""
+
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+
+
+@dataclass(slots=True)
+class Record:
+    """A record to append, built by the MQ library and the Spark sink (plain attributes: a RecordLike)."""
+
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header] = field(default_factory=list)
+
 
 _U32 = struct.Struct(">I")
 _I32 = struct.Struct(">i")

@@ -1,4 +1,4 @@
-"""Consumer lag as a number of records and as time (blocking; for the CLI and the console).
+"""Consumer lag of a Kafka consumer group as a number of records and as time (the CLI, the console).
 
 Offsets here have gaps, so "end offset - committed offset" is not a record count: the records are
 counted in Redis, a bounded slice per round trip so that a long backlog never blocks Redis for long.
@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from . import scripts
-from .keys import Keyspace
-from .log import entry_timestamp
-from .offsets import id_text
-from .sync import bounds
-from .topics import Topic
+from ..keys import Keyspace
+from ..log.read import bounds, entry_timestamp
+from ..offsets import id_text
+from ..redis.calls import Steps, command, script
+from ..topics.metadata import Topic
 
 SLICE = 50_000
 
@@ -32,17 +30,15 @@ class PartitionLag:
 
 
 def partition_lag(
-    redis: Any, ks: Keyspace, topic: Topic, partition: int, committed: int | None, limit: int = 10_000_000
-) -> PartitionLag:
-    b = bounds(redis, ks, topic, partition)
+    ks: Keyspace, topic: Topic, partition: int, committed: int | None, limit: int = 10_000_000
+) -> Steps[PartitionLag]:
+    b = yield from bounds(ks, topic, partition)
     start = max(committed if committed is not None else 0, b.log_start_offset)
     stream = ks.stream(topic.name, partition)
     cursor: bytes | str = id_text(start, topic.sequence_bits)
     total, exact = 0, True
     while True:
-        count, cursor = scripts.run_sync(
-            redis, "count_entries", [stream], [cursor, min(SLICE, limit - total)]
-        )
+        ((count, cursor),) = yield [script("log_count", [stream], [cursor, min(SLICE, limit - total)])]
         total += int(count)
         if not cursor:
             break
@@ -51,7 +47,7 @@ def partition_lag(
             break
     seconds = 0.0
     if total:
-        first = redis.execute_command("XRANGE", stream, id_text(start, topic.sequence_bits), "+", "COUNT", 1)
+        (first,) = yield [command("XRANGE", stream, id_text(start, topic.sequence_bits), "+", "COUNT", 1)]
         if first:
             entry_id, fields = first[0]
             seconds = max(0.0, time.time() - entry_timestamp(fields, entry_id) / 1000)

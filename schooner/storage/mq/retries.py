@@ -11,17 +11,16 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from . import appends
-from .appends import Record
-from .calls import Call, Steps, command, script, text
-from .entry import decode_headers, encode_headers
-from .keys import Keyspace
-from .log import APPENDED, DUPLICATE
-from .topics import Topic, UnknownTopic
+from ..cluster import next_producer_id
+from ..keys import Keyspace
+from ..log import append as log_append
+from ..log.append import APPENDED, DUPLICATE, UNKNOWN_PARTITION, RecordBatch
+from ..log.entry import Record, decode_headers, encode_headers
+from ..redis.calls import Call, Steps, command, script, text
+from ..topics.metadata import Topic, UnknownTopic
 
 _LEN = struct.Struct(">i")
 _FORMAT = b"\x01"
-UNKNOWN_TOPIC = -3
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +99,7 @@ def confirm(ks: Keyspace, topic: str, partition: int, base_sequence: int, append
 
 def scheduled(ks: Keyspace, topic: str, partition: int, count: int = 1000) -> Call[list[tuple[str, int]]]:
     """(retry id, due time in ms) of the earliest retries."""
-    return command(
-        "ZRANGE", ks.mq_retries(topic, partition), 0, count - 1, "WITHSCORES", parse=_with_scores
-    )
+    return command("ZRANGE", ks.mq_retries(topic, partition), 0, count - 1, "WITHSCORES", parse=_with_scores)
 
 
 def move_due(ks: Keyspace, topic: Topic, partition: int, max_count: int = 100) -> Steps[int]:
@@ -115,22 +112,19 @@ def move_due(ks: Keyspace, topic: Topic, partition: int, max_count: int = 100) -
         if batch.producer_id >= 0:
             break
         # First move on this partition: take a producer id from the broker's own counter.
-        (pid,) = yield [command("INCR", ks.producer_id_counter, parse=int)]
+        (pid,) = yield [next_producer_id(ks)]
         yield [command("HSETNX", mover, "producer_id", pid, parse=int)]
     records = [r for r in batch.records if r is not None]
     if records:
         (result,) = yield [
-            appends.append(
+            log_append.append(
                 ks,
                 topic,
                 partition,
-                records,
-                producer_id=batch.producer_id,
-                producer_epoch=0,
-                base_sequence=batch.base_sequence,
+                RecordBatch(records, batch.producer_id, 0, batch.base_sequence),
             )
         ]
-        if result.status == UNKNOWN_TOPIC:
+        if result.status == UNKNOWN_PARTITION:
             raise UnknownTopic(topic.name)
         if result.status not in (APPENDED, DUPLICATE):
             return 0  # another mover confirmed this batch and went on: nothing left to do here

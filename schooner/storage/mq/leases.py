@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .calls import Call, command, script, text
-from .keys import Keyspace
+from ..keys import Keyspace
+from ..redis.calls import Call, command, script, text
 
 
 def acquire(ks: Keyspace, topic: str, partition: int, group: str, token: str, ttl_ms: int) -> Call[bool]:
@@ -37,7 +37,7 @@ def remaining_ms(ks: Keyspace, topic: str, partition: int, group: str) -> Call[i
 def heartbeat(ks: Keyspace, topic: str, group: str, member: str, ttl_ms: int) -> Call[list[str]]:
     """Registers the member until now + ttl, drops lapsed members; returns the live ones, sorted."""
     return script(
-        "member_heartbeat",
+        "lease_heartbeat",
         [ks.mq_members(topic, group), ks.mq_groups(topic)],
         [member, ttl_ms, group],
         lambda r: [text(m) for m in r],

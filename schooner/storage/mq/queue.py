@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .calls import Call, command, script, text
-from .keys import Keyspace
-from .topics import Topic
+from ..keys import Keyspace
+from ..redis.calls import Call, command, script, text
+from ..topics.metadata import Topic
 
 LATEST = "$"
 EARLIEST = "0"
@@ -78,7 +78,7 @@ def claim(
 ) -> Call[ClaimReply]:
     """Takes over up to count pending entries of the group, oldest first, with their delivery counts."""
     return script(
-        "pending_claim",
+        "queue_claim",
         [ks.stream(topic, partition), ks.mq_lease(topic, partition, group)],
         [group, member, cursor, count],
         _parse_claim,

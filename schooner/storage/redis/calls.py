@@ -1,7 +1,9 @@
 """Round trips as values: a command or a script call plus the parser of its reply.
 
-The MQ library builds lists of calls and runs them in one pipeline, from blocking code or from asyncio
-alike, so each storage function is written once and its reply parsed in one place.
+Every storage round trip is written once, as a Call (one command) or Steps (a procedure of round trips,
+each a list of Calls sent in one pipeline), and run by whichever runner fits the caller: `run` and
+`drive` from asyncio, `run_sync` and `drive_sync` from blocking code, `PipelinedLane.send_call` on the
+broker's append lane. Loading a script the server lacks (NOSCRIPT) is handled here and in the lane only.
 """
 
 from __future__ import annotations
@@ -11,13 +13,19 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import redis as sync_redis
+import redis.asyncio as async_redis
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from . import scripts
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 StorageError = RedisError  # what a round trip raises when Redis fails (outage, timeout, error reply)
+
+Redis = async_redis.Redis  # the asyncio client (client.connect)
+BlockingRedis = sync_redis.Redis  # the blocking client (client.connect_sync)
 
 
 def _same(reply: Any) -> Any:
@@ -60,10 +68,10 @@ def _queue(pipe: Any, call: Call[Any]) -> None:
 # Scripts each client has loaded: a batch's first use of a script loads it in the same round trip, so
 # calls of one batch keep their order. NOSCRIPT after that (a flushed or restarted server) reloads and
 # sends only the failed calls again, so the calls of one batch must not depend on each other.
-_loaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_loaded: weakref.WeakKeyDictionary[Redis | BlockingRedis, set[str]] = weakref.WeakKeyDictionary()
 
 
-def _to_load(redis: Any, calls: Sequence[Call[Any]]) -> list[scripts.Script]:
+def _to_load(redis: Redis | BlockingRedis, calls: Sequence[Call[Any]]) -> list[scripts.Script]:
     known = _loaded.setdefault(redis, set())
     needed = {c.script for c in calls if c.script} - known
     return [scripts.script(name) for name in sorted(needed)]
@@ -76,8 +84,10 @@ def _missing_scripts(replies: list[Any]) -> list[int]:
 def _finish(calls: Sequence[Call[Any]], replies: list[Any]) -> list[Any]:
     out = []
     for call, reply in zip(calls, replies, strict=True):
-        if isinstance(reply, ResponseError) and call.on_error is not None and not isinstance(
-            reply, NoScriptError
+        if (
+            isinstance(reply, ResponseError)
+            and call.on_error is not None
+            and not isinstance(reply, NoScriptError)
         ):
             out.append(call.on_error(reply))
             continue
@@ -87,7 +97,7 @@ def _finish(calls: Sequence[Call[Any]], replies: list[Any]) -> list[Any]:
     return out
 
 
-def run_many_sync(redis: Any, calls: Sequence[Call[Any]]) -> list[Any]:
+def run_many_sync(redis: BlockingRedis, calls: Sequence[Call[Any]]) -> list[Any]:
     """One pipelined round trip; a script the server lacks (a restart) is loaded and its call sent again."""
     if not calls:
         return []
@@ -112,12 +122,12 @@ def run_many_sync(redis: Any, calls: Sequence[Call[Any]]) -> list[Any]:
     return _finish(calls, replies)
 
 
-def run_sync(redis: Any, call: Call[T]) -> T:
+def run_sync(redis: BlockingRedis, call: Call[T]) -> T:
     result: T = run_many_sync(redis, [call])[0]
     return result
 
 
-async def run_many(redis: Any, calls: Sequence[Call[Any]]) -> list[Any]:
+async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
     """The asyncio twin of run_many_sync."""
     if not calls:
         return []
@@ -143,7 +153,7 @@ async def run_many(redis: Any, calls: Sequence[Call[Any]]) -> list[Any]:
     return _finish(calls, replies)
 
 
-async def run(redis: Any, call: Call[T]) -> T:
+async def run(redis: Redis, call: Call[T]) -> T:
     result: T = (await run_many(redis, [call]))[0]
     return result
 
@@ -160,7 +170,7 @@ def text(value: bytes | str | None) -> str:
 Steps = Generator[list[Call[Any]], list[Any], T]
 
 
-def drive_sync(redis: Any, steps: Steps[T]) -> T:
+def drive_sync(redis: BlockingRedis, steps: Steps[T]) -> T:
     replies: Any = None  # a generator's first send must be None
     while True:
         try:
@@ -171,7 +181,7 @@ def drive_sync(redis: Any, steps: Steps[T]) -> T:
         replies = run_many_sync(redis, batch)
 
 
-async def drive(redis: Any, steps: Steps[T]) -> T:
+async def drive(redis: Redis, steps: Steps[T]) -> T:
     replies: Any = None  # a generator's first send must be None
     while True:
         try:
@@ -180,6 +190,18 @@ async def drive(redis: Any, steps: Steps[T]) -> T:
             result: T = done.value
             return result
         replies = await run_many(redis, batch)
+
+
+def together(calls: Sequence[Call[T]]) -> Steps[list[T]]:
+    """Calls that need no answer from each other, as one pipelined round trip."""
+    replies: list[T] = yield list(calls)
+    return replies
+
+
+def then(steps: Steps[T], parse: Callable[[T], U]) -> Steps[U]:
+    """A procedure whose result is passed through parse."""
+    result = yield from steps
+    return parse(result)
 
 
 def parallel(procedures: Sequence[Steps[T]]) -> Steps[list[T]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from typing import Any
+from typing import Any, TypeVar
 
 import hiredis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -22,6 +22,9 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import scripts
+from .calls import Call, Redis
+
+T = TypeVar("T")
 
 
 class _Link:
@@ -39,7 +42,7 @@ class _Link:
 
 
 class PipelinedLane:
-    def __init__(self, client: Any, timeout_ms: int | None = None) -> None:
+    def __init__(self, client: Redis, timeout_ms: int | None = None) -> None:
         self._client = client
         # A reply later than this fails every command waiting on the connection, and the next command
         # opens a new one: a stalled or silently dead connection must not hold appends forever.
@@ -126,39 +129,44 @@ class PipelinedLane:
             link.timer = loop.call_at(loop.time() + self._timeout, self._on_timer, link)
         return future
 
-    async def send_script(self, name: str, keys: list[str], args: list[Any]) -> asyncio.Future[Any]:
-        """EVALSHA on the lane; the reply future reloads the script and retries once on NOSCRIPT."""
-        s = scripts.script(name)
-        first = await self.send("EVALSHA", s.sha, len(keys), *keys, *args)
+    async def send_call(self, call: Call[T]) -> asyncio.Future[T]:
+        """Sends a Call now (in call order) and returns a future for its parsed reply. A script the
+        server lacks (NOSCRIPT, after a restart) is loaded and its call sent again, once."""
+        if call.script:
+            s = scripts.script(call.script)
+            first = await self.send("EVALSHA", s.sha, len(call.keys), *call.keys, *call.args)
+        else:
+            first = await self.send(*call.args)
         loop = asyncio.get_running_loop()
-        result: asyncio.Future[Any] = loop.create_future()
+        result: asyncio.Future[T] = loop.create_future()
 
         def done(f: asyncio.Future[Any]) -> None:
-            if result.done():  # the caller was cancelled
+            if result.done():  # the caller was cancelled (its client left, or the broker stops)
                 return
             exc = f.exception()
-            if isinstance(exc, NoScriptError):
-                loop.create_task(self._retry(result, s, keys, args))
+            if isinstance(exc, NoScriptError) and call.script:
+                loop.create_task(self._retry(result, call))
+            elif isinstance(exc, ResponseError) and call.on_error is not None:
+                result.set_result(call.on_error(exc))
             elif exc is not None:
                 result.set_exception(exc)
             else:
-                result.set_result(f.result())
+                _settle(result, call, f.result())
 
         first.add_done_callback(done)
         return result
 
-    async def _retry(
-        self, result: asyncio.Future[Any], s: scripts.Script, keys: list[str], args: list[Any]
-    ) -> None:
+    async def _retry(self, result: asyncio.Future[T], call: Call[T]) -> None:
+        s = scripts.script(call.script)
         try:
             await (await self.send("SCRIPT", "LOAD", s.source))
-            reply = await (await self.send("EVALSHA", s.sha, len(keys), *keys, *args))
+            reply = await (await self.send("EVALSHA", s.sha, len(call.keys), *call.keys, *call.args))
         except Exception as exc:
             if not result.done():
                 result.set_exception(exc)
         else:
             if not result.done():
-                result.set_result(reply)
+                _settle(result, call, reply)
 
     async def close(self) -> None:
         link = self._link
@@ -169,3 +177,10 @@ class PipelinedLane:
             link.reader.cancel()
         with contextlib.suppress(Exception):
             await link.connection.disconnect()
+
+
+def _settle(result: asyncio.Future[T], call: Call[T], reply: Any) -> None:
+    try:
+        result.set_result(call.parse(reply))
+    except Exception as exc:  # a parser that refuses the reply fails this call only
+        result.set_exception(exc)

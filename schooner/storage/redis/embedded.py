@@ -163,9 +163,7 @@ class EmbeddedRedis:
         try:
             while True:
                 if process.poll() is not None:
-                    raise RuntimeError(
-                        f"redis-server exited with {process.returncode}: {self.log_tail()}"
-                    )
+                    raise RuntimeError(f"redis-server exited with {process.returncode}: {self.log_tail()}")
                 try:
                     # A server still loading its AOF answers LOADING, a BusyLoadingError.
                     if client.ping():

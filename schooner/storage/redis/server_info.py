@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
+
+from .calls import Call, Steps, command
 
 ACKS_ALL_TIMEOUT_MS = 5000
 
@@ -18,26 +20,26 @@ class Durability:
     waitaof: bool = False
 
 
-async def durability(redis: Any) -> Durability:
-    found = Durability()
-    try:
-        info = await redis.info("replication")
-        found.replicas = int(info.get("connected_slaves", 0))
-        persistence = await redis.info("persistence")
-        if int(persistence.get("aof_enabled", 0)):
-            await redis.execute_command("WAITAOF", 0, 0, 0)  # raises on Redis < 7.2
-            found.waitaof = True
-    except RedisError:
-        pass
+def _refused(_: Exception) -> bool:
+    return False
+
+
+def durability() -> Steps[Durability]:
+    """Two round trips: INFO, then a WAITAOF probe when AOF is on (it fails on Redis < 7.2)."""
+    replication, persistence = yield [command("INFO", "replication"), command("INFO", "persistence")]
+    found = Durability(replicas=int(replication.get("connected_slaves", 0)))
+    if int(persistence.get("aof_enabled", 0)):
+        (found.waitaof,) = yield [command("WAITAOF", 0, 0, 0, parse=lambda _: True, on_error=_refused)]
     return found
 
 
-async def wait_durable(redis: Any, durable: Durability, timeout_ms: int = ACKS_ALL_TIMEOUT_MS) -> None:
+def wait_durable(durable: Durability, timeout_ms: int = ACKS_ALL_TIMEOUT_MS) -> Call[Any] | None:
     """acks=all: waits for the replicas Redis has and for the local AOF fsync, where configured."""
     if durable.waitaof:
-        await redis.execute_command("WAITAOF", 1, durable.replicas, timeout_ms)
-    elif durable.replicas:
-        await redis.execute_command("WAIT", durable.replicas, timeout_ms)
+        return command("WAITAOF", 1, durable.replicas, timeout_ms)
+    if durable.replicas:
+        return command("WAIT", durable.replicas, timeout_ms)
+    return None
 
 
 @dataclass(frozen=True)
@@ -52,14 +54,17 @@ class Memory:
         return self.policy != "noeviction"
 
 
-async def memory(redis: Any) -> Memory:
-    # INFO rather than CONFIG GET: hosted Redis services often rename or forbid CONFIG.
-    info = await redis.info("memory")
+def _memory(info: Any) -> Memory:
     return Memory(
         int(info.get("used_memory", 0)),
         int(info.get("maxmemory", 0)),
         str(info.get("maxmemory_policy", "noeviction")),
     )
+
+
+def memory() -> Call[Memory]:
+    # INFO rather than CONFIG GET: hosted Redis services often rename or forbid CONFIG.
+    return command("INFO", "memory", parse=_memory)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .offsets import DEFAULT_SEQUENCE_BITS, MAX_SEQUENCE_BITS
+from ..offsets import DEFAULT_SEQUENCE_BITS, MAX_SEQUENCE_BITS
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .appends import Record
-from .calls import Call, command, script, text
-from .entry import Header, decode_headers, encode_headers
-from .keys import Keyspace
+from ..keys import Keyspace
+from ..log.entry import Header, Record, decode_headers, encode_headers
+from ..redis.calls import Call, command, script, text
 from .retries import pack
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .calls import Call, command, script, text
-from .keys import Keyspace
-from .offsets import id_text, offset_of_id
-from .topics import Topic
+from ..keys import Keyspace
+from ..offsets import id_text, offset_of_id
+from ..redis.calls import Call, command, script, text
+from ..topics.metadata import Topic
 
 LAG_COUNT_LIMIT = 100_000
 

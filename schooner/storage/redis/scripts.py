@@ -9,9 +9,6 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
-
-from redis.exceptions import NoScriptError
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,22 +31,3 @@ def script(name: str) -> Script:
         parts = [_read(dep.strip()) for dep in first[len("-- uses:") :].split(",")]
     source = "\n".join([*parts, body])
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
-
-
-async def run(redis: Any, name: str, keys: list[str], args: list[Any]) -> Any:
-    """EVALSHA, loading the script on NOSCRIPT (after a restart or on a fresh server)."""
-    s = script(name)
-    try:
-        return await redis.evalsha(s.sha, len(keys), *keys, *args)
-    except NoScriptError:
-        await redis.script_load(s.source)
-        return await redis.evalsha(s.sha, len(keys), *keys, *args)
-
-
-def run_sync(redis: Any, name: str, keys: list[str], args: list[Any]) -> Any:
-    s = script(name)
-    try:
-        return redis.evalsha(s.sha, len(keys), *keys, *args)
-    except NoScriptError:
-        redis.script_load(s.source)
-        return redis.evalsha(s.sha, len(keys), *keys, *args)

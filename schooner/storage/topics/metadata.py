@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import scripts
-from .keys import Keyspace
-from .offsets import DEFAULT_SEQUENCE_BITS
-from .topic_config import SEQUENCE_BITS, TRIM_APPROXIMATE, effective
+from ..keys import Keyspace
+from ..offsets import DEFAULT_SEQUENCE_BITS
+from ..redis.calls import Call, Steps, command, script, text, together
+from .config import SEQUENCE_BITS, TRIM_APPROXIMATE, effective
 
 _CONFIG_PREFIX = "config."
 
@@ -78,15 +78,10 @@ def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Top
     )
 
 
-async def create(
-    redis: Any,
-    ks: Keyspace,
-    name: str,
-    partitions: int,
-    overrides: Mapping[str, str],
-    defaults: Mapping[str, str],
-) -> Topic:
-    """One script registers the topic; then one pipeline stamps each partition with the topic id."""
+def create(
+    ks: Keyspace, name: str, partitions: int, overrides: Mapping[str, str], defaults: Mapping[str, str]
+) -> Steps[Topic]:
+    """One script registers the topic; then one round trip stamps each partition with the topic id."""
     topic_id = uuid.uuid4()
     overrides = dict(overrides)
     bits = int(overrides.pop(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
@@ -100,12 +95,11 @@ async def create(
     ]
     for key, value in overrides.items():
         fields += [_CONFIG_PREFIX + key, value]
-    created = await scripts.run(
-        redis, "topic_create", [ks.topic(name), ks.topic_names, ks.topic_ids], [name, str(topic_id), *fields]
-    )
+    keys = [ks.topic(name), ks.topic_names, ks.topic_ids]
+    (created,) = yield [script("topic_create", keys, [name, str(topic_id), *fields])]
     if not created:
         raise TopicExists(name)
-    await stamp_partitions(redis, ks, name, topic_id, range(partitions))
+    yield from stamp_partitions(ks, name, topic_id, range(partitions))
     return decode_topic(
         {
             b"name": name.encode(),
@@ -118,57 +112,43 @@ async def create(
     )
 
 
-async def stamp_partitions(
-    redis: Any, ks: Keyspace, name: str, topic_id: uuid.UUID, partitions: range
-) -> None:
+def stamp_partitions(ks: Keyspace, name: str, topic_id: uuid.UUID, partitions: range) -> Steps[list[Any]]:
     """Writes the topic id into each partition's state hash; the append script refuses any other id."""
-    async with redis.pipeline(transaction=False) as pipe:
-        for p in partitions:
-            pipe.hset(ks.partition_state(name, p), "topic_id", str(topic_id))
-        await pipe.execute()
-
-
-async def load(redis: Any, ks: Keyspace, name: str, defaults: Mapping[str, str]) -> Topic | None:
-    raw = await redis.hgetall(ks.topic(name))
-    return decode_topic(raw, defaults) if raw else None
-
-
-async def load_all(redis: Any, ks: Keyspace, defaults: Mapping[str, str]) -> list[Topic]:
-    names = sorted(n.decode() for n in await redis.smembers(ks.topic_names))
-    if not names:
-        return []
-    async with redis.pipeline(transaction=False) as pipe:
-        for name in names:
-            pipe.hgetall(ks.topic(name))
-        raws = await pipe.execute()
-    return [decode_topic(raw, defaults) for raw in raws if raw]
-
-
-async def name_of(redis: Any, ks: Keyspace, topic_id: uuid.UUID) -> str | None:
-    name = await redis.hget(ks.topic_ids, str(topic_id))
-    return name.decode() if name else None
-
-
-async def delete(redis: Any, ks: Keyspace, name: str, expected_id: uuid.UUID | None = None) -> None:
-    """Unregisters the topic in one script (only if it still has expected_id), then unlinks its keys."""
-    count = await scripts.run(
-        redis,
-        "topic_delete",
-        [ks.topic(name), ks.topic_names, ks.topic_ids],
-        [name, str(expected_id) if expected_id else ""],
+    return together(
+        [command("HSET", ks.partition_state(name, p), "topic_id", str(topic_id)) for p in partitions]
     )
+
+
+def load(ks: Keyspace, name: str, defaults: Mapping[str, str]) -> Call[Topic | None]:
+    return command("HGETALL", ks.topic(name), parse=lambda raw: decode_topic(raw, defaults) if raw else None)
+
+
+def load_all(ks: Keyspace, defaults: Mapping[str, str]) -> Steps[list[Topic]]:
+    """Two round trips: the names, then every topic's hash."""
+    (names,) = yield [command("SMEMBERS", ks.topic_names)]
+    found = yield [load(ks, name, defaults) for name in sorted(text(n) for n in names)]
+    return [t for t in found if t is not None]
+
+
+def name_of(ks: Keyspace, topic_id: uuid.UUID) -> Call[str | None]:
+    return command("HGET", ks.topic_ids, str(topic_id), parse=lambda name: text(name) if name else None)
+
+
+UNLINK_CHUNK = 300  # keys per round trip when a topic's partitions are removed
+
+
+def delete(ks: Keyspace, name: str, expected_id: uuid.UUID | None = None) -> Steps[None]:
+    """Unregisters the topic in one script (only if it still has expected_id), then unlinks its keys."""
+    keys = [ks.topic(name), ks.topic_names, ks.topic_ids]
+    (count,) = yield [script("topic_delete", keys, [name, str(expected_id) if expected_id else ""], int)]
     if count < 0:
         raise UnknownTopic(name)
-    keys = [key for p in range(int(count)) for key in ks.partition_keys(name, p)]
-    for start in range(0, len(keys), 300):
-        async with redis.pipeline(transaction=False) as pipe:
-            for key in keys[start : start + 300]:
-                pipe.unlink(key)
-            await pipe.execute()
+    doomed = [key for p in range(count) for key in ks.partition_keys(name, p)]
+    for start in range(0, len(doomed), UNLINK_CHUNK):
+        yield [command("UNLINK", key) for key in doomed[start : start + UNLINK_CHUNK]]
 
 
-async def update(
-    redis: Any,
+def update(
     ks: Keyspace,
     name: str,
     *,
@@ -176,20 +156,20 @@ async def update(
     set_configs: Mapping[str, str] | None = None,
     delete_configs: list[str] | tuple[str, ...] = (),
     replace_configs: bool = False,
-) -> int:
-    """Grows partitions and/or changes config overrides in one script. Returns the old partition count."""
+) -> Call[int]:
+    """Grows partitions and/or changes config overrides in one script. The reply is the old partition
+    count; raises UnknownTopic or PartitionsNotIncreasing."""
     fields: list[Any] = []
     for key, value in (set_configs or {}).items():
         fields += [_CONFIG_PREFIX + key, value]
     deletes = [_CONFIG_PREFIX + k for k in delete_configs]
-    old = await scripts.run(
-        redis,
-        "topic_update",
-        [ks.topic(name), ks.topic_names],
-        [name, partitions, "1" if replace_configs else "0", len(deletes), *deletes, *fields],
-    )
-    if old == -1:
-        raise UnknownTopic(name)
-    if old == -2:
-        raise PartitionsNotIncreasing(name)
-    return int(old)
+
+    def old_count(reply: Any) -> int:
+        if reply == -1:
+            raise UnknownTopic(name)
+        if reply == -2:
+            raise PartitionsNotIncreasing(name)
+        return int(reply)
+
+    args = [name, partitions, "1" if replace_configs else "0", len(deletes), *deletes, *fields]
+    return script("topic_update", [ks.topic(name), ks.topic_names], args, old_count)

@@ -1,0 +1,171 @@
+"""Appends to the partition log: one EVALSHA of log_append.lua per batch.
+
+The script checks the idempotent producer's sequence, assigns the entry IDs, runs the XADDs, trims for
+retention and publishes the wake-up notice, all in one round trip (see scripts/log_append.lua).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..keys import Keyspace
+from ..offsets import offset_of
+from ..redis.calls import Call, Steps, command, script
+from ..topics.metadata import Topic
+from . import entry
+from .entry import RecordLike
+
+APPENDED = 0
+DUPLICATE = 1
+# Refusals come back as negated Kafka error codes, so ErrorCode(-status) names them.
+UNKNOWN_PARTITION = -3  # the partition is not stamped with this topic id (deleted, re-created, unstamped)
+OUT_OF_ORDER_SEQUENCE = -45
+INVALID_PRODUCER_EPOCH = -47
+
+MAX_BATCH = 1000  # records per script call from the MQ library and the Spark sink, as a produce batch
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    status: int  # APPENDED, DUPLICATE, or a negated Kafka error code
+    base_offset: int
+    last_offset: int
+    append_time: int
+    log_start_offset: int
+
+
+class Batch(Protocol):
+    """A batch to append: the protocol's ProducedBatch fits, as does RecordBatch."""
+
+    @property
+    def records(self) -> Sequence[RecordLike]: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    records: Sequence[RecordLike]
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    size_bytes: int = 0
+
+
+def estimated_size(records: Sequence[RecordLike]) -> int:
+    """Bytes retention.bytes accounts for records that come without their batch's size."""
+    return sum(len(r.value or b"") + len(r.key or b"") + 24 for r in records)
+
+
+def append_args(
+    topic: Topic,
+    records: Sequence[RecordLike],
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    size_bytes: int,
+    channel: str,
+    partition: int,
+) -> list[Any]:
+    args: list[Any] = [
+        topic.sequence_bits,
+        1 if topic.log_append_time else 0,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+        topic.retention_ms,
+        topic.retention_bytes,
+        1 if topic.trim_approximate else 0,
+        size_bytes,
+        channel,
+        f"{topic.name}:{partition}",
+        str(topic.id),
+        0,  # the batch's highest timestamp, filled in below
+        0,  # and the index of its record
+    ]
+    # Per record: a shape (bit 1 key, 2 value, 4 headers, 8 same timestamp as the record before),
+    # then the timestamp unless repeated, then the fields present. See append.lua.
+    extend = args.extend
+    previous_ts = None
+    max_ts, max_index = -1, 0
+    for index, r in enumerate(records):
+        key, value, headers, ts = r.key, r.value, r.headers, r.timestamp
+        if ts > max_ts:
+            max_ts, max_index = ts, index
+        shape = (key is not None) | ((value is not None) << 1) | (4 if headers else 0)
+        if ts == previous_ts:
+            if shape == 3:  # the common record: key and value, timestamp as before
+                extend((11, key, value))
+                continue
+            if shape == 2:
+                extend((10, value))
+                continue
+            args.append(shape | 8)
+        else:
+            previous_ts = ts
+            if shape == 3:
+                extend((3, ts, key, value))
+                continue
+            extend((shape, ts))
+        if key is not None:
+            args.append(key)
+        if value is not None:
+            args.append(value)
+        if headers:
+            args.append(entry.encode_headers(headers))
+    args[13], args[14] = max_ts, max_index
+    return args
+
+
+def append(
+    ks: Keyspace, topic: Topic, partition: int, batch: Batch, *, notify: bool = True
+) -> Call[AppendResult]:
+    """The append of one batch; a size_bytes of 0 is estimated from the records."""
+    args = append_args(
+        topic,
+        batch.records,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        size_bytes=batch.size_bytes or estimated_size(batch.records),
+        channel=ks.appended_channel if notify else "",
+        partition=partition,
+    )
+    bits = topic.sequence_bits
+    return script(
+        "log_append", ks.partition_keys(topic.name, partition), args, lambda r: parse_append_reply(r, bits)
+    )
+
+
+def append_restamped(ks: Keyspace, topic: Topic, partition: int, batch: Batch) -> Steps[AppendResult | None]:
+    """After UNKNOWN_PARTITION: stamps the partition and appends again, in one round trip, when the
+    topic still has this id and partition (a create interrupted before its second step). None otherwise."""
+    raw = yield [command("HMGET", ks.topic(topic.name), "id", "partitions")]
+    topic_id, partitions = raw[0]
+    if topic_id is None or uuid.UUID(topic_id.decode()) != topic.id or partition >= int(partitions):
+        return None
+    stamp: Call[int] = command("HSET", ks.partition_state(topic.name, partition), "topic_id", str(topic.id))
+    replies = yield [stamp, append(ks, topic, partition, batch)]
+    result: AppendResult = replies[1]
+    return result
+
+
+def parse_append_reply(reply: list[int], bits: int) -> AppendResult:
+    status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq = (int(x) for x in reply)
+    if status < 0:
+        return AppendResult(status, -1, -1, append_ms, -1)
+    start = offset_of(start_ms, start_seq, bits) if start_ms >= 0 else 0
+    return AppendResult(
+        status, offset_of(base_ms, base_seq, bits), offset_of(last_ms, last_seq, bits), append_ms, start
+    )

@@ -1,0 +1,194 @@
+"""Reads of the partition log: XRANGE from an offset's ID, and the partition's bounds from XINFO STREAM.
+
+Ranges are in Kafka offsets, start inclusive and end exclusive, as Kafka's and Spark's are. Offsets may
+have gaps, so a count of records comes from the entries themselves, never from subtracting offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..keys import Keyspace
+from ..offsets import id_text, offset_of_id
+from ..redis.calls import Call, Steps, command
+from ..topics.metadata import Topic
+from . import entry
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionBounds:
+    log_start_offset: int
+    high_watermark: int
+    # Lowest offset a reader may ask for: above every deleted entry, so an offset in the gap
+    # before the first entry is still valid when nothing at or after it was removed.
+    first_valid_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRead:
+    entries: list[Any]  # raw XRANGE reply: [[id, [field, value, ...]], ...]
+    log_start_offset: int
+    high_watermark: int
+    first_valid_offset: int
+
+
+def bounds_from_info(info: Any, bits: int, valid_from: bytes | None = None) -> PartitionBounds:
+    """Log start and high watermark from an XINFO STREAM reply (None for a missing stream).
+
+    valid_from is the state hash's record of the lowest ID not yet removed by retention or
+    DeleteRecords (XTRIM leaves no trace in the stream itself).
+    """
+    if not info:
+        return PartitionBounds(0, 0)
+    fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
+    if not int(fields.get(b"entries-added", 1)) and fields.get(b"last-generated-id") in (b"0-0", None):
+        return PartitionBounds(0, 0)
+    high = offset_of_id(fields[b"last-generated-id"], bits) + 1
+    first = fields.get(b"first-entry")
+    start = offset_of_id(first[0], bits) if first else high
+    valid = min(offset_of_id(valid_from, bits), start) if valid_from else 0
+    return PartitionBounds(start, high, valid)
+
+
+def _none(_: Exception) -> None:
+    return None
+
+
+def _bounds_calls(ks: Keyspace, topic: Topic, partition: int) -> list[Call[Any]]:
+    """XINFO STREAM (first entry, last generated ID; an error for a missing stream), the valid-from mark."""
+    return [
+        command("XINFO STREAM", ks.stream(topic.name, partition), on_error=_none),
+        command("HGET", ks.partition_state(topic.name, partition), "valid_from"),
+    ]
+
+
+def bounds(ks: Keyspace, topic: Topic, partition: int) -> Steps[PartitionBounds]:
+    """One round trip."""
+    info, valid_from = yield _bounds_calls(ks, topic, partition)
+    return bounds_from_info(info, topic.sequence_bits, valid_from)
+
+
+def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[list[PartitionBounds]]:
+    """The bounds of many partitions in one round trip."""
+    if not partitions:
+        return []
+    replies = yield [c for topic, p in partitions for c in _bounds_calls(ks, topic, p)]
+    return [
+        bounds_from_info(replies[2 * i], topic.sequence_bits, replies[2 * i + 1])
+        for i, (topic, _) in enumerate(partitions)
+    ]
+
+
+def read(ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int) -> Steps[PartitionRead]:
+    """One round trip: XRANGE from the offset's ID, then the bounds, read after the entries so that a
+    trim which removed entries the read missed shows in them."""
+    stream = ks.stream(topic.name, partition)
+    start = id_text(offset, topic.sequence_bits)
+    entries, info, valid_from = yield [
+        command("XRANGE", stream, start, "+", "COUNT", max_entries),
+        *_bounds_calls(ks, topic, partition),
+    ]
+    b = bounds_from_info(info, topic.sequence_bits, valid_from)
+    return PartitionRead(entries or [], b.log_start_offset, b.high_watermark, b.first_valid_offset)
+
+
+def entry_timestamp(fields: list[bytes], entry_id: bytes) -> int:
+    """The record's timestamp field, or the entry ID's milliseconds for an entry without one."""
+    for i in range(0, len(fields) - 1, 2):
+        if fields[i] == entry.TIMESTAMP:
+            try:
+                return int(fields[i + 1])
+            except ValueError:
+                break
+    return int(entry_id.split(b"-", 1)[0])
+
+
+def range_start(topic: Topic, start: int, exclusive: bool = False) -> bytes:
+    """The XRANGE start argument for an offset (or for just after it)."""
+    text = id_text(max(start, 0), topic.sequence_bits)
+    return b"(" + text if exclusive else text
+
+
+def _range_end(topic: Topic, end: int) -> bytes:
+    return b"(" + id_text(max(end, 0), topic.sequence_bits)
+
+
+def read_range(
+    ks: Keyspace, topic: Topic, partition: int, start: bytes, end: int, count: int
+) -> Call[list[Any]]:
+    """Up to `count` raw entries from the start argument (see range_start) below offset `end`."""
+    return command(
+        "XRANGE",
+        ks.stream(topic.name, partition),
+        start,
+        _range_end(topic, end),
+        "COUNT",
+        count,
+        parse=lambda reply: (reply or []) if end > 0 else [],
+    )
+
+
+def read_range_and_bounds(
+    ks: Keyspace, topic: Topic, partition: int, start: int, end: int, count: int
+) -> Steps[tuple[list[Any], PartitionBounds]]:
+    """read_range from an offset plus the partition's bounds (read after the entries), in one round trip."""
+    entries, info, valid_from = yield [
+        read_range(ks, topic, partition, range_start(topic, start), end, count),
+        *_bounds_calls(ks, topic, partition),
+    ]
+    return entries, bounds_from_info(info, topic.sequence_bits, valid_from)
+
+
+def next_ends(
+    ks: Keyspace, wanted: Sequence[tuple[Topic, int, int, int, int]]
+) -> Steps[list[tuple[int, int]]]:
+    """For each (topic, partition, start, end, n): how many records lie in [start, end), up to n, and the
+    offset just after the last of them (start when there are none). One round trip.
+
+    The entries themselves are fetched: Redis cannot count stream entries between two IDs without
+    walking them, and a server-side walk measured no cheaper than the transfer.
+    """
+    replies = yield [
+        command(
+            "XRANGE",
+            ks.stream(topic.name, p),
+            range_start(topic, start),
+            _range_end(topic, end),
+            "COUNT",
+            max(n, 1),
+            on_error=_none,
+        )
+        for topic, p, start, end, n in wanted
+    ]
+    out = []
+    for (topic, _, start, end, n), reply in zip(wanted, replies, strict=True):
+        if not reply or end <= start or n <= 0:
+            out.append((0, start))
+        else:
+            out.append((len(reply), offset_of_id(reply[-1][0], topic.sequence_bits) + 1))
+    return out
+
+
+def entries_in_ms(
+    ks: Keyspace, topic: Topic, partition: int, probes: Sequence[int], below: int
+) -> Steps[list[int]]:
+    """For each millisecond in probes: how many entries the log holds in it below offset `below`.
+
+    The count is the last entry's sequence + 1: the broker and Redis's own `*` number the entries of
+    a millisecond from 0. Entries never change once written, so for a fixed range this answer is the
+    same every time it is asked, unlike XLEN. One round trip of XREVRANGE COUNT 1 per probe.
+    """
+    bits = topic.sequence_bits
+    mask = (1 << bits) - 1
+    last = max(below - 1, 0)
+    stream = ks.stream(topic.name, partition)
+    replies = yield [
+        command(
+            "XREVRANGE", stream, id_text(min((ms << bits) | mask, last), bits), b"%d-0" % ms, "COUNT", 1,
+            on_error=_none,
+        )
+        for ms in probes
+    ]  # fmt: skip
+    return [(offset_of_id(r[0][0], bits) & mask) + 1 if r else 0 for r in replies]

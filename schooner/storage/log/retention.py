@@ -1,0 +1,30 @@
+"""Removing old records: DeleteRecords and retention for partitions that receive no appends."""
+
+from __future__ import annotations
+
+from ..keys import Keyspace
+from ..offsets import id_text, offset_of
+from ..redis.calls import Call, script
+from ..topics.metadata import Topic
+
+
+def delete_records(ks: Keyspace, topic: Topic, partition: int, before_offset: int) -> Call[int]:
+    """Removes every entry below the offset; the reply is the new log start offset."""
+    bits = topic.sequence_bits
+
+    def start(reply: list[int]) -> int:
+        ms, seq = int(reply[0]), int(reply[1])
+        return offset_of(ms, seq, bits) if ms >= 0 else before_offset
+
+    keys = ks.partition_keys(topic.name, partition)
+    return script("log_delete_records", keys, [id_text(before_offset, bits)], start)
+
+
+def has_retention(topic: Topic) -> bool:
+    return topic.retention_ms >= 0 or topic.retention_bytes >= 0
+
+
+def apply_retention(ks: Keyspace, topic: Topic, partition: int) -> Call[int]:
+    """Trims by retention.ms and retention.bytes; the reply is how many entries were removed."""
+    args = [topic.retention_ms, topic.retention_bytes, 1 if topic.trim_approximate else 0]
+    return script("log_retention", ks.partition_keys(topic.name, partition), args, int)

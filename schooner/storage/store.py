@@ -1,0 +1,183 @@
+"""Store: every round trip the broker and its coordinators make, as one list (in the manner of Tansu's
+Storage trait). Each method runs a Call or Steps written once in the sub-packages; blocking callers
+(the MQ library, the Spark data source, the CLI) run those same values with run_sync / drive_sync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from . import cluster
+from .cluster import BrokerInfo
+from .groups import commits, state
+from .groups.commits import CommittedOffset, Owner, TopicPartitionKey
+from .keys import Keyspace
+from .log import append, lookup, read, retention
+from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
+from .log.read import PartitionBounds, PartitionRead
+from .redis import server_info
+from .redis.calls import Call, Redis, Steps, StorageError, drive, run
+from .redis.lane import PipelinedLane
+from .redis.server_info import Durability, Memory
+from .topics import metadata
+from .topics.metadata import Topic
+
+T = TypeVar("T")
+
+
+class Store:
+    """One Redis client and keyspace, and the pipelined lane that carries appends in request order."""
+
+    def __init__(self, redis: Redis, ks: Keyspace, lane: PipelinedLane | None = None) -> None:
+        self.redis = redis
+        self.ks = ks
+        self.lane = lane or PipelinedLane(redis)
+
+    async def run(self, call: Call[T]) -> T:
+        return await run(self.redis, call)
+
+    async def drive(self, steps: Steps[T]) -> T:
+        return await drive(self.redis, steps)
+
+    async def close(self) -> None:
+        await self.lane.close()
+        await self.redis.aclose()
+
+    # -- topics -------------------------------------------------------------------------------------
+    async def topic(self, name: str, defaults: Mapping[str, str]) -> Topic | None:
+        return await self.run(metadata.load(self.ks, name, defaults))
+
+    async def topics(self, defaults: Mapping[str, str]) -> list[Topic]:
+        return await self.drive(metadata.load_all(self.ks, defaults))
+
+    async def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return await self.run(metadata.name_of(self.ks, topic_id))
+
+    async def create_topic(
+        self, name: str, partitions: int, overrides: Mapping[str, str], defaults: Mapping[str, str]
+    ) -> Topic:
+        return await self.drive(metadata.create(self.ks, name, partitions, overrides, defaults))
+
+    async def delete_topic(self, name: str, expected_id: uuid.UUID | None = None) -> None:
+        await self.drive(metadata.delete(self.ks, name, expected_id))
+
+    async def update_topic(self, name: str, **changes: Any) -> int:
+        """metadata.update's changes (partitions, set_configs, delete_configs, replace_configs)."""
+        return await self.run(metadata.update(self.ks, name, **changes))
+
+    async def stamp_partitions(self, name: str, topic_id: uuid.UUID, partitions: range) -> None:
+        await self.drive(metadata.stamp_partitions(self.ks, name, topic_id, partitions))
+
+    # -- the log ------------------------------------------------------------------------------------
+    async def send_append(self, topic: Topic, partition: int, batch: Batch) -> asyncio.Future[AppendResult]:
+        """Sends the append on the lane before returning (so appends keep their order); the future
+        resolves when Redis has run it. Pass the future to settle_append."""
+        return await self.lane.send_call(append.append(self.ks, topic, partition, batch))
+
+    async def settle_append(
+        self, topic: Topic, partition: int, batch: Batch, sent: asyncio.Future[AppendResult]
+    ) -> AppendResult:
+        """The append's result; a partition left unstamped (a create interrupted before its second step)
+        is stamped and the batch appended again, when the topic still has this id and partition."""
+        result = await sent
+        if result.status == UNKNOWN_PARTITION:
+            again = await self.drive(append.append_restamped(self.ks, topic, partition, batch))
+            result = again or result
+        return result
+
+    async def append(self, topic: Topic, partition: int, batch: Batch) -> AppendResult:
+        return await self.settle_append(
+            topic, partition, batch, await self.send_append(topic, partition, batch)
+        )
+
+    async def wait_durable(self, durable: Durability) -> None:
+        """acks=all: WAIT for the replicas and WAITAOF for the local fsync, where Redis has them."""
+        call = server_info.wait_durable(durable)
+        if call is not None:
+            await self.run(call)
+
+    async def bounds(self, topic: Topic, partition: int) -> PartitionBounds:
+        return await self.drive(read.bounds(self.ks, topic, partition))
+
+    async def read(self, topic: Topic, partition: int, offset: int, max_entries: int) -> PartitionRead:
+        return await self.drive(read.read(self.ks, topic, partition, offset, max_entries))
+
+    async def offset_for_timestamp(
+        self, topic: Topic, partition: int, timestamp: int
+    ) -> tuple[int, int] | None:
+        return await self.drive(lookup.offset_for_timestamp(self.ks, topic, partition, timestamp))
+
+    async def max_timestamp(self, topic: Topic, partition: int) -> tuple[int, int] | None:
+        return await self.drive(lookup.max_timestamp(self.ks, topic, partition))
+
+    async def delete_records(self, topic: Topic, partition: int, before_offset: int) -> int:
+        return await self.run(retention.delete_records(self.ks, topic, partition, before_offset))
+
+    async def apply_retention(self, topic: Topic, partition: int) -> int:
+        if not retention.has_retention(topic):
+            return 0
+        return await self.run(retention.apply_retention(self.ks, topic, partition))
+
+    # -- Kafka consumer groups ----------------------------------------------------------------------
+    async def claim_group(self, group_id: str, broker_id: int) -> dict[str, str]:
+        return await self.run(state.claim(self.ks, group_id, broker_id))
+
+    async def save_group(self, group_id: str, owner: Owner, fields: Mapping[str, Any]) -> bool:
+        return await self.drive(state.save(self.ks, group_id, owner.broker_id, owner.epoch, fields))
+
+    async def delete_group(self, group_id: str) -> int:
+        return await self.drive(state.delete(self.ks, group_id))
+
+    async def group_exists(self, group_id: str) -> bool:
+        return await self.run(state.exists(self.ks, group_id))
+
+    async def group_ids(self) -> list[str]:
+        return await self.run(state.list_ids(self.ks))
+
+    async def group_states(self, group_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        return await self.drive(state.load_states(self.ks, group_ids))
+
+    async def commit_offsets(
+        self, group_id: str, owner: Owner, offsets: Mapping[TopicPartitionKey, tuple[int, int, str | None]]
+    ) -> bool:
+        return await self.drive(commits.commit(self.ks, group_id, owner, offsets))
+
+    async def committed_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartitionKey] | None = None
+    ) -> dict[TopicPartitionKey, CommittedOffset]:
+        return await self.drive(commits.fetch(self.ks, group_id, partitions))
+
+    async def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey]) -> int:
+        return await self.drive(commits.delete_offsets(self.ks, group_id, partitions))
+
+    # -- brokers and the server ---------------------------------------------------------------------
+    async def allocate_broker_id(self) -> int:
+        return await self.run(cluster.allocate_broker_id(self.ks))
+
+    async def heartbeat(self, me: BrokerInfo, ttl_ms: int) -> None:
+        await self.drive(cluster.heartbeat(self.ks, me, ttl_ms))
+
+    async def unregister(self, broker_id: int) -> None:
+        await self.drive(cluster.unregister(self.ks, broker_id))
+
+    async def live_brokers(self) -> list[BrokerInfo]:
+        return await self.drive(cluster.live_brokers(self.ks))
+
+    async def cluster_id(self) -> str:
+        return await self.drive(cluster.cluster_id(self.ks))
+
+    async def next_producer_id(self) -> int:
+        return await self.run(cluster.next_producer_id(self.ks))
+
+    async def durability(self) -> Durability:
+        """What acks=all can wait for; nothing when the server will not say."""
+        try:
+            return await self.drive(server_info.durability())
+        except StorageError:
+            return Durability()
+
+    async def memory(self) -> Memory:
+        return await self.run(server_info.memory())
