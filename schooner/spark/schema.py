@@ -23,7 +23,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..storage.entry import HEADERS, KEY, TIMESTAMP, VALUE, decode_headers
+from ..storage.log.entry import HEADERS, KEY, TIMESTAMP, VALUE, decode_headers
 
 CREATE_TIME = 0  # timestampType, as Kafka numbers it
 LOG_APPEND_TIME = 1

@@ -1,4 +1,29 @@
 """The storage layer: the only code that talks to Redis.
 
-Each public coroutine is one round trip (or a fixed, small number of them) and says which.
+Layout, bottom to top (a module imports only from its own floor or the floors below):
+
+  redis/     how a round trip travels, with no domain knowledge: client.py (connections),
+             calls.py (Call, Steps and their runners), scripts.py (Lua by name), lane.py (the
+             pipelined append connection), server_info.py, embedded.py (the redis-server we start)
+  keys.py    every key name;  offsets.py  Kafka offset <-> stream entry ID
+  topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)
+  cluster.py brokers' registrations and the cluster-wide counters
+  log/       the Kafka log, one stream per partition: entry.py (record <-> entry fields),
+             append.py, read.py, lookup.py (by time), retention.py
+  groups/    Kafka consumer groups: state.py (the group hash, owner-fenced), commits.py, lag.py
+  mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
+  store.py   Store: the broker's list of every round trip it makes, on one client and keyspace
+
+Rules: mq/ may import log/ (retries and dead-letter replays append), never the reverse; groups/
+never imports mq/; nothing here imports a layer above storage. tests/test_layering.py pins them.
+
+The round-trip idiom: every public function returns a Call (one command or script, with the parser
+of its reply) or Steps (a generator that yields the Calls of each round trip and is sent their
+replies). It is written once and run by whichever runner fits: calls.run / calls.drive from
+asyncio, calls.run_sync / calls.drive_sync from blocking code (the MQ library, Spark, the CLI),
+PipelinedLane.send_call on the broker's append lane, or a Store method. A Lua script is
+scripts/<concern>_<verb>.lua with a KEYS/ARGV header, called by name through script().
+
+A new API: its handler goes in broker/handlers, its round trips in the sub-package of its concern
+(a Call or Steps function, plus a Store method when the broker calls it), its script in scripts/.
 """

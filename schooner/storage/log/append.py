@@ -95,7 +95,7 @@ def append_args(
         0,  # and the index of its record
     ]
     # Per record: a shape (bit 1 key, 2 value, 4 headers, 8 same timestamp as the record before),
-    # then the timestamp unless repeated, then the fields present. See append.lua.
+    # then the timestamp unless repeated, then the fields present. See log_append.lua.
     extend = args.extend
     previous_ts = None
     max_ts, max_index = -1, 0

@@ -1,5 +1,5 @@
 -- uses: _mq
--- member_heartbeat.lua: keeps a group member registered, drops members whose heartbeat lapsed.
+-- lease_heartbeat.lua: keeps a group member registered, drops members whose heartbeat lapsed.
 -- KEYS[1] the group's members (sorted set)   KEYS[2] the topic's MQ groups (set)
 -- ARGV[1] member id   ARGV[2] heartbeat lifetime (ms)   ARGV[3] group name
 -- Returns the live member ids, sorted.

@@ -1,5 +1,5 @@
 -- uses: _ids
--- append.lua: appends one produce batch to one partition, atomically.
+-- log_append.lua: appends one produce batch to one partition, atomically.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
 -- ARGV[1] sequence bits          ARGV[2] timestamp type (0 CreateTime, 1 LogAppendTime)
 -- ARGV[3] producer id (-1: none) ARGV[4] producer epoch   ARGV[5] base sequence

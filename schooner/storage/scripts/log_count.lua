@@ -1,4 +1,4 @@
--- count_entries.lua: counts a stream's entries from an ID on, without sending them back.
+-- log_count.lua: counts a stream's entries from an ID on, without sending them back.
 -- KEYS[1] stream   ARGV[1] first ID to count   ARGV[2] at most this many (bounds the time Redis is busy)
 -- Returns {count, next ID to continue from or '' when the end was reached}.
 local start, cap, count = ARGV[1], tonumber(ARGV[2]), 0

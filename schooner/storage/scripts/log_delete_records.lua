@@ -1,5 +1,5 @@
 -- uses: _ids
--- delete_records.lua: moves a partition's log start forward (Kafka DeleteRecords).
+-- log_delete_records.lua: moves a partition's log start forward (Kafka DeleteRecords).
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
 -- ARGV[1] the entry ID of the new log start: entries below it are removed
 -- Returns {start_ms, start_seq} of the first remaining entry, or {-1, -1} when none remain.

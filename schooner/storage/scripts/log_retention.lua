@@ -1,5 +1,5 @@
 -- uses: _ids
--- trim.lua: applies a topic's retention to one partition that may receive no writes.
+-- log_retention.lua: applies a topic's retention to one partition that may receive no writes.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
 -- ARGV[1] retention.ms (-1: none)   ARGV[2] retention.bytes (-1: none)   ARGV[3] '1' to trim with ~
 -- Returns the number of entries removed.

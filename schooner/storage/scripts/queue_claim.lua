@@ -1,5 +1,5 @@
 -- uses: _mq
--- pending_claim.lua: the new owner of a partition takes over the entries the group left pending there
+-- queue_claim.lua: the new owner of a partition takes over the entries the group left pending there
 -- (a dead or departed member's, or its own from before an error), oldest first, with XAUTOCLAIM.
 -- KEYS[1] stream   KEYS[2] lease
 -- ARGV[1] group   ARGV[2] member id   ARGV[3] cursor ('0-0' to start)   ARGV[4] max entries

@@ -2,7 +2,7 @@
 -- queue_trim.lua: removes a partition's entries below an ID, but never one a consumer group still needs:
 -- the bound is lowered to each group's oldest pending entry, or else to the entry after its last
 -- delivered one. Keeps the partition state's valid-from mark and the time index in step, as
--- delete_records.lua does.
+-- log_delete_records.lua does.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
 -- ARGV[1] the requested bound: entries below this ID may go
 -- Returns {entries removed, the bound used}.

@@ -1,6 +1,6 @@
 -- uses: _mq
 -- retry_move_due.lua: claims the due retries of one partition as a move batch.
--- The caller appends the batch through append.lua as an idempotent producer (the mover's producer id,
+-- The caller appends the batch through log_append.lua as an idempotent producer (the mover's producer id,
 -- base sequence = the batch's), then confirms with retry_moved.lua. A batch stays claimed until
 -- confirmed, so a mover that crashes hands the very same batch to the next one, whose append the
 -- append script recognises as a duplicate: each retry is appended exactly once.
