@@ -16,6 +16,7 @@ from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.redis.server_info import Durability
 from ..storage.store import Store
+from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
 from .sequencer import PartitionSequencer
 from .waiters import AppendWaiters
@@ -36,7 +37,7 @@ class BrokerContext:
     waiters: AppendWaiters = field(default_factory=AppendWaiters)
     sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
-    entry_sizes: dict[tuple[str, int], int] = field(default_factory=dict)
+    entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
     groups: GroupCoordinator = field(init=False)
     durability: Durability = field(default_factory=Durability)  # what acks=all waits for
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere

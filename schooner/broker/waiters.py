@@ -6,13 +6,15 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Iterable
 
+from ..storage.topic_partition import TopicPartition
+
 
 class AppendWaiters:
     def __init__(self) -> None:
-        self._waiting: dict[tuple[str, int], set[asyncio.Event]] = defaultdict(set)
+        self._waiting: dict[TopicPartition, set[asyncio.Event]] = defaultdict(set)
 
     def notify(self, topic: str, partition: int) -> None:
-        for event in self._waiting.get((topic, partition), ()):
+        for event in self._waiting.get(TopicPartition(topic, partition), ()):
             event.set()
 
     def notify_text(self, message: bytes) -> None:
@@ -23,14 +25,14 @@ class AppendWaiters:
         except ValueError:
             return
 
-    def register(self, partitions: Iterable[tuple[str, int]]) -> asyncio.Event:
+    def register(self, partitions: Iterable[TopicPartition]) -> asyncio.Event:
         """Starts listening before the caller reads, so an append in between is not missed."""
         event = asyncio.Event()
         for key in partitions:
             self._waiting[key].add(event)
         return event
 
-    def unregister(self, partitions: Iterable[tuple[str, int]], event: asyncio.Event) -> None:
+    def unregister(self, partitions: Iterable[TopicPartition], event: asyncio.Event) -> None:
         for key in partitions:
             waiting = self._waiting.get(key)
             if waiting is not None:

@@ -17,18 +17,18 @@ import re
 import socket
 import threading
 import uuid
-from collections.abc import Generator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis import calls, client
-from schooner.storage.redis.calls import StorageError
+from schooner.storage.redis.calls import BlockingRedis, Redis, StorageError
 from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic, UnknownTopic
 
-from .engine import Batch, ConsumerConfig, Effect, GroupMember, Handle, Wait
+from .engine import Batch, ConsumerConfig, Effect, GroupMember, Handle, Wait, Work
 from .handlers import AsyncHandler, Fail, Handler, Outcome, outcome_of
 from .message import Message
 from .metrics import metrics_for
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 ERROR_PAUSE_S = 0.5
+T = TypeVar("T")
 
 __all__ = ["AsyncConsumer", "Consumer", "ConsumerConfig", "new_member_id"]
 
@@ -51,12 +52,42 @@ def _check_group(group: str) -> None:
         raise ValueError(f"group names use [a-zA-Z0-9._-]: {group!r}")
 
 
+class _Answers(Generic[T]):
+    """Steps an engine generator: next() gives its next effect (None once it has ended, with its value
+    in result); the driver sets reply, or error to throw in, before the next call."""
+
+    def __init__(self, work: Work[T]) -> None:
+        self.work = work
+        self.reply: Any = None
+        self.error: BaseException | None = None
+        self.result: T | None = None
+
+    def next(self) -> Effect | None:
+        try:
+            effect = self.work.throw(self.error) if self.error is not None else self.work.send(self.reply)
+        except StopIteration as done:
+            self.result = done.value
+            return None
+        self.reply, self.error = None, None
+        return effect
+
+    def run(self, round_trip: Callable[[], Any]) -> None:
+        """A blocking round trip's reply, or its Redis error to throw in."""
+        try:
+            self.reply = round_trip()
+        except StorageError as exc:
+            self.error = exc
+
+
 class _Base:
+    """What both consumers share: the member's identity and settings, and its lifecycle as effects
+    (engine.py's style), so the blocking and the asyncio driver differ only in how they answer them."""
+
     def __init__(
         self,
+        owns_client: bool,
         topic: str,
         group: str,
-        *,
         config: ConsumerConfig | None,
         keyspace: str | Keyspace,
         registry: CollectorRegistry | None,
@@ -64,6 +95,7 @@ class _Base:
         rng: random.Random | None,
     ) -> None:
         _check_group(group)
+        self._owns_client = owns_client
         self.topic_name, self.group = topic, group
         self.config = config or ConsumerConfig()
         self.ks = keyspace if isinstance(keyspace, Keyspace) else Keyspace(keyspace)
@@ -86,13 +118,28 @@ class _Base:
         )
         return self.engine
 
+    def _lifecycle(self, stopping: Callable[[], bool]) -> Work[None]:
+        """Join, then steps until stopping() says so, then hand the partitions back. A Redis error in a
+        step drops what was fetched (it stays pending and is claimed again) and pauses."""
+        (topic,) = yield Batch([metadata.load(self.ks, self.topic_name, {})])
+        engine = self._engine(topic)
+        yield from engine.start()
+        while not stopping():
+            try:
+                yield from engine.step()
+            except StorageError as exc:
+                log.warning("MQ consumer %s: %s; retrying", self.member_id, exc)
+                yield Wait(ERROR_PAUSE_S)
+                engine.recover()
+        yield from engine.stop()
+
 
 class Consumer(_Base):
     """consumer.run() blocks until stop() (from another thread); start() runs it on a thread of its own."""
 
     def __init__(
         self,
-        redis: str | Any,
+        redis: str | BlockingRedis,
         topic: str,
         group: str,
         handler: Handler,
@@ -103,10 +150,7 @@ class Consumer(_Base):
         member_id: str | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        super().__init__(
-            topic, group, config=config, keyspace=keyspace, registry=registry, member_id=member_id, rng=rng
-        )
-        self._owns_client = isinstance(redis, str)
+        super().__init__(isinstance(redis, str), topic, group, config, keyspace, registry, member_id, rng)
         self.redis = client.connect_sync(redis) if isinstance(redis, str) else redis
         self.handler = handler
         self._stopping = threading.Event()
@@ -114,16 +158,7 @@ class Consumer(_Base):
 
     def run(self) -> None:
         try:
-            engine = self._engine(calls.run_sync(self.redis, metadata.load(self.ks, self.topic_name, {})))
-            self.drive(engine.start())
-            while not self._stopping.is_set():
-                try:
-                    self.drive(engine.step())
-                except StorageError as exc:
-                    log.warning("MQ consumer %s: %s; retrying", self.member_id, exc)
-                    self._stopping.wait(ERROR_PAUSE_S)
-                    engine.recover()
-            self.drive(engine.stop())
+            self.drive(self._lifecycle(self._stopping.is_set))
         except BaseException as exc:
             self.error = exc
             raise
@@ -131,25 +166,17 @@ class Consumer(_Base):
             if self._owns_client:
                 self.redis.close()
 
-    def drive(self, work: Generator[Effect, Any, Any]) -> Any:
+    def drive(self, work: Work[T]) -> T | None:
         """Runs one engine generator to its end, answering each effect."""
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                effect = work.throw(error) if error is not None else work.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply, error = None, None
+        answers = _Answers(work)
+        while (effect := answers.next()) is not None:
             if isinstance(effect, Batch):
-                try:
-                    reply = calls.run_many_sync(self.redis, effect.calls)
-                except StorageError as exc:
-                    error = exc
+                answers.run(lambda: calls.run_many_sync(self.redis, effect.calls))
             elif isinstance(effect, Handle):
-                reply = self._handle(effect.message)
-            elif isinstance(effect, Wait):
+                answers.reply = self._handle(effect.message)
+            else:
                 self._stopping.wait(effect.seconds)
+        return answers.result
 
     def _handle(self, message: Message) -> Outcome:
         try:
@@ -186,7 +213,7 @@ class AsyncConsumer(_Base):
 
     def __init__(
         self,
-        redis: str | Any,
+        redis: str | Redis,
         topic: str,
         group: str,
         handler: AsyncHandler,
@@ -197,10 +224,7 @@ class AsyncConsumer(_Base):
         member_id: str | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        super().__init__(
-            topic, group, config=config, keyspace=keyspace, registry=registry, member_id=member_id, rng=rng
-        )
-        self._owns_client = isinstance(redis, str)
+        super().__init__(isinstance(redis, str), topic, group, config, keyspace, registry, member_id, rng)
         self.redis = client.connect(redis) if isinstance(redis, str) else redis
         self.handler = handler
         self._stopping = asyncio.Event()
@@ -208,16 +232,7 @@ class AsyncConsumer(_Base):
 
     async def run(self) -> None:
         try:
-            engine = self._engine(await calls.run(self.redis, metadata.load(self.ks, self.topic_name, {})))
-            await self.drive(engine.start())
-            while not self._stopping.is_set():
-                try:
-                    await self.drive(engine.step())
-                except StorageError as exc:
-                    log.warning("MQ consumer %s: %s; retrying", self.member_id, exc)
-                    await self._wait(ERROR_PAUSE_S)
-                    engine.recover()
-            await self.drive(engine.stop())
+            await self.drive(self._lifecycle(self._stopping.is_set))
         except BaseException as exc:
             self.error = exc
             raise
@@ -225,24 +240,19 @@ class AsyncConsumer(_Base):
             if self._owns_client:
                 await self.redis.aclose()
 
-    async def drive(self, work: Generator[Effect, Any, Any]) -> Any:
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                effect = work.throw(error) if error is not None else work.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply, error = None, None
+    async def drive(self, work: Work[T]) -> T | None:
+        answers = _Answers(work)
+        while (effect := answers.next()) is not None:
             if isinstance(effect, Batch):
                 try:
-                    reply = await calls.run_many(self.redis, effect.calls)
+                    answers.reply = await calls.run_many(self.redis, effect.calls)
                 except StorageError as exc:
-                    error = exc
+                    answers.error = exc  # thrown into the engine, which decides what it means
             elif isinstance(effect, Handle):
-                reply = await self._handle(effect.message)
-            elif isinstance(effect, Wait):
+                answers.reply = await self._handle(effect.message)
+            else:
                 await self._wait(effect.seconds)
+        return answers.result
 
     async def _handle(self, message: Message) -> Outcome:
         try:

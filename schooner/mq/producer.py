@@ -10,15 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
-from schooner.storage.log.append import MAX_BATCH, AppendResult, RecordBatch
+from schooner.storage.log.append import MAX_BATCH, UNKNOWN_PARTITION, AppendResult, RecordBatch
 from schooner.storage.log.entry import Header, Record
 from schooner.storage.redis import calls, client
+from schooner.storage.redis.calls import BlockingRedis, Redis
 from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic, UnknownTopic
 
@@ -27,7 +27,6 @@ from .partitioner import Partitioner
 
 Bytes = bytes | str
 Headers = Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]]
-UNKNOWN_TOPIC = -3
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +64,32 @@ def _headers(headers: Headers) -> list[Header]:
 
 
 class _Base:
-    def __init__(self, keyspace: str | Keyspace, registry: CollectorRegistry | None) -> None:
+    """What both producers share; sending is one procedure of round trips (Steps) that each runs."""
+
+    def __init__(
+        self, owns_client: bool, keyspace: str | Keyspace, registry: CollectorRegistry | None
+    ) -> None:
+        self._owns_client = owns_client
         self.ks = keyspace if isinstance(keyspace, Keyspace) else Keyspace(keyspace)
         self.metrics = metrics_for(registry)
         self.partitioner = Partitioner()
         self._topics: dict[str, Topic] = {}
+
+    def _sending(self, topic: str, messages: list[OutgoingMessage]) -> calls.Steps[list[Sent]]:
+        """Appends the messages; a topic deleted or re-created meanwhile is loaded again, once."""
+        for fresh in (False, True):
+            meta = None if fresh else self._topics.get(topic)
+            if meta is None:
+                (meta,) = yield [metadata.load(self.ks, topic, {})]
+                if meta is None:
+                    raise UnknownTopic(topic)
+                self._topics[topic] = meta
+            plan = self._plan(meta, messages)
+            chunks, todo = self._calls(plan)
+            sent = self._results(plan, chunks, (yield todo))
+            if sent is not None:
+                return sent
+        raise UnknownTopic(topic)
 
     def _plan(self, topic: Topic, messages: Sequence[OutgoingMessage]) -> _Plan:
         plan = _Plan(topic)
@@ -105,7 +125,7 @@ class _Base:
         """Offsets in input order; None when the topic was deleted or re-created (reload and retry)."""
         base: dict[tuple[int, int], int] = {}
         for (p, start), result in zip(chunks, results, strict=True):
-            if result.status == UNKNOWN_TOPIC:
+            if result.status == UNKNOWN_PARTITION:
                 return None
             if result.status < 0:
                 raise RuntimeError(f"append to {plan.topic.name}:{p} failed: Kafka error {-result.status}")
@@ -122,13 +142,12 @@ class _Base:
 class Producer(_Base):
     def __init__(
         self,
-        redis: str | Any,
+        redis: str | BlockingRedis,
         *,
         keyspace: str | Keyspace = "schooner",
         registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(keyspace, registry)
-        self._owns_client = isinstance(redis, str)
+        super().__init__(isinstance(redis, str), keyspace, registry)
         self.redis = client.connect_sync(redis) if isinstance(redis, str) else redis
 
     def send(
@@ -144,23 +163,7 @@ class Producer(_Base):
         return self.send_batch(topic, [OutgoingMessage(value, key, headers, partition, timestamp_ms)])[0]
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage]) -> list[Sent]:
-        batch = list(messages)
-        for fresh in (False, True):
-            meta = self._topic(topic, fresh)
-            plan = self._plan(meta, batch)
-            chunks, todo = self._calls(plan)
-            sent = self._results(plan, chunks, calls.run_many_sync(self.redis, todo))
-            if sent is not None:
-                return sent
-        raise UnknownTopic(topic)
-
-    def _topic(self, name: str, fresh: bool) -> Topic:
-        if fresh or name not in self._topics:
-            found = calls.run_sync(self.redis, metadata.load(self.ks, name, {}))
-            if found is None:
-                raise UnknownTopic(name)
-            self._topics[name] = found
-        return self._topics[name]
+        return calls.drive_sync(self.redis, self._sending(topic, list(messages)))
 
     def close(self) -> None:
         if self._owns_client:
@@ -170,13 +173,12 @@ class Producer(_Base):
 class AsyncProducer(_Base):
     def __init__(
         self,
-        redis: str | Any,
+        redis: str | Redis,
         *,
         keyspace: str | Keyspace = "schooner",
         registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(keyspace, registry)
-        self._owns_client = isinstance(redis, str)
+        super().__init__(isinstance(redis, str), keyspace, registry)
         self.redis = client.connect(redis) if isinstance(redis, str) else redis
 
     async def send(
@@ -193,23 +195,7 @@ class AsyncProducer(_Base):
         return sent[0]
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage]) -> list[Sent]:
-        batch = list(messages)
-        for fresh in (False, True):
-            meta = await self._topic(topic, fresh)
-            plan = self._plan(meta, batch)
-            chunks, todo = self._calls(plan)
-            sent = self._results(plan, chunks, await calls.run_many(self.redis, todo))
-            if sent is not None:
-                return sent
-        raise UnknownTopic(topic)
-
-    async def _topic(self, name: str, fresh: bool) -> Topic:
-        if fresh or name not in self._topics:
-            found = await calls.run(self.redis, metadata.load(self.ks, name, {}))
-            if found is None:
-                raise UnknownTopic(name)
-            self._topics[name] = found
-        return self._topics[name]
+        return await calls.drive(self.redis, self._sending(topic, list(messages)))
 
     async def close(self) -> None:
         if self._owns_client:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from . import cluster
 from .cluster import BrokerInfo
 from .groups import commits, state
-from .groups.commits import CommittedOffset, Owner, TopicPartitionKey
+from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
 from .log import append, lookup, read, retention
 from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
@@ -22,6 +22,7 @@ from .redis import server_info
 from .redis.calls import Call, Redis, Steps, StorageError, drive, run
 from .redis.lane import PipelinedLane
 from .redis.server_info import Durability, Memory
+from .topic_partition import TopicPartition
 from .topics import metadata
 from .topics.metadata import Topic
 
@@ -141,16 +142,16 @@ class Store:
         return await self.drive(state.load_states(self.ks, group_ids))
 
     async def commit_offsets(
-        self, group_id: str, owner: Owner, offsets: Mapping[TopicPartitionKey, tuple[int, int, str | None]]
+        self, group_id: str, owner: Owner, offsets: Mapping[TopicPartition, tuple[int, int, str | None]]
     ) -> bool:
         return await self.drive(commits.commit(self.ks, group_id, owner, offsets))
 
     async def committed_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartitionKey] | None = None
-    ) -> dict[TopicPartitionKey, CommittedOffset]:
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, CommittedOffset]:
         return await self.drive(commits.fetch(self.ks, group_id, partitions))
 
-    async def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey]) -> int:
+    async def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> int:
         return await self.drive(commits.delete_offsets(self.ks, group_id, partitions))
 
     # -- brokers and the server ---------------------------------------------------------------------

@@ -166,7 +166,7 @@ def _watermarks(admin: AdminClient, name: str) -> tuple[int, int]:
 
 def _entries_left(broker: Any, name: str) -> int:
     ctx = broker.broker.ctx
-    return int(broker.call(ctx.redis.xlen(ctx.ks.stream(name, 0))))
+    return int(broker.call(ctx.store.redis.xlen(ctx.ks.stream(name, 0))))
 
 
 def test_delete_records_moves_the_low_watermark(broker: Any, admin: AdminClient) -> None:

@@ -15,7 +15,7 @@ from ...storage.offsets import DEFAULT_SEQUENCE_BITS
 from ...storage.topics.config import (
     CONFIG_DEFS,
     SEQUENCE_BITS,
-    TRIM_APPROXIMATE,
+    ConfigType,
     InvalidConfig,
     valid_topic_name,
     validate,
@@ -27,11 +27,10 @@ from .common import NO_THROTTLE, STORAGE_ERRORS
 TOPIC = 2
 BROKER = 4
 
-# Config sources (DescribeConfigsResponse) and config types (v3+).
+# Config sources (DescribeConfigsResponse); the config types are storage's ConfigType.
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
-BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 
 # IncrementalAlterConfigs operations.
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -41,64 +40,6 @@ ADMIN_STORAGE_ERROR = ErrorCode.request_timed_out
 STATIC_BROKER_MESSAGE = (
     "broker configs are static in Schooner: set them in the broker's config file or environment and restart"
 )
-
-_CONFIG_TYPES: dict[str, int] = {
-    "cleanup.policy": LIST,
-    "compression.type": STRING,
-    "max.message.bytes": INT,
-    "message.timestamp.type": STRING,
-    SEQUENCE_BITS: INT,
-    TRIM_APPROXIMATE: BOOLEAN,
-    "segment.bytes": INT,
-    "segment.index.bytes": INT,
-    "min.insync.replicas": INT,
-    "unclean.leader.election.enable": BOOLEAN,
-    "index.interval.bytes": INT,
-    "min.cleanable.dirty.ratio": DOUBLE,
-    "preallocate": BOOLEAN,
-    "leader.replication.throttled.replicas": LIST,
-    "follower.replication.throttled.replicas": LIST,
-    "remote.storage.enable": BOOLEAN,
-}  # every other topic config is a LONG
-
-# The broker-wide config that supplies each topic config's default (Kafka's synonyms).
-BROKER_SYNONYMS: dict[str, str] = {
-    "retention.ms": "log.retention.ms",
-    "retention.bytes": "log.retention.bytes",
-    "cleanup.policy": "log.cleanup.policy",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "segment.bytes": "log.segment.bytes",
-    "segment.ms": "log.roll.ms",
-    "segment.jitter.ms": "log.roll.jitter.ms",
-    "segment.index.bytes": "log.index.size.max.bytes",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "flush.messages": "log.flush.interval.messages",
-    "flush.ms": "log.flush.interval.ms",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms",
-    "file.delete.delay.ms": "log.segment.delete.delay.ms",
-    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
-    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
-    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
-    "preallocate": "log.preallocate",
-    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
-    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
-    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
-    "local.retention.ms": "log.local.retention.ms",
-    "local.retention.bytes": "log.local.retention.bytes",
-}
-
-_DOCS: dict[str, str] = {
-    "retention.ms": "How long records are kept before retention trims them (MINID); -1 keeps them forever.",
-    "retention.bytes": "Size a partition may reach before its oldest records are trimmed; -1: no limit.",
-    "cleanup.policy": "Only 'delete' is supported: retention trims the oldest records.",
-    "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
-    "max.message.bytes": "The largest record batch a producer may send to this topic.",
-    "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
-    SEQUENCE_BITS: "Low bits of an offset holding the entry ID's sequence; fixed when the topic is created.",
-    TRIM_APPROXIMATE: "Trim retention with '~' (approximate and cheaper) rather than exactly.",
-}
-_NO_EFFECT_DOC = "Accepted for compatibility; it has no effect on a log kept in Redis Streams."
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +73,7 @@ def topic_config_values(
     if str(bits) != default_bits:
         overrides[SEQUENCE_BITS] = str(bits)
     for name, definition in CONFIG_DEFS.items():
-        broker_name = BROKER_SYNONYMS.get(name, name)
+        broker_name = definition.broker_name
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
@@ -145,9 +86,9 @@ def topic_config_values(
                 value=synonyms[0][1],
                 source=synonyms[0][2],
                 read_only=definition.read_only,
-                config_type=_CONFIG_TYPES.get(name, LONG),
+                config_type=definition.kind,
                 synonyms=tuple(synonyms),
-                documentation=_DOCS.get(name) if definition.effective else _NO_EFFECT_DOC,
+                documentation=definition.documentation,
             )
         )
     return values
@@ -164,25 +105,31 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
 
     host, port = ctx.me.host, ctx.me.port
     values = [
-        static("broker.id", str(ctx.me.broker_id), INT),
-        static("advertised.listeners", f"PLAINTEXT://{host}:{port}", LIST),
+        static("broker.id", str(ctx.me.broker_id), ConfigType.INT),
+        static("advertised.listeners", f"PLAINTEXT://{host}:{port}", ConfigType.LIST),
         static(
             "num.partitions",
             str(settings.default_partitions),
-            INT,
+            ConfigType.INT,
             settings.default_partitions == stock.default_partitions,
         ),
-        static("default.replication.factor", "1", INT, True, "Redis keeps the data: one copy per partition."),
+        static(
+            "default.replication.factor",
+            "1",
+            ConfigType.INT,
+            True,
+            "Redis keeps the data: one copy per partition.",
+        ),
         static(
             "auto.create.topics.enable",
             str(settings.auto_create_topics).lower(),
-            BOOLEAN,
+            ConfigType.BOOLEAN,
             settings.auto_create_topics == stock.auto_create_topics,
         ),
         static(
             "socket.request.max.bytes",
             str(settings.max_request_bytes),
-            INT,
+            ConfigType.INT,
             settings.max_request_bytes == stock.max_request_bytes,
         ),
     ]
@@ -190,9 +137,11 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
         if not definition.effective:
             continue
         value = str(defaults.get(name, definition.default))
-        broker_name = BROKER_SYNONYMS.get(name, name)
-        config_type = _CONFIG_TYPES.get(name, LONG)
-        values.append(static(broker_name, value, config_type, name not in defaults, _DOCS.get(name)))
+        values.append(
+            static(
+                definition.broker_name, value, definition.kind, name not in defaults, definition.documentation
+            )
+        )
     return values
 
 
@@ -383,7 +332,7 @@ def _incremental_changes(topic: Topic, configs: Any) -> tuple[dict[str, str], li
             continue
         value = c.value
         if op in (APPEND, SUBTRACT):
-            if _CONFIG_TYPES.get(name) != LIST:
+            if CONFIG_DEFS[name].kind != ConfigType.LIST:
                 raise InvalidConfig(f"Config value append or subtract is not allowed for config key {name}")
             current = [v.strip() for v in topic.configs.get(name, "").split(",") if v.strip()]
             items = [v.strip() for v in (value or "").split(",") if v.strip()]

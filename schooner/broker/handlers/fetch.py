@@ -10,6 +10,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import make, response_module_of
+from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
@@ -38,7 +39,12 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
     resolved: list[tuple[Any, Topic | ErrorCode]] = []
     for fetch_topic in body.topics:
         resolved.append((fetch_topic, await _resolve(ctx, fetch_topic, version)))
-    waits = [(t.name, p.partition) for ft, t in resolved if isinstance(t, Topic) for p in ft.partitions]
+    waits = [
+        TopicPartition(t.name, p.partition)
+        for ft, t in resolved
+        if isinstance(t, Topic)
+        for p in ft.partitions
+    ]
     while True:
         # Listen before reading: an append landing between the read and the wait still wakes us.
         event = ctx.waiters.register(waits)
@@ -128,7 +134,7 @@ async def _read_partition(ctx: BrokerContext, topic: Topic | ErrorCode, request:
     if not 0 <= request.partition < topic.partitions:
         result.error = ErrorCode.unknown_topic_or_partition
         return result
-    key = (topic.name, request.partition)
+    key = TopicPartition(topic.name, request.partition)
     budget = max(request.partition_max_bytes, 1)
     average = ctx.entry_sizes.get(key)
     count = FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))

@@ -11,6 +11,7 @@ from ...coordinators.classic_group import GroupState
 from ...coordinators.consumer_group import ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
+from ...storage.topic_partition import TopicPartition
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -42,7 +43,7 @@ async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
     except STORAGE_ERRORS:
         group_error = ErrorCode.coordinator_not_available
     results: list[tuple[Any, list[tuple[int, ErrorCode]]]] = []
-    to_store: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    to_store: dict[TopicPartition, tuple[int, int, str | None]] = {}
     for t in body.topics:
         try:
             name, topic = await _topic_name(ctx, t)
@@ -63,7 +64,7 @@ async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
                     code = ErrorCode.offset_metadata_too_large
                 else:
                     assert name is not None
-                    to_store[(name, p.partition_index)] = (
+                    to_store[TopicPartition(name, p.partition_index)] = (
                         p.committed_offset,
                         getattr(p, "committed_leader_epoch", -1),
                         p.committed_metadata,
@@ -124,7 +125,7 @@ async def _fetch_group(
             for t in topics:
                 found_name, _ = await _topic_name(ctx, t)
                 wanted.append((t, found_name or getattr(t, "name", None), list(t.partition_indexes)))
-            pairs = [(n, p) for _, n, ps in wanted if n is not None for p in ps]
+            pairs = [TopicPartition(n, p) for _, n, ps in wanted if n is not None for p in ps]
             committed = await ctx.store.committed_offsets(group_id, pairs)
     except NotCoordinator:
         return ErrorCode.not_coordinator, []
@@ -134,7 +135,7 @@ async def _fetch_group(
     for t, name, partitions in wanted:
         rows = []
         for p in partitions:
-            c = committed.get((name, p)) if name is not None else None
+            c = committed.get(TopicPartition(name, p)) if name is not None else None
             rows.append(
                 make(
                     partition_cls,
@@ -200,13 +201,13 @@ async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
     except STORAGE_ERRORS:
         code = ErrorCode.coordinator_not_available
     topics = []
-    doomed: list[tuple[str, int]] = []
+    doomed: list[TopicPartition] = []
     for t in body.topics:
         rows = []
         for p in t.partitions:
             part_code = ErrorCode.group_subscribed_to_topic if t.name in subscribed else ErrorCode.none
             if code == ErrorCode.none and part_code == ErrorCode.none:
-                doomed.append((t.name, p.partition_index))
+                doomed.append(TopicPartition(t.name, p.partition_index))
             rows.append(
                 make(
                     mod.OffsetDeleteResponsePartition, partition_index=p.partition_index, error_code=part_code

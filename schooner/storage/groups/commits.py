@@ -10,8 +10,7 @@ from typing import Any
 
 from ..keys import Keyspace
 from ..redis.calls import Steps, command, script, text
-
-TopicPartitionKey = tuple[str, int]
+from ..topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +37,7 @@ def commit(
     ks: Keyspace,
     group_id: str,
     owner: Owner,
-    offsets: Mapping[TopicPartitionKey, tuple[int, int, str | None]],
+    offsets: Mapping[TopicPartition, tuple[int, int, str | None]],
 ) -> Steps[bool]:
     """Stores every partition's offset in one script, fenced by the owner epoch: False, and nothing
     written, when another broker has claimed the group since. The group index rides the same round trip."""
@@ -55,20 +54,20 @@ def commit(
     return bool(stored)
 
 
-def _decode(items: Iterable[tuple[str, bytes]]) -> dict[TopicPartitionKey, CommittedOffset]:
-    out: dict[TopicPartitionKey, CommittedOffset] = {}
+def _decode(items: Iterable[tuple[str, bytes]]) -> dict[TopicPartition, CommittedOffset]:
+    out: dict[TopicPartition, CommittedOffset] = {}
     for field, value in items:
         topic, _, partition = field.rpartition(":")
         data = json.loads(value)
-        out[(topic, int(partition))] = CommittedOffset(
+        out[TopicPartition(topic, int(partition))] = CommittedOffset(
             data["offset"], data.get("leader_epoch", -1), data.get("metadata"), data.get("commit_ms", -1)
         )
     return out
 
 
 def fetch(
-    ks: Keyspace, group_id: str, partitions: Iterable[TopicPartitionKey] | None = None
-) -> Steps[dict[TopicPartitionKey, CommittedOffset]]:
+    ks: Keyspace, group_id: str, partitions: Iterable[TopicPartition] | None = None
+) -> Steps[dict[TopicPartition, CommittedOffset]]:
     """Committed offsets of the given partitions (all when None). One round trip, none for no partitions."""
     key = ks.group_offsets(group_id)
     if partitions is None:
@@ -81,7 +80,7 @@ def fetch(
     return _decode((f, v) for f, v in zip(wanted, values, strict=True) if v is not None)
 
 
-def delete_offsets(ks: Keyspace, group_id: str, partitions: Iterable[TopicPartitionKey]) -> Steps[int]:
+def delete_offsets(ks: Keyspace, group_id: str, partitions: Iterable[TopicPartition]) -> Steps[int]:
     fields = [_field(t, p) for t, p in partitions]
     if not fields:
         return 0

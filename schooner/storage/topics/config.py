@@ -1,10 +1,11 @@
-"""Topic configs: names, types, defaults and validation. Pure; read by the broker and the sweeper."""
+"""Topic configs: names, types, defaults, synonyms, documentation and validation, in one table. Pure."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import IntEnum
 
 from ..offsets import DEFAULT_SEQUENCE_BITS, MAX_SEQUENCE_BITS
 
@@ -58,53 +59,164 @@ def _anything(value: str) -> None:
     return None
 
 
+class ConfigType(IntEnum):
+    """A config's type, numbered as Kafka's DescribeConfigs (v3+) reports it."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+
+
+NO_EFFECT_DOC = "Accepted for compatibility; it has no effect on a log kept in Redis Streams."
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigDef:
+    """Every fact about one topic config, in one place."""
+
     name: str
     default: str
     check: Callable[[str], None]
     effective: bool  # False: accepted and described for compatibility, but has no effect here
     read_only: bool = False
+    kind: ConfigType = ConfigType.LONG
+    synonym: str | None = None  # the broker-wide config that supplies its default (Kafka's synonym)
+
+    @property
+    def broker_name(self) -> str:
+        return self.synonym or self.name
+
+    @property
+    def documentation(self) -> str | None:
+        return _DOC.get(self.name) if self.effective else NO_EFFECT_DOC
 
 
+_DOC = {
+    "retention.ms": "How long records are kept before retention trims them (MINID); -1 keeps them forever.",
+    "retention.bytes": "Size a partition may reach before its oldest records are trimmed; -1: no limit.",
+    "cleanup.policy": "Only 'delete' is supported: retention trims the oldest records.",
+    "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
+    "max.message.bytes": "The largest record batch a producer may send to this topic.",
+    "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
+    SEQUENCE_BITS: "Low bits of an offset holding the entry ID's sequence; fixed when the topic is created.",
+    TRIM_APPROXIMATE: "Trim retention with '~' (approximate and cheaper) rather than exactly.",
+}
+LONG_MAX = str(2**63 - 1)
+
+# name, default, check, effective, then type (LONG unless given) and the broker-wide synonym.
 _DEFS = [
-    ConfigDef("retention.ms", "604800000", _long(-1), True),
-    ConfigDef("retention.bytes", "-1", _long(-1), True),
-    ConfigDef("cleanup.policy", "delete", _one_of("delete"), True),
+    ConfigDef("retention.ms", "604800000", _long(-1), True, synonym="log.retention.ms"),
+    ConfigDef("retention.bytes", "-1", _long(-1), True, synonym="log.retention.bytes"),
+    ConfigDef(
+        "cleanup.policy",
+        "delete",
+        _one_of("delete"),
+        True,
+        kind=ConfigType.LIST,
+        synonym="log.cleanup.policy",
+    ),
     ConfigDef(
         "compression.type",
         "producer",
         _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
         True,
+        kind=ConfigType.STRING,
     ),
-    ConfigDef("max.message.bytes", "1048588", _long(0, 2**31 - 1), True),
-    ConfigDef("message.timestamp.type", "CreateTime", _one_of("CreateTime", "LogAppendTime"), True),
-    ConfigDef(SEQUENCE_BITS, str(DEFAULT_SEQUENCE_BITS), _long(0, MAX_SEQUENCE_BITS), True, read_only=True),
-    ConfigDef(TRIM_APPROXIMATE, "false", _boolean, True),
+    ConfigDef(
+        "max.message.bytes",
+        "1048588",
+        _long(0, 2**31 - 1),
+        True,
+        kind=ConfigType.INT,
+        synonym="message.max.bytes",
+    ),
+    ConfigDef(
+        "message.timestamp.type",
+        "CreateTime",
+        _one_of("CreateTime", "LogAppendTime"),
+        True,
+        kind=ConfigType.STRING,
+        synonym="log.message.timestamp.type",
+    ),
+    ConfigDef(
+        SEQUENCE_BITS,
+        str(DEFAULT_SEQUENCE_BITS),
+        _long(0, MAX_SEQUENCE_BITS),
+        True,
+        read_only=True,
+        kind=ConfigType.INT,
+    ),
+    ConfigDef(TRIM_APPROXIMATE, "false", _boolean, True, kind=ConfigType.BOOLEAN),
     # Accepted so that tools which set them keep working; storage in Redis gives them no meaning.
-    ConfigDef("segment.bytes", "1073741824", _long(14), False),
-    ConfigDef("segment.ms", "604800000", _long(1), False),
-    ConfigDef("segment.index.bytes", "10485760", _long(4), False),
-    ConfigDef("segment.jitter.ms", "0", _long(0), False),
-    ConfigDef("min.insync.replicas", "1", _long(1, 2**31 - 1), False),
-    ConfigDef("unclean.leader.election.enable", "false", _boolean, False),
-    ConfigDef("index.interval.bytes", "4096", _long(0), False),
-    ConfigDef("flush.messages", str(2**63 - 1), _long(1), False),
-    ConfigDef("flush.ms", str(2**63 - 1), _long(0), False),
-    ConfigDef("delete.retention.ms", "86400000", _long(0), False),
-    ConfigDef("file.delete.delay.ms", "60000", _long(0), False),
-    ConfigDef("min.compaction.lag.ms", "0", _long(0), False),
-    ConfigDef("max.compaction.lag.ms", str(2**63 - 1), _long(1), False),
-    ConfigDef("min.cleanable.dirty.ratio", "0.5", _double, False),
-    ConfigDef("preallocate", "false", _boolean, False),
-    ConfigDef("message.timestamp.before.max.ms", str(2**63 - 1), _long(0), False),
-    ConfigDef("message.timestamp.after.max.ms", str(2**63 - 1), _long(0), False),
-    ConfigDef("message.timestamp.difference.max.ms", str(2**63 - 1), _long(0), False),
-    ConfigDef("leader.replication.throttled.replicas", "", _anything, False),
-    ConfigDef("follower.replication.throttled.replicas", "", _anything, False),
-    ConfigDef("local.retention.ms", "-2", _long(-2), False),
-    ConfigDef("local.retention.bytes", "-2", _long(-2), False),
-    ConfigDef("remote.storage.enable", "false", _one_of("false"), False),
+    ConfigDef(
+        "segment.bytes", "1073741824", _long(14), False, kind=ConfigType.INT, synonym="log.segment.bytes"
+    ),
+    ConfigDef("segment.ms", "604800000", _long(1), False, synonym="log.roll.ms"),
+    ConfigDef(
+        "segment.index.bytes",
+        "10485760",
+        _long(4),
+        False,
+        kind=ConfigType.INT,
+        synonym="log.index.size.max.bytes",
+    ),
+    ConfigDef("segment.jitter.ms", "0", _long(0), False, synonym="log.roll.jitter.ms"),
+    ConfigDef("min.insync.replicas", "1", _long(1, 2**31 - 1), False, kind=ConfigType.INT),
+    ConfigDef("unclean.leader.election.enable", "false", _boolean, False, kind=ConfigType.BOOLEAN),
+    ConfigDef(
+        "index.interval.bytes",
+        "4096",
+        _long(0),
+        False,
+        kind=ConfigType.INT,
+        synonym="log.index.interval.bytes",
+    ),
+    ConfigDef("flush.messages", LONG_MAX, _long(1), False, synonym="log.flush.interval.messages"),
+    ConfigDef("flush.ms", LONG_MAX, _long(0), False, synonym="log.flush.interval.ms"),
+    ConfigDef("delete.retention.ms", "86400000", _long(0), False, synonym="log.cleaner.delete.retention.ms"),
+    ConfigDef("file.delete.delay.ms", "60000", _long(0), False, synonym="log.segment.delete.delay.ms"),
+    ConfigDef("min.compaction.lag.ms", "0", _long(0), False, synonym="log.cleaner.min.compaction.lag.ms"),
+    ConfigDef(
+        "max.compaction.lag.ms", LONG_MAX, _long(1), False, synonym="log.cleaner.max.compaction.lag.ms"
+    ),
+    ConfigDef(
+        "min.cleanable.dirty.ratio",
+        "0.5",
+        _double,
+        False,
+        kind=ConfigType.DOUBLE,
+        synonym="log.cleaner.min.cleanable.ratio",
+    ),
+    ConfigDef("preallocate", "false", _boolean, False, kind=ConfigType.BOOLEAN, synonym="log.preallocate"),
+    ConfigDef(
+        "message.timestamp.before.max.ms",
+        LONG_MAX,
+        _long(0),
+        False,
+        synonym="log.message.timestamp.before.max.ms",
+    ),
+    ConfigDef(
+        "message.timestamp.after.max.ms",
+        LONG_MAX,
+        _long(0),
+        False,
+        synonym="log.message.timestamp.after.max.ms",
+    ),
+    ConfigDef(
+        "message.timestamp.difference.max.ms",
+        LONG_MAX,
+        _long(0),
+        False,
+        synonym="log.message.timestamp.difference.max.ms",
+    ),
+    ConfigDef("leader.replication.throttled.replicas", "", _anything, False, kind=ConfigType.LIST),
+    ConfigDef("follower.replication.throttled.replicas", "", _anything, False, kind=ConfigType.LIST),
+    ConfigDef("local.retention.ms", "-2", _long(-2), False, synonym="log.local.retention.ms"),
+    ConfigDef("local.retention.bytes", "-2", _long(-2), False, synonym="log.local.retention.bytes"),
+    ConfigDef("remote.storage.enable", "false", _one_of("false"), False, kind=ConfigType.BOOLEAN),
 ]
 
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
