@@ -13,6 +13,7 @@ from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSetti
 from schooner.coordinators.redis_health import SLOW_SECONDS, RedisHealth
 from schooner.storage.cluster import BrokerInfo
 from schooner.storage.keys import Keyspace
+from schooner.storage.store import Store
 from schooner.storage.redis import client
 
 SESSION_MS = 300
@@ -44,7 +45,7 @@ async def _sessions_outlast_trouble(url: str, ks: Keyspace) -> None:
     async def live() -> list[BrokerInfo]:
         return [me]
 
-    coordinator = GroupCoordinator(redis, ks, me, live, GroupSettings(100, 60_000, 0))
+    coordinator = GroupCoordinator(Store(redis, ks), me, live, GroupSettings(100, 60_000, 0))
     try:
         # A classic member, joined and synced, and a KIP-848 member: both then fall silent.
         joined = await coordinator.join(
