@@ -28,6 +28,7 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from schooner.protocol.records import BatchBuilder
 from schooner.storage.embedded import free_port
 from schooner.storage.keys import Keyspace
+from tests.broker.helpers import saved_group, wait
 from tests.conftest import RunningBroker
 from tests.proxy import FaultProxy
 from tests.wire import call
@@ -167,13 +168,6 @@ class Figures:
     probes: list[tuple[str, float]] = field(default_factory=list)  # error code, seconds to the answer
 
 
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def _probe_produce(port: int, topic: str) -> tuple[ErrorCode, float]:
     """One acks=all Produce on a fresh connection: the partition's error code and the time to answer."""
     batch = BatchBuilder(0, 0)
@@ -195,7 +189,7 @@ def _probe_produce(port: int, topic: str) -> tuple[ErrorCode, float]:
 
 def _saved_group(client: redis.Redis, ks: Keyspace, group: str) -> tuple[str, str]:
     """The group's generation (the group epoch for a KIP-848 group) and its owner epoch, as saved."""
-    saved = {k.decode(): v.decode() for k, v in client.hgetall(ks.group(group)).items()}
+    saved = saved_group(client, ks, group)
     return saved["generation"], saved["owner_epoch"]
 
 
@@ -220,11 +214,11 @@ def _run_faults(
     ]
     for m in members:
         m.start()
-    _wait(lambda: all(m.assigned for m in members), 30, "both groups assign the partitions")
+    wait(lambda: all(m.assigned for m in members), 30, "both groups assign the partitions")
     groups_before = {m.group: _saved_group(redis_client, ks, m.group) for m in members}
     producer = SteadyProducer(bootstrap, topic)
     producer.start()
-    _wait(lambda: all(m.consumed for m in members), 20, "both groups consume")
+    wait(lambda: all(m.consumed for m in members), 20, "both groups consume")
     time.sleep(1)
     healed_at = []
     probes: list[tuple[str, float]] = []
@@ -248,7 +242,7 @@ def _run_faults(
     assert producer.unflushed == 0, f"{producer.unflushed} records never acknowledged"
     assert not producer.failed, producer.failed[:5]  # the producer recovered: no record given up
     total = len(producer.sent_at)
-    _wait(lambda: all(len(m.consumed) >= total for m in members), 60, "each group consumes every record")
+    wait(lambda: all(len(m.consumed) >= total for m in members), 60, "each group consumes every record")
     time.sleep(1)  # a duplicate arriving late would show
     groups_after = {m.group: _saved_group(redis_client, ks, m.group) for m in members}  # before they leave
     for m in members:
