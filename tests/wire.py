@@ -14,6 +14,19 @@ from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_reader, entity_writer
 
+# Counts and sizes a hostile or broken client might declare: legacy int32 and int16 maxima,
+# -2 (below the null marker), and 5-byte varints of 2**31 - 1 and 2**32 - 1.
+HUGE_COUNTS = (
+    struct.pack(">i", 2**31 - 1),
+    struct.pack(">i", -2),
+    struct.pack(">h", 2**15 - 1),
+    b"\xff\xff\xff\xff\x07",
+    b"\xff\xff\xff\xff\x0f",
+    b"\x80\x80\x80\x80\x80\x01",  # a varint longer than Kafka allows
+)
+# Null markers: legacy arrays and bytes (int32 -1), legacy strings (int16 -1), compact ones (0).
+NULL_MARKERS = (struct.pack(">i", -1), struct.pack(">h", -1), b"\x00")
+
 
 def encode_request(body: Any, correlation_id: int = 1, client_id: str = "test") -> bytes:
     header_cls = HeaderV2 if body.__flexible__ else HeaderV1
