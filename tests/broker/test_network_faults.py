@@ -10,7 +10,6 @@ The measured figures are printed (pytest -s) for docs/operations.md's "Failure m
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 import time
@@ -23,15 +22,13 @@ import pytest
 import redis
 from confluent_kafka import Consumer, Producer
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from schooner.protocol.records import BatchBuilder
 from schooner.storage.embedded import free_port
 from schooner.storage.keys import Keyspace
 from tests.broker.helpers import saved_group, wait
 from tests.conftest import RunningBroker
 from tests.proxy import FaultProxy
-from tests.wire import call
+from tests.wire import call, produce_request
 
 FAULT_SECONDS = 10.0
 PARTITIONS = 3
@@ -170,18 +167,7 @@ class Figures:
 
 def _probe_produce(port: int, topic: str) -> tuple[ErrorCode, float]:
     """One acks=all Produce on a fresh connection: the partition's error code and the time to answer."""
-    batch = BatchBuilder(0, 0)
-    batch.append(0, int(time.time() * 1000), None, b"probe", [])
-    request = ProduceRequest(
-        transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=30),
-        topic_data=(
-            TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=0, records=batch.build()),)
-            ),
-        ),
-    )
+    request = produce_request(topic, [b"probe"], acks=-1, timeout_ms=30_000)
     started = time.monotonic()
     response = call(port, request)
     return ErrorCode(response.responses[0].partition_responses[0].error_code), time.monotonic() - started
