@@ -51,14 +51,18 @@ def wait(condition: Callable[[], object], timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def saved_group(client: redis.Redis, ks: Keyspace, group: str) -> dict[str, str]:
     """The group's hash as the coordinator saved it (owner, generation or group_epoch, members, ...)."""
-    return {k.decode(): v.decode() for k, v in client.hgetall(ks.group(group)).items()}
+    return {_text(k): _text(v) for k, v in client.hgetall(ks.group(group)).items()}
 
 
 def committed(client: redis.Redis, ks: Keyspace, group: str) -> dict[str, int]:
     """The group's committed offsets as saved, by the saved partition key."""
-    return {k.decode(): json.loads(v)["offset"] for k, v in client.hgetall(ks.group_offsets(group)).items()}
+    return {_text(k): json.loads(v)["offset"] for k, v in client.hgetall(ks.group_offsets(group)).items()}
 
 
 def subscription(topic: str) -> bytes:
