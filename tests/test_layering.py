@@ -12,6 +12,9 @@ is inside it, not "schooner.storage.logging".
 
 A break of a rule that exists today is listed in that rule's `allow`, by name: the test passes with it,
 fails on any new break, and fails when a listed one has gone, so the list only shrinks.
+
+The tests have one layering rule of their own: a test module imports helper modules, never another test
+module.
 """
 
 from __future__ import annotations
@@ -300,3 +303,30 @@ def test_floors_forbid_every_higher_floor_and_nothing_else() -> None:
         ("p.c", ("p.d", "p.e")),
     ]
     assert [r.importers for r in floors("schooner", *LAYERS)] == [f"schooner.{x}" for x in LAYERS[:-1]]
+
+
+# --- the tests' own layout ---
+
+TESTS = Path(__file__).resolve().parent
+
+
+def owning_test_module(name: str) -> str | None:
+    """The test_*.py module that `name` (an imported name) lives in, if any."""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        path = TESTS.parent.joinpath(*parts[:n]).with_suffix(".py")
+        if path.is_file():
+            return ".".join(parts[:n]) if path.name.startswith("test_") else None
+    return None
+
+
+def test_test_modules_never_import_one_another() -> None:
+    """Shared helpers live in helper modules (tests/clients.py, wire.py, broker/helpers.py, ...)."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        me = module_name(path, TESTS)
+        for imp in imports_in(path.read_text(), me, path.name == "__init__.py"):
+            other = owning_test_module(imp.imported)
+            if other is not None and other != me:
+                found.append(str(imp))
+    assert not found, "\n".join(found)
