@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,11 +56,14 @@ def confluent_produce(
     return delivered
 
 
-def confluent_consume(
-    bootstrap: str, topic: str, count: int, partition: int = 0, offset: int = -2, timeout: float = 20
-) -> list[Any]:
+Assignment = tuple[str, int, int]  # topic, partition, first offset (-2: the beginning, -1: the end)
+
+
+def consume(bootstrap: str, assignments: Iterable[Assignment], count: int, timeout: float = 20) -> list[Any]:
+    """Reads with confluent-kafka from each assigned partition (no group) until `count` records arrived
+    or `timeout` passed; a client error raises."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, partition, offset)])
+    consumer.assign([TopicPartition(topic, partition, offset) for topic, partition, offset in assignments])
     out: list[Any] = []
     deadline = time.monotonic() + timeout
     try:
@@ -73,6 +77,17 @@ def confluent_consume(
     finally:
         consumer.close()
     return out
+
+
+def from_beginning(topic: str, partitions: int) -> list[Assignment]:
+    """Every partition of `topic`, from its first record."""
+    return [(topic, p, -2) for p in range(partitions)]
+
+
+def confluent_consume(
+    bootstrap: str, topic: str, count: int, partition: int = 0, offset: int = -2, timeout: float = 20
+) -> list[Any]:
+    return consume(bootstrap, [(topic, partition, offset)], count, timeout)
 
 
 def as_rec(key: bytes | None, value: bytes | None, headers: Any) -> Rec:

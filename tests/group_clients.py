@@ -1,4 +1,5 @@
-"""One small interface over the three Python Kafka clients' group consumers, for group tests."""
+"""Group consumers for group tests: one small interface over the three Python Kafka clients' classic
+group consumers, and a KIP-848 member of confluent-kafka."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 Consumed = tuple[str, int, int]  # topic, partition, offset
 
@@ -142,3 +145,79 @@ class GroupMember(threading.Thread):
                 await c.stop()
 
         asyncio.run(main())
+
+
+class ConsumerProtocolMember(threading.Thread):
+    """A KIP-848 (group.protocol=consumer) member of confluent-kafka: poll a batch, commit after
+    processing, count the batch only if the commit succeeded; after a failed commit, go back to the last
+    commit so nothing is skipped."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, pace: float = 0.0, **conf: Any) -> None:
+        super().__init__(daemon=True)
+        self.conf = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **conf,
+        }
+        self.topic, self.pace = topic, pace
+        self.consumed: list[Consumed] = []
+        self.failed_commits = 0
+        self.assignments: list[set[int]] = []
+        self.stop_event = threading.Event()
+        self.started_consuming = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+    def _run(self) -> None:
+        c = Consumer(self.conf)
+        c.subscribe(
+            [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
+        try:
+            while not self.stop_event.is_set():
+                msgs = [m for m in c.consume(50, 0.2) if not m.error()]
+                if not msgs:
+                    continue
+                time.sleep(self.pace)
+                first: dict[int, int] = {}
+                last: dict[int, int] = {}
+                for m in msgs:
+                    first.setdefault(m.partition(), m.offset())
+                    last[m.partition()] = m.offset()
+                try:
+                    c.commit(offsets=[TopicPartition(self.topic, p, o + 1) for p, o in last.items()],
+                             asynchronous=False)  # fmt: skip
+                except KafkaException:
+                    self.failed_commits += 1
+                    owned = {tp.partition for tp in c.assignment()}
+                    for p, o in first.items():
+                        if p in owned:
+                            c.seek(TopicPartition(self.topic, p, o))
+                    continue
+                self.consumed.extend((m.topic(), m.partition(), m.offset()) for m in msgs)
+                self.started_consuming.set()
+        finally:
+            c.close()
+
+    # Incremental callbacks: what is added or taken away; `assignments` keeps each resulting set.
+    def _on_assign(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+        self.assignments.append(
+            (self.assignments[-1] if self.assignments else set()) | {tp.partition for tp in partitions}
+        )
+
+    def _on_revoke(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+        self.assignments.append(
+            (self.assignments[-1] if self.assignments else set()) - {tp.partition for tp in partitions}
+        )
+
+    def finish(self) -> None:
+        self.stop_event.set()
+        self.join(30)

@@ -6,13 +6,31 @@ import datetime
 import io
 import socket
 import struct
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from kio.index import load_response_schema
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_reader, entity_writer
+
+from schooner.protocol.records import BatchBuilder
+
+# Counts and sizes a hostile or broken client might declare: legacy int32 and int16 maxima,
+# -2 (below the null marker), and 5-byte varints of 2**31 - 1 and 2**32 - 1.
+HUGE_COUNTS = (
+    struct.pack(">i", 2**31 - 1),
+    struct.pack(">i", -2),
+    struct.pack(">h", 2**15 - 1),
+    b"\xff\xff\xff\xff\x07",
+    b"\xff\xff\xff\xff\x0f",
+    b"\x80\x80\x80\x80\x80\x01",  # a varint longer than Kafka allows
+)
+# Null markers: legacy arrays and bytes (int32 -1), legacy strings (int16 -1), compact ones (0).
+NULL_MARKERS = (struct.pack(">i", -1), struct.pack(">h", -1), b"\x00")
 
 
 def encode_request(body: Any, correlation_id: int = 1, client_id: str = "test") -> bytes:
@@ -98,4 +116,31 @@ def fetch_request(
             ),
         ),
         forgotten_topics_data=(),
+    )
+
+
+def record_batch(values: Sequence[bytes], timestamp_ms: int | None = None) -> bytes:
+    """One uncompressed record batch of value-only records, offsets from 0, stamped now by default."""
+    stamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    builder = BatchBuilder(0, 0)
+    for i, value in enumerate(values):
+        builder.append(i, stamp, None, value, [])
+    return builder.build()
+
+
+def produce_request(
+    topic: str, records: bytes | Sequence[bytes], partition: int = 0, acks: int = 1, timeout_ms: int = 5000
+) -> ProduceRequest:
+    """A Produce (v9) to one partition. `records` is either the raw records field (a batch, possibly a
+    broken one) or the values of a new batch (see `record_batch`)."""
+    raw = records if isinstance(records, bytes) else record_batch(records)
+    return ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(milliseconds=timeout_ms),
+        topic_data=(
+            TopicProduceData(
+                name=topic, partition_data=(PartitionProduceData(index=partition, records=raw),)
+            ),
+        ),
     )

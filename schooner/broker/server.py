@@ -7,14 +7,13 @@ import contextlib
 import logging
 from typing import Any
 
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
+from ..storage.log.notices import AppendNotices
 from ..storage.redis import client as redis_client
+from ..storage.redis.calls import StorageError
 from ..storage.redis.lane import PipelinedLane
 from ..storage.store import Store
 from .context import BrokerContext
@@ -36,7 +35,7 @@ class Broker:
         self._tasks: list[asyncio.Task[Any]] = []
         self._clients = ClientConnections(settings)
         self._connections = self._clients.tasks  # one task per open client connection
-        self._pubsub: Any = None
+        self._notices: AppendNotices | None = None
         self._listener: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -99,7 +98,7 @@ class Broker:
                 task.cancel()
         if self.ctx is not None:
             self.ctx.leaving = True
-            with contextlib.suppress(RedisError, OSError):
+            with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(
                     self.ctx.store.unregister(self.ctx.me.broker_id),
                     STOP_GRACE_SECONDS,
@@ -108,10 +107,9 @@ class Broker:
                 self.ctx.groups.shutdown()
         if graceful:
             await self._drain_connections(self.settings.shutdown_timeout_ms / 1000)
-        if self._pubsub is not None:
-            # redis-py's pub/sub read can swallow a cancel; closing its connection ends the read.
+        if self._notices is not None:
             with contextlib.suppress(Exception):
-                await self._pubsub.aclose()
+                await self._notices.close()
         if self._listener is not None:
             self._listener.cancel()
         for conn in list(self._connections):
@@ -121,9 +119,9 @@ class Broker:
             # Bounded: a client library's read may absorb a cancel; stopping must not hang on it.
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
         if self.ctx:
-            with contextlib.suppress(RedisError, OSError):
+            with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(self.ctx.store.lane.close(), STOP_GRACE_SECONDS)
-            with contextlib.suppress(RedisError, OSError):
+            with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(self.ctx.store.redis.aclose(), STOP_GRACE_SECONDS)
 
     async def _drain_connections(self, timeout: float) -> None:
@@ -143,7 +141,7 @@ class Broker:
             health.probing()
             try:
                 await self.ctx.store.heartbeat(self.ctx.me, self.settings.session_ms)
-            except (RedisError, OSError) as exc:
+            except (StorageError, OSError) as exc:
                 if not was_in_trouble:  # once per outage, not every heartbeat
                     log.warning("heartbeat failed, Redis out of reach: %s", exc)
                 health.failed()
@@ -163,25 +161,17 @@ class Broker:
         quiet = self.settings.redis_timeout_ms / 1000
         interrupted = False
         while not self._stopping:
-            pubsub = self._pubsub = self.ctx.store.redis.pubsub()
+            notices = self._notices = AppendNotices(self.ctx.store.redis, self.ctx.ks, quiet)
             try:
-                await pubsub.subscribe(self.ctx.ks.appended_channel)
-                pinged = False
+                await notices.subscribe()
                 while True:
-                    message = await pubsub.get_message(timeout=quiet)
-                    if message is None:
-                        if pinged:
-                            raise RedisTimeoutError(f"no answer to PING within {quiet:g} s")
-                        await pubsub.ping()
-                        pinged = True
-                        continue
-                    pinged = False
-                    if interrupted and message.get("type") == "subscribe":
+                    notice = await notices.next()
+                    if notice is not None:
+                        self.ctx.waiters.notify_text(notice)
+                    elif interrupted:
                         interrupted = False
                         log.warning("append notices resumed")
-                    if message.get("type") == "message":
-                        self.ctx.waiters.notify_text(message["data"])
-            except (RedisError, OSError, RuntimeError, AttributeError) as exc:
+            except (StorageError, OSError, RuntimeError, AttributeError) as exc:
                 if self._stopping:  # stop() closed the connection under the read
                     return
                 if not interrupted:  # once per outage; fetches poll meanwhile (fetch.POLL_SECONDS)
@@ -190,7 +180,7 @@ class Broker:
                 await asyncio.sleep(0.5)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await notices.close()
 
     async def _watch_groups(self) -> None:
         """Expires member sessions, and hands groups over when the live broker set changes."""
@@ -204,7 +194,7 @@ class Broker:
                 await groups.expire_sessions()
                 if ticks % 4 == 0:
                     await groups.check_ownership()
-            except (RedisError, OSError) as exc:
+            except (StorageError, OSError) as exc:
                 if not groups.redis_health.in_trouble():  # an outage is logged by the heartbeat
                     log.warning("group upkeep failed: %s", exc)
 
@@ -218,7 +208,7 @@ class Broker:
                 for topic in await ctx.store.topics(ctx.topic_defaults):
                     for p in range(topic.partitions):
                         await ctx.store.apply_retention(topic, p)
-            except (RedisError, OSError) as exc:
+            except (StorageError, OSError) as exc:
                 log.warning("retention sweep failed: %s", exc)
 
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import datetime
 import struct
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from schooner.protocol.records import BatchBuilder
 from tests.clients import Rec, confluent_consume, confluent_produce
-from tests.wire import call, connect, encode_request, is_closed, read_frame
+from tests.wire import call, connect, encode_request, is_closed, produce_request, read_frame, record_batch
 
 
 @pytest.fixture
@@ -26,26 +23,6 @@ def seeded(broker):
 def _still_serving(broker, records) -> None:
     got = confluent_consume(broker.bootstrap, "keep", len(records))
     assert [(m.key(), m.value()) for m in got] == [(r.key, r.value) for r in records]
-
-
-def _batch(values: list[bytes]) -> bytes:
-    b = BatchBuilder(0, 0)
-    for i, v in enumerate(values):
-        b.append(i, 1_700_000_000_000, None, v, [])
-    return b.build()
-
-
-def _produce(topic: str, partition: int, records: bytes) -> ProduceRequest:
-    return ProduceRequest(
-        transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
-            TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=partition, records=records),)
-            ),
-        ),
-    )
 
 
 @pytest.mark.parametrize(
@@ -78,7 +55,7 @@ def test_oversized_frame_is_refused_before_its_body_arrives(broker_factory) -> N
 
 def test_truncated_body_closes_the_connection(seeded) -> None:
     broker, records = seeded
-    frame = encode_request(_produce("keep", 0, _batch([b"x"])))
+    frame = encode_request(produce_request("keep", [b"x"]))
     cut = frame[4:-10]
     with connect(broker.port) as sock:
         sock.sendall(struct.pack(">i", len(cut)) + cut)
@@ -114,23 +91,23 @@ def test_invalid_topic_name_gets_invalid_topic_error(broker) -> None:
 
 def test_produce_to_missing_partition(seeded) -> None:
     broker, records = seeded
-    response = call(broker.port, _produce("keep", 5, _batch([b"x"])))
+    response = call(broker.port, produce_request("keep", [b"x"], partition=5))
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.unknown_topic_or_partition
     _still_serving(broker, records)
 
 
 def test_produce_with_corrupt_crc(seeded) -> None:
     broker, records = seeded
-    batch = bytearray(_batch([b"x", b"y"]))
+    batch = bytearray(record_batch([b"x", b"y"]))
     batch[-1] ^= 0xFF
-    response = call(broker.port, _produce("keep", 0, bytes(batch)))
+    response = call(broker.port, produce_request("keep", bytes(batch)))
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.corrupt_message
     _still_serving(broker, records)
 
 
 def test_produce_with_garbage_records(seeded) -> None:
     broker, records = seeded
-    response = call(broker.port, _produce("keep", 0, b"\x01" * 70))
+    response = call(broker.port, produce_request("keep", b"\x01" * 70))
     assert response.responses[0].partition_responses[0].error_code in (
         ErrorCode.corrupt_message,
         ErrorCode.unsupported_for_message_format,
@@ -140,10 +117,6 @@ def test_produce_with_garbage_records(seeded) -> None:
 
 def test_invalid_required_acks(seeded) -> None:
     broker, records = seeded
-    request = _produce("keep", 0, _batch([b"x"]))
-    bad = ProduceRequest(
-        transactional_id=None, acks=2, timeout=request.timeout, topic_data=request.topic_data
-    )
-    response = call(broker.port, bad)
+    response = call(broker.port, produce_request("keep", [b"x"], acks=2))
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.invalid_required_acks
     _still_serving(broker, records)

@@ -5,7 +5,6 @@ what was read before closing."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import socket
 import time
@@ -16,30 +15,21 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchRequest
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from schooner.protocol.records import BatchBuilder
 from tests.clients import Rec, confluent_consume, confluent_produce
 from tests.conftest import RunningBroker
-from tests.wire import call, connect, decode_response, encode_request, fetch_request, is_closed, read_frame
+from tests.wire import (
+    call,
+    connect,
+    decode_response,
+    encode_request,
+    fetch_request,
+    is_closed,
+    produce_request,
+    read_frame,
+)
 
 API_VERSIONS = ApiVersionsRequest(client_software_name="t", client_software_version="1")
-
-
-def _produce(topic: str, values: list[bytes], acks: int = 1) -> ProduceRequest:
-    batch = BatchBuilder(0, 0)
-    for i, v in enumerate(values):
-        batch.append(i, 1_700_000_000_000, None, v, [])
-    return ProduceRequest(
-        transactional_id=None,
-        acks=acks,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
-            TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=0, records=batch.build()),)
-            ),
-        ),
-    )
 
 
 def _long_poll(topic: str, end: int, max_wait_ms: int) -> FetchRequest:
@@ -190,7 +180,7 @@ def test_byte_cap_stops_reading_and_nothing_is_lost(broker_factory) -> None:
     end = _seed(broker, "bytes")
     stats = broker.broker.connection_stats
     poll = _long_poll("bytes", end, 1500)
-    produces = [_produce("bytes", [b"%02d" % i + b"x" * 15_000]) for i in range(20)]
+    produces = [produce_request("bytes", [b"%02d" % i + b"x" * 15_000]) for i in range(20)]
     with connect(broker.port) as sock:
         sock.sendall(
             encode_request(poll, correlation_id=0)
@@ -214,7 +204,7 @@ def test_a_request_larger_than_the_byte_cap_is_served_alone(broker_factory) -> N
     end = _seed(broker, "large")
     stats = broker.broker.connection_stats
     poll = _long_poll("large", end, 1000)
-    large = _produce("large", [b"y" * 32_000])
+    large = produce_request("large", [b"y" * 32_000])
     with connect(broker.port) as sock:
         sock.sendall(encode_request(poll, correlation_id=0) + encode_request(large, correlation_id=1))
         _until(lambda: stats.backpressure_pauses >= 1)
@@ -229,7 +219,7 @@ def test_client_that_does_not_read_its_responses_is_closed(broker_factory) -> No
     broker = broker_factory(request_timeout_ms=1000)
     stats = broker.broker.connection_stats
     for i in range(8):
-        assert _produced_ok(call(broker.port, _produce("unread", [b"%d" % i + b"z" * 100_000])))
+        assert _produced_ok(call(broker.port, produce_request("unread", [b"%d" % i + b"z" * 100_000])))
     first = confluent_consume(broker.bootstrap, "unread", 1)[0].offset()
     fetch = fetch_request("unread", first, 0, 1, max_bytes=256 * 1024)
     sock = socket.socket()
@@ -254,7 +244,7 @@ def test_many_idle_and_half_sent_connections_do_not_slow_a_produce(broker) -> No
             socks.append(s)
         _until(lambda: broker.broker.connection_stats.open == 1500)
         started = time.monotonic()
-        response = call(broker.port, _produce("crowded", [b"v"]))
+        response = call(broker.port, produce_request("crowded", [b"v"]))
         assert _produced_ok(response)
         assert time.monotonic() - started < 0.5
         assert broker.broker.connection_stats.refused == 0
@@ -270,7 +260,7 @@ def test_graceful_stop_answers_what_was_read_and_refuses_new_connections(broker_
     _seed(broker, "drain")
     stats = broker.broker.connection_stats
     poll = _long_poll("drain-wait", end, 2500)
-    produces = [_produce("drain", [b"p%d" % i], acks=acks) for i in range(3)]
+    produces = [produce_request("drain", [b"p%d" % i], acks=acks) for i in range(3)]
     port = broker.port  # the broker stops listening below
     idle = connect(port)
     sock = connect(port)

@@ -2,97 +2,21 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make
-from tests.broker.test_groups import _fill, _wait
+from tests.broker.helpers import fill, wait
+from tests.group_clients import ConsumerProtocolMember
 from tests.wire import call
 
 # Short timings keep the tests quick; the defaults are Kafka's (45 s session, 5 s heartbeat).
 FAST = {"consumer_group_heartbeat_ms": 300, "consumer_group_session_ms": 8000}
-Consumed = tuple[str, int, int]
-
-
-class Member(threading.Thread):
-    """A consumer-protocol member: poll a batch, commit after processing, count the batch only if the
-    commit succeeded; after a failed commit, go back to the last commit so nothing is skipped."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, pace: float = 0.0, **conf: Any) -> None:
-        super().__init__(daemon=True)
-        self.conf = {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "group.protocol": "consumer",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            **conf,
-        }
-        self.topic, self.pace = topic, pace
-        self.consumed: list[Consumed] = []
-        self.failed_commits = 0
-        self.assignments: list[set[int]] = []
-        self.stop_event = threading.Event()
-        self.started_consuming = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
-
-    def _run(self) -> None:
-        c = Consumer(self.conf)
-        c.subscribe(
-            [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
-        )
-        try:
-            while not self.stop_event.is_set():
-                msgs = [m for m in c.consume(50, 0.2) if not m.error()]
-                if not msgs:
-                    continue
-                time.sleep(self.pace)
-                first: dict[int, int] = {}
-                last: dict[int, int] = {}
-                for m in msgs:
-                    first.setdefault(m.partition(), m.offset())
-                    last[m.partition()] = m.offset()
-                try:
-                    c.commit(offsets=[TopicPartition(self.topic, p, o + 1) for p, o in last.items()],
-                             asynchronous=False)  # fmt: skip
-                except KafkaException:
-                    self.failed_commits += 1
-                    owned = {tp.partition for tp in c.assignment()}
-                    for p, o in first.items():
-                        if p in owned:
-                            c.seek(TopicPartition(self.topic, p, o))
-                    continue
-                self.consumed.extend((m.topic(), m.partition(), m.offset()) for m in msgs)
-                self.started_consuming.set()
-        finally:
-            c.close()
-
-    # Incremental callbacks: what is added or taken away; `assignments` keeps each resulting set.
-    def _on_assign(self, _: Consumer, partitions: list[TopicPartition]) -> None:
-        self.assignments.append(
-            (self.assignments[-1] if self.assignments else set()) | {tp.partition for tp in partitions}
-        )
-
-    def _on_revoke(self, _: Consumer, partitions: list[TopicPartition]) -> None:
-        self.assignments.append(
-            (self.assignments[-1] if self.assignments else set()) - {tp.partition for tp in partitions}
-        )
-
-    def finish(self) -> None:
-        self.stop_event.set()
-        self.join(30)
 
 
 def _describe(broker: Any, group: str) -> Any:
@@ -116,19 +40,19 @@ def _stable_assignment(broker: Any, group: str, members: int, timeout: float = 3
 
 def test_members_share_a_topic_exactly_once_across_a_leave_and_a_join(broker_factory) -> None:
     broker = broker_factory(**FAST)
-    produced = _fill(broker.bootstrap, "kip848", 12, 250)
-    first = Member(broker.bootstrap, "shared", "kip848", pace=0.1)
-    second = Member(broker.bootstrap, "shared", "kip848", pace=0.1)
+    produced = fill(broker.bootstrap, "kip848", 12, 250)
+    first = ConsumerProtocolMember(broker.bootstrap, "shared", "kip848", pace=0.1)
+    second = ConsumerProtocolMember(broker.bootstrap, "shared", "kip848", pace=0.1)
     members = [first, second]
     for m in members:
         m.start()
-    _wait(lambda: sum(len(m.consumed) for m in members) > 300, 60, "the first two members consume")
-    third = Member(broker.bootstrap, "shared", "kip848", pace=0.1)
+    wait(lambda: sum(len(m.consumed) for m in members) > 300, 60, "the first two members consume")
+    third = ConsumerProtocolMember(broker.bootstrap, "shared", "kip848", pace=0.1)
     third.start()
     members.append(third)
-    _wait(lambda: third.started_consuming.is_set(), 60, "a member that joins later gets partitions")
+    wait(lambda: third.started_consuming.is_set(), 60, "a member that joins later gets partitions")
     first.finish()  # one member leaves
-    _wait(
+    wait(
         lambda: len({c for m in members for c in m.consumed}) >= len(produced), 120, "everything is consumed"
     )
     for m in members[1:]:
@@ -141,15 +65,14 @@ def test_members_share_a_topic_exactly_once_across_a_leave_and_a_join(broker_fac
 
 def test_uniform_assignor_balances_and_moves_little(broker_factory) -> None:
     broker = broker_factory(**FAST)
-    _fill(broker.bootstrap, "uni", 12, 1)
-    members = [
-        Member(broker.bootstrap, "uniform", "uni", **{"group.remote.assignor": "uniform"}) for _ in "ab"
-    ]
+    fill(broker.bootstrap, "uni", 12, 1)
+    uniform = {"group.remote.assignor": "uniform"}
+    members = [ConsumerProtocolMember(broker.bootstrap, "uniform", "uni", **uniform) for _ in "ab"]
     for m in members:
         m.start()
     two = _stable_assignment(broker, "uniform", 2)
     assert sorted(len(ps) for ps in two.values()) == [6, 6]
-    third = Member(broker.bootstrap, "uniform", "uni", **{"group.remote.assignor": "uniform"})
+    third = ConsumerProtocolMember(broker.bootstrap, "uniform", "uni", **uniform)
     third.start()
     members.append(third)
     three = _stable_assignment(broker, "uniform", 3)
@@ -166,14 +89,15 @@ def test_uniform_assignor_balances_and_moves_little(broker_factory) -> None:
 
 def test_range_assignor_gives_contiguous_ranges(broker_factory) -> None:
     broker = broker_factory(**FAST)
-    _fill(broker.bootstrap, "rng", 12, 1)
-    members = [Member(broker.bootstrap, "ranged", "rng", **{"group.remote.assignor": "range"}) for _ in "abc"]
+    fill(broker.bootstrap, "rng", 12, 1)
+    ranged = {"group.remote.assignor": "range"}
+    members = [ConsumerProtocolMember(broker.bootstrap, "ranged", "rng", **ranged) for _ in "abc"]
     for m in members:
         m.start()
     ranges = sorted(_stable_assignment(broker, "ranged", 3).values())
     assert ranges == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     assert _describe(broker, "ranged").assignor_name == "range"
-    _wait(lambda: all(m.assignments and len(m.assignments[-1]) == 4 for m in members), 20, "clients see it")
+    wait(lambda: all(m.assignments and len(m.assignments[-1]) == 4 for m in members), 20, "clients see it")
     for m in members:
         m.finish()
     assert all(m.error is None for m in members), [m.error for m in members]
@@ -181,9 +105,9 @@ def test_range_assignor_gives_contiguous_ranges(broker_factory) -> None:
 
 def test_static_member_restart_keeps_its_partitions_without_a_rebalance(broker_factory) -> None:
     broker = broker_factory(**FAST)
-    _fill(broker.bootstrap, "stat", 4, 5)
-    other = Member(broker.bootstrap, "statics", "stat", **{"group.instance.id": "b"})
-    mine = Member(broker.bootstrap, "statics", "stat", **{"group.instance.id": "a"})
+    fill(broker.bootstrap, "stat", 4, 5)
+    other = ConsumerProtocolMember(broker.bootstrap, "statics", "stat", **{"group.instance.id": "b"})
+    mine = ConsumerProtocolMember(broker.bootstrap, "statics", "stat", **{"group.instance.id": "a"})
     other.start()
     mine.start()
     before = _stable_assignment(broker, "statics", 2)
@@ -193,9 +117,9 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(broker_f
     mine.finish()  # a static member's close steps out (epoch -2): it keeps its partitions
     stepped_out = {m.instance_id: m.member_epoch for m in _describe(broker, "statics").members}
     assert stepped_out["a"] == -2
-    again = Member(broker.bootstrap, "statics", "stat", **{"group.instance.id": "a"})
+    again = ConsumerProtocolMember(broker.bootstrap, "statics", "stat", **{"group.instance.id": "a"})
     again.start()
-    _wait(
+    wait(
         lambda: bool(again.assignments) and len(again.assignments[-1]) == 2, 30, "the restart gets partitions"
     )
     after = _stable_assignment(broker, "statics", 2)
@@ -213,7 +137,7 @@ def test_commit_resume_and_admin_view(broker_factory) -> None:
     from confluent_kafka.admin import AdminClient
 
     broker = broker_factory(**FAST)
-    _fill(broker.bootstrap, "resume", 2, 10)
+    fill(broker.bootstrap, "resume", 2, 10)
     conf = {"bootstrap.servers": broker.bootstrap, "group.id": "resumers", "group.protocol": "consumer",
             "enable.auto.commit": False, "auto.offset.reset": "earliest"}  # fmt: skip
     c = Consumer(conf)

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from schooner.protocol.apis import SUPPORTED_VERSIONS, ApiKey, request_type
 from schooner.protocol.messages import make, sibling
-from tests.broker.test_group_versions import _join
+from tests.broker.helpers import join_request
 from tests.wire import call
 
 MINUTE = datetime.timedelta(minutes=1)
@@ -229,12 +229,12 @@ def test_group_max_size(broker) -> None:
 
 def test_a_group_id_is_either_classic_or_consumer(broker) -> None:
     _topic(broker, "w9", 1)
-    classic = call(broker.port, _join(3))  # classic group "g3", one member
+    classic = call(broker.port, join_request(3))  # classic group "g3", one member
     assert classic.error_code == ErrorCode.none
     refused = _hb(broker, "g3", "m", 0, subscribed_topic_names=("w9",))
     assert refused.error_code == ErrorCode.group_id_not_found
     assert _hb(broker, "wg9", "m", 0, subscribed_topic_names=("w9",)).error_code == ErrorCode.none
-    join = dataclasses.replace(_join(3), group_id="wg9")
+    join = dataclasses.replace(join_request(3), group_id="wg9")
     assert call(broker.port, join).error_code == ErrorCode.inconsistent_group_protocol
     # Classic requests find no classic member in a consumer group.
     hb_cls = request_type(ApiKey.HEARTBEAT, 3)
@@ -250,7 +250,7 @@ def test_a_group_id_is_either_classic_or_consumer(broker) -> None:
 def test_describe_list_and_classic_describe(broker) -> None:
     _topic(broker, "w10", 2)
     _hb(broker, "wg10", "m", 0, subscribed_topic_names=("w10",))
-    call(broker.port, _join(4))  # a classic group "g4" (no member yet: MEMBER_ID_REQUIRED)
+    call(broker.port, join_request(4))  # a classic group "g4" (no member yet: MEMBER_ID_REQUIRED)
     missing = _describe(broker, "never")
     assert missing.error_code == ErrorCode.group_id_not_found
     list_cls = request_type(ApiKey.LIST_GROUPS, 5)

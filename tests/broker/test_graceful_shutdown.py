@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schooner.storage.keys import Keyspace
-from tests.broker.test_groups import _wait
+from tests.broker.helpers import saved_group, wait
 from tests.clients import confluent_consume
 from tests.group_clients import GroupMember
 
@@ -57,8 +57,8 @@ def test_sigterm_during_acks_all_production_loses_nothing_and_the_group_moves_at
     producing.start()
     ks = Keyspace(keyspace)
     try:
-        _wait(lambda: len(acked) > 1000 and len(member.consumed) > 500, 60, "production and consumption")
-        group = {k.decode(): v.decode() for k, v in redis_client.hgetall(ks.group("stays")).items()}
+        wait(lambda: len(acked) > 1000 and len(member.consumed) > 500, 60, "production and consumption")
+        group = saved_group(redis_client, ks, "stays")
         coordinator, generation = int(group["owner"]), int(group["generation"])
         victim = brokers[coordinator]
         consumed_before = len(member.consumed)
@@ -68,19 +68,19 @@ def test_sigterm_during_acks_all_production_loses_nothing_and_the_group_moves_at
         victim.process.wait(60)
         assert victim.process.returncode == 0
         drained_in = time.monotonic() - stopped_at
-        _wait(lambda: len(acked) > acked_before + 500, 30, "production did not go on")
-        _wait(lambda: len(member.consumed) > consumed_before + 500, 30, "consumption did not go on")
+        wait(lambda: len(acked) > acked_before + 500, 30, "production did not go on")
+        wait(lambda: len(member.consumed) > consumed_before + 500, 30, "consumption did not go on")
         moved_in = time.monotonic() - stopped_at
     finally:
         stop.set()
         producing.join(90)
-    _wait(
+    wait(
         lambda: {(p, o) for _, p, o in member.consumed} >= {(p, o) for p, o, _ in acked},
         60,
         "the group did not catch up",
     )
     # Read before the member leaves (leaving starts a rebalance of its own).
-    group = {k.decode(): v.decode() for k, v in redis_client.hgetall(ks.group("stays")).items()}
+    group = saved_group(redis_client, ks, "stays")
     member.stop_event.set()
     member.join(30)
 

@@ -10,7 +10,7 @@ from collections import Counter
 import redis
 
 from schooner.storage.keys import Keyspace
-from tests.broker.test_groups import _fill, _wait
+from tests.broker.helpers import committed, fill, saved_group, wait
 from tests.group_clients import GroupMember
 
 
@@ -32,28 +32,20 @@ def _assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
     return out
 
 
-def _group(client: redis.Redis, ks: Keyspace, group: str) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in client.hgetall(ks.group(group)).items()}
-
-
-def _committed(client: redis.Redis, ks: Keyspace, group: str) -> dict[str, int]:
-    return {k.decode(): json.loads(v)["offset"] for k, v in client.hgetall(ks.group_offsets(group)).items()}
-
-
 def test_coordinator_killed_mid_group(broker_factory, redis_client: redis.Redis, keyspace: str) -> None:
     brokers = [broker_factory(process=True) for _ in range(3)]
     bootstrap = ",".join(b.bootstrap for b in brokers)
     ks = Keyspace(keyspace)
-    produced = _fill(bootstrap, "ha", 6, 200)
+    produced = fill(bootstrap, "ha", 6, 200)
     members = [GroupMember("confluent", bootstrap, "survivors", "ha", pace=0.05) for _ in range(2)]
     for m in members:
         m.start()
-    _wait(lambda: sum(len(m.consumed) for m in members) > 200, 60, "the group consumes")
+    wait(lambda: sum(len(m.consumed) for m in members) > 200, 60, "the group consumes")
 
-    state = _group(redis_client, ks, "survivors")
+    state = saved_group(redis_client, ks, "survivors")
     owner = int(state["owner"])
     generation = int(state["generation"])
-    before = _committed(redis_client, ks, "survivors")
+    before = committed(redis_client, ks, "survivors")
     victim = next(b for b in brokers if str(b.port) in redis_client.hget(ks.broker(owner), "port").decode())
     victim.kill()
 
@@ -61,7 +53,7 @@ def test_coordinator_killed_mid_group(broker_factory, redis_client: redis.Redis,
     deadline = time.monotonic() + 120
     while len({c for m in members for c in m.consumed}) < len(produced):
         assert time.monotonic() < deadline, "the group did not finish after the coordinator died"
-        state = _group(redis_client, ks, "survivors")
+        state = saved_group(redis_client, ks, "survivors")
         if state.get("state") == "Stable":
             owned = [
                 tp
@@ -74,9 +66,9 @@ def test_coordinator_killed_mid_group(broker_factory, redis_client: redis.Redis,
         m.stop_event.set()
         m.join(30)
 
-    after = _committed(redis_client, ks, "survivors")
+    after = committed(redis_client, ks, "survivors")
     assert all(after.get(tp, -1) >= offset for tp, offset in before.items()), (before, after)
-    final = _group(redis_client, ks, "survivors")
+    final = saved_group(redis_client, ks, "survivors")
     assert int(final["owner"]) != owner and int(final["generation"]) > generation
     for gen, owned in seen_generations.items():
         assert len(owned) == len(set(owned)), f"a partition owned twice in generation {gen}"

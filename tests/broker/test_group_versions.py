@@ -2,47 +2,21 @@
 
 from __future__ import annotations
 
-import datetime
-import struct
-from typing import Any
-
 import pytest
 from kio.schema.errors import ErrorCode
 
 from schooner.protocol.apis import SUPPORTED_VERSIONS, ApiKey, request_type
 from schooner.protocol.messages import make, sibling
+from tests.broker.helpers import join_request
 from tests.wire import call
-
-SECOND = datetime.timedelta(seconds=6)
-
-
-def _subscription(topic: str) -> bytes:
-    name = topic.encode()
-    return struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", -1)
-
-
-def _join(version: int, member_id: str = "", instance: str | None = None) -> Any:
-    cls = request_type(ApiKey.JOIN_GROUP, version)
-    protocol = sibling(cls, "JoinGroupRequestProtocol")
-    return make(
-        cls,
-        group_id=f"g{version}",
-        session_timeout=SECOND,
-        rebalance_timeout=SECOND,
-        member_id=member_id,
-        group_instance_id=instance,
-        protocol_type="consumer",
-        protocols=(protocol(name="range", metadata=_subscription("t")),),
-        reason=None,
-    )
 
 
 @pytest.mark.parametrize("version", range(SUPPORTED_VERSIONS[ApiKey.JOIN_GROUP][0], 10))
 def test_join_sync_heartbeat_leave_every_version(broker, version: int) -> None:
-    joined = call(broker.port, _join(version))
+    joined = call(broker.port, join_request(version))
     if version >= 4:
         assert joined.error_code == ErrorCode.member_id_required and joined.member_id
-        joined = call(broker.port, _join(version, joined.member_id))
+        joined = call(broker.port, join_request(version, joined.member_id))
     assert joined.error_code == ErrorCode.none, joined
     assert joined.leader == joined.member_id and joined.generation_id == 1
     member, generation, group = joined.member_id, joined.generation_id, f"g{version}"

@@ -7,38 +7,15 @@ import time
 from collections import Counter
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
+from tests.broker.helpers import fill, wait
 from tests.clients import Rec, confluent_produce
 from tests.group_clients import GroupMember
 
 
-def _fill(bootstrap: str, topic: str, partitions: int, per_partition: int) -> set[tuple[str, int, int]]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result arrives
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    produced: set[tuple[str, int, int]] = set()
-
-    def done(err: object, msg: object) -> None:
-        assert err is None
-        produced.add((msg.topic(), msg.partition(), msg.offset()))  # type: ignore[attr-defined]
-
-    for p in range(partitions):
-        for i in range(per_partition):
-            producer.produce(topic, value=b"%d-%d" % (p, i), partition=p, on_delivery=done)
-    assert producer.flush(30) == 0
-    return produced
-
-
-def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def test_three_clients_share_a_topic_exactly_once_across_a_rebalance(broker) -> None:
-    produced = _fill(broker.bootstrap, "shared12", 12, 100)
+    produced = fill(broker.bootstrap, "shared12", 12, 100)
     # Records keep coming during the test, so a member that joins late always finds some to consume.
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
     lock = threading.Lock()
@@ -65,19 +42,17 @@ def test_three_clients_share_a_topic_exactly_once_across_a_rebalance(broker) -> 
     members = [first, second]
     for m in members:
         m.start()
-    _wait(lambda: sum(len(m.consumed) for m in members) > 300, 60, "the first two members consume")
+    wait(lambda: sum(len(m.consumed) for m in members) > 300, 60, "the first two members consume")
     third = GroupMember("aiokafka", broker.bootstrap, "mix", "shared12", pace=0.1)
     third.start()
     members.append(third)
-    _wait(lambda: third.started_consuming.is_set(), 60, "a member that joins later gets partitions")
+    wait(lambda: third.started_consuming.is_set(), 60, "a member that joins later gets partitions")
     first.stop_event.set()  # one member leaves
     first.join(30)
     time.sleep(2)
     producing.clear()
     feeder.join(30)
-    _wait(
-        lambda: len({c for m in members for c in m.consumed}) >= len(produced), 90, "everything is consumed"
-    )
+    wait(lambda: len({c for m in members for c in m.consumed}) >= len(produced), 90, "everything is consumed")
     for m in members[1:]:
         m.stop_event.set()
         m.join(30)
@@ -148,7 +123,7 @@ def test_commit_metadata_round_trip_and_seek(broker) -> None:
 
 
 def test_static_member_restart_within_session_timeout_keeps_the_generation(broker) -> None:
-    _fill(broker.bootstrap, "static", 4, 5)
+    fill(broker.bootstrap, "static", 4, 5)
     conf = {"bootstrap.servers": broker.bootstrap, "group.id": "statics", "auto.offset.reset": "earliest",
             "enable.auto.commit": False, "session.timeout.ms": 10000}  # fmt: skip
     other = Consumer({**conf, "group.instance.id": "b"})
@@ -185,7 +160,7 @@ def test_static_member_restart_within_session_timeout_keeps_the_generation(broke
 def test_describe_list_and_delete_groups_from_admin_clients(broker) -> None:
     from kafka.admin import KafkaAdminClient
 
-    _fill(broker.bootstrap, "adm", 2, 3)
+    fill(broker.bootstrap, "adm", 2, 3)
     c = Consumer(
         {"bootstrap.servers": broker.bootstrap, "group.id": "watched", "auto.offset.reset": "earliest"}
     )

@@ -39,12 +39,8 @@ from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRe
 from schooner.protocol.apis import ApiKey
 from schooner.protocol.messages import decode_request
 from tests.clients import Rec, confluent_consume, confluent_produce
-from tests.protocol.test_properties import (  # counts and null markers a hostile client might declare
-    HUGE,
-    NULLS,
-)
 from tests.proxy import read_frame
-from tests.wire import call, encode_request
+from tests.wire import HUGE_COUNTS, NULL_MARKERS, call, encode_request
 
 TOPIC = "intact"
 GROUP = "recorded-group"
@@ -206,10 +202,10 @@ def _mutate(rng: random.Random, frame: bytes) -> bytes:
         elif kind == "delete":
             del data[at : at + rng.randint(1, 8)]
         elif kind == "huge":
-            pattern = rng.choice(HUGE)
+            pattern = rng.choice(HUGE_COUNTS)
             data[at : at + len(pattern)] = pattern
         elif kind == "null":
-            at, pattern = rng.choice(_count_like(data) or [(at, rng.choice(NULLS))])
+            at, pattern = rng.choice(_count_like(data) or [(at, rng.choice(NULL_MARKERS))])
             data[at : at + len(pattern)] = pattern
         elif kind == "size" and len(data) >= 4:  # a size prefix that lies
             data[0:4] = struct.pack(">i", rng.choice([0, 1, len(data) - 5, len(data) + 3, 2**31 - 1, -1]))
@@ -228,9 +224,9 @@ def _count_like(data: bytearray) -> list[tuple[int, bytes]]:
     found: list[tuple[int, bytes]] = []
     for i in range(8, len(data)):
         if i + 4 <= len(data) and 0 < struct.unpack_from(">i", data, i)[0] <= 16:
-            found.append((i, NULLS[0]))
+            found.append((i, NULL_MARKERS[0]))
         if 1 < data[i] <= 17:
-            found.append((i, NULLS[2]))
+            found.append((i, NULL_MARKERS[2]))
     return found
 
 

@@ -10,7 +10,6 @@ The measured figures are printed (pytest -s) for docs/operations.md's "Failure m
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 import time
@@ -23,14 +22,13 @@ import pytest
 import redis
 from confluent_kafka import Consumer, Producer
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from schooner.protocol.records import BatchBuilder
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis.embedded import free_port
+from tests.broker.helpers import saved_group, wait
 from tests.conftest import RunningBroker
 from tests.proxy import FaultProxy
-from tests.wire import call
+from tests.wire import call, produce_request
 
 FAULT_SECONDS = 10.0
 PARTITIONS = 3
@@ -167,27 +165,9 @@ class Figures:
     probes: list[tuple[str, float]] = field(default_factory=list)  # error code, seconds to the answer
 
 
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def _probe_produce(port: int, topic: str) -> tuple[ErrorCode, float]:
     """One acks=all Produce on a fresh connection: the partition's error code and the time to answer."""
-    batch = BatchBuilder(0, 0)
-    batch.append(0, int(time.time() * 1000), None, b"probe", [])
-    request = ProduceRequest(
-        transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=30),
-        topic_data=(
-            TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=0, records=batch.build()),)
-            ),
-        ),
-    )
+    request = produce_request(topic, [b"probe"], acks=-1, timeout_ms=30_000)
     started = time.monotonic()
     response = call(port, request)
     return ErrorCode(response.responses[0].partition_responses[0].error_code), time.monotonic() - started
@@ -195,7 +175,7 @@ def _probe_produce(port: int, topic: str) -> tuple[ErrorCode, float]:
 
 def _saved_group(client: redis.Redis, ks: Keyspace, group: str) -> tuple[str, str]:
     """The group's generation (the group epoch for a KIP-848 group) and its owner epoch, as saved."""
-    saved = {k.decode(): v.decode() for k, v in client.hgetall(ks.group(group)).items()}
+    saved = saved_group(client, ks, group)
     return saved["generation"], saved["owner_epoch"]
 
 
@@ -220,11 +200,11 @@ def _run_faults(
     ]
     for m in members:
         m.start()
-    _wait(lambda: all(m.assigned for m in members), 30, "both groups assign the partitions")
+    wait(lambda: all(m.assigned for m in members), 30, "both groups assign the partitions")
     groups_before = {m.group: _saved_group(redis_client, ks, m.group) for m in members}
     producer = SteadyProducer(bootstrap, topic)
     producer.start()
-    _wait(lambda: all(m.consumed for m in members), 20, "both groups consume")
+    wait(lambda: all(m.consumed for m in members), 20, "both groups consume")
     time.sleep(1)
     healed_at = []
     probes: list[tuple[str, float]] = []
@@ -248,7 +228,7 @@ def _run_faults(
     assert producer.unflushed == 0, f"{producer.unflushed} records never acknowledged"
     assert not producer.failed, producer.failed[:5]  # the producer recovered: no record given up
     total = len(producer.sent_at)
-    _wait(lambda: all(len(m.consumed) >= total for m in members), 60, "each group consumes every record")
+    wait(lambda: all(len(m.consumed) >= total for m in members), 60, "each group consumes every record")
     time.sleep(1)  # a duplicate arriving late would show
     groups_after = {m.group: _saved_group(redis_client, ks, m.group) for m in members}  # before they leave
     for m in members:

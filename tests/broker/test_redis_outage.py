@@ -2,40 +2,22 @@
 
 from __future__ import annotations
 
-import datetime
 import time
 
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from schooner.protocol.records import BatchBuilder
 from tests.clients import Rec, confluent_consume, confluent_produce
-from tests.wire import call
+from tests.wire import call, produce_request
 
 RETRIABLE = {ErrorCode.kafka_storage_error, ErrorCode.request_timed_out, ErrorCode.not_leader_or_follower}
-
-
-def _produce_request() -> ProduceRequest:
-    b = BatchBuilder(0, 0)
-    b.append(0, 1_700_000_000_000, None, b"during outage", [])
-    return ProduceRequest(
-        transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
-            TopicProduceData(
-                name="outage", partition_data=(PartitionProduceData(index=0, records=b.build()),)
-            ),
-        ),
-    )
 
 
 def test_redis_outage_gives_retriable_errors_then_recovers(broker, redis_server) -> None:
     confluent_produce(broker.bootstrap, "outage", [Rec(None, b"before")])
     redis_server.kill()
     try:
-        produced = call(broker.port, _produce_request())
+        produced = call(broker.port, produce_request("outage", [b"during outage"]))
         assert produced.responses[0].partition_responses[0].error_code in RETRIABLE
         listed = call(
             broker.port,

@@ -4,7 +4,6 @@ A Redis that may evict keys would lose records silently: the broker refuses to s
 
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 from collections.abc import Iterator
@@ -15,14 +14,12 @@ import redis
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
 from schooner.broker.server import StartupRefused
-from schooner.protocol.records import BatchBuilder
 from schooner.storage.keys import Keyspace
 from tests.clients import Rec, confluent_consume, confluent_produce
 from tests.conftest import start_broker
-from tests.wire import call
+from tests.wire import call, produce_request
 
 HEADROOM = 3 * 1024 * 1024
 WAITED = b"w" * 64 * 1024
@@ -46,22 +43,7 @@ def _limit(client: redis.Redis) -> None:
 
 
 def _produce(port: int, topic: str, size: int = 64 * 1024) -> Any:
-    b = BatchBuilder(0, 0)
-    for i in range(16):
-        b.append(i, int(time.time() * 1000), None, bytes([i]) * (size // 16), [])
-    response = call(
-        port,
-        ProduceRequest(
-            transactional_id=None,
-            acks=1,
-            timeout=datetime.timedelta(seconds=5),
-            topic_data=(
-                TopicProduceData(
-                    name=topic, partition_data=(PartitionProduceData(index=0, records=b.build()),)
-                ),
-            ),
-        ),
-    )
+    response = call(port, produce_request(topic, [bytes([i]) * (size // 16) for i in range(16)]))
     return response.responses[0].partition_responses[0]
 
 

@@ -13,8 +13,8 @@ from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSetti
 from schooner.coordinators.redis_health import SLOW_SECONDS, RedisHealth
 from schooner.storage.cluster import BrokerInfo
 from schooner.storage.keys import Keyspace
-from schooner.storage.store import Store
 from schooner.storage.redis import client
+from schooner.storage.store import Store
 
 SESSION_MS = 300
 

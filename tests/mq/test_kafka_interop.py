@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from confluent_kafka import Consumer as KafkaConsumer
-from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka import Producer as KafkaProducer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer as KafkaPythonProducer
@@ -14,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from schooner.mq import Consumer, ConsumerConfig, Message, OutgoingMessage, Producer, partition_for_key
 from schooner.storage.keys import Keyspace
+from tests.clients import consume, from_beginning
 
 from .conftest import wait_until
 
@@ -57,22 +55,9 @@ def test_mq_producer_to_kafka_consumer(broker: Any, redis_server: Any, keyspace:
     sent = producer.send_batch(
         "from-mq", [OutgoingMessage(b"v%d" % i, key=k, headers={"n": b"%d" % i}) for i, k in enumerate(KEYS)]
     )
-    consumer = KafkaConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused",
-                              "enable.auto.commit": False})  # fmt: skip
-    consumer.assign([TopicPartition("from-mq", p, -2) for p in range(PARTITIONS)])  # -2: beginning
-    got: dict[bytes, Any] = {}
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < len(KEYS) and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise KafkaException(msg.error())
-            got[msg.key()] = msg
-    finally:
-        consumer.close()
-    assert len(got) == len(KEYS)
+    read = consume(broker.bootstrap, from_beginning("from-mq", PARTITIONS), len(KEYS), timeout=30)
+    got = {m.key(): m for m in read}
+    assert len(read) == len(got) == len(KEYS)  # every key, once
     for i, (key, s) in enumerate(zip(KEYS, sent, strict=True)):
         msg = got[key]
         assert (msg.partition(), msg.offset()) == (s.partition, s.offset)

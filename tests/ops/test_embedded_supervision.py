@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -14,17 +13,7 @@ from confluent_kafka import Producer
 
 from schooner.storage.redis.embedded import free_port
 from tests.clients import confluent_consume
-from tests.ops.test_cli import SCHOONER, _wait_for_port
-
-
-def _start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [SCHOONER, "broker", "--data-dir", str(data_dir), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    _wait_for_port(port, proc)
-    return proc
+from tests.ops.helpers import start_cli_broker
 
 
 def _redis_pid(data_dir: Path) -> int:
@@ -50,7 +39,7 @@ def _wait(predicate: object, timeout: float, what: str) -> None:
 
 def test_killed_redis_is_restarted_from_its_aof_and_nothing_acknowledged_is_lost(tmp_path: Path) -> None:
     port = free_port()
-    proc = _start(tmp_path, port)
+    proc = start_cli_broker(tmp_path, port)
     acked: list[bytes] = []
     errors: list[object] = []
     stop = threading.Event()
@@ -113,7 +102,7 @@ def test_killed_redis_is_restarted_from_its_aof_and_nothing_acknowledged_is_lost
 
 def test_redis_that_cannot_be_restarted_stops_the_broker_with_a_clear_message(tmp_path: Path) -> None:
     port = free_port()
-    proc = _start(tmp_path, port)
+    proc = start_cli_broker(tmp_path, port)
     manifests = list((tmp_path / "redis").rglob("*.manifest"))
     assert manifests, "AOF is on"
     os.kill(_redis_pid(tmp_path), signal.SIGKILL)
@@ -129,13 +118,13 @@ def test_redis_that_cannot_be_restarted_stops_the_broker_with_a_clear_message(tm
 
 def test_a_killed_broker_takes_its_embedded_redis_with_it(tmp_path: Path) -> None:
     port = free_port()
-    proc = _start(tmp_path, port)
+    proc = start_cli_broker(tmp_path, port)
     pid = _redis_pid(tmp_path)
     proc.kill()
     proc.wait(10)
     _wait(lambda: not _alive(pid), 10, "redis-server outlived its SIGKILLed broker")
     # and the data folder can be used again at once
-    proc = _start(tmp_path, port)
+    proc = start_cli_broker(tmp_path, port)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == 0

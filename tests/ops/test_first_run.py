@@ -12,14 +12,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.ops.helpers import SCHOONER, wait_for_port
+
 ROOT = Path(__file__).resolve().parents[2]
-SCHOONER = str(Path(sys.executable).with_name("schooner"))
 DEFAULT_PORT = 9092
 
 
@@ -47,12 +47,7 @@ def _start(cwd: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [SCHOONER, "broker"], cwd=cwd, env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
-    deadline = time.monotonic() + 60
-    while not _port_open(DEFAULT_PORT):
-        if proc.poll() is not None:
-            raise AssertionError(proc.stdout.read().decode() if proc.stdout else "broker exited")
-        assert time.monotonic() < deadline, "broker did not start"
-        time.sleep(0.1)
+    wait_for_port(DEFAULT_PORT, proc, timeout=60)
     return proc
 
 

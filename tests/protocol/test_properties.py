@@ -54,6 +54,7 @@ from schooner.protocol.records import (
     InvalidRecords,
     read_batches,
 )
+from tests.wire import HUGE_COUNTS, NULL_MARKERS
 
 # Deterministic, so a CI run is repeatable; no deadline, as the shared CI cores are slow at times.
 CI = settings(
@@ -219,19 +220,6 @@ def test_every_advertised_response_round_trips(api_key: int, version: int, data:
 
 # --- 2. mutated frames ---
 
-# Counts and sizes a hostile or broken client might declare: legacy int32 and int16 maxima,
-# -2 (below the null marker), and 5-byte varints of 2**31 - 1 and 2**32 - 1.
-HUGE = (
-    struct.pack(">i", 2**31 - 1),
-    struct.pack(">i", -2),
-    struct.pack(">h", 2**15 - 1),
-    b"\xff\xff\xff\xff\x07",
-    b"\xff\xff\xff\xff\x0f",
-    b"\x80\x80\x80\x80\x80\x01",  # a varint longer than Kafka allows
-)
-# Null markers: legacy arrays and bytes (int32 -1), legacy strings (int16 -1), compact ones (0).
-NULLS = (struct.pack(">i", -1), struct.pack(">h", -1), b"\x00")
-
 
 @st.composite
 def mutate(draw: st.DrawFn, raw: bytes) -> bytes:
@@ -248,7 +236,7 @@ def mutate(draw: st.DrawFn, raw: bytes) -> bytes:
         elif kind == "delete":
             del data[at : at + draw(st.integers(1, 8))]
         elif kind in ("huge", "null"):
-            pattern = draw(st.sampled_from(HUGE if kind == "huge" else NULLS))
+            pattern = draw(st.sampled_from(HUGE_COUNTS if kind == "huge" else NULL_MARKERS))
             data[at : at + len(pattern)] = pattern
         elif kind == "header" and len(data) >= 4:
             data[0:4] = struct.pack(">hh", draw(st.integers(-5, 80)), draw(st.integers(-2, 25)))
@@ -398,7 +386,7 @@ def test_samples_with_every_tagged_field_set_round_trip() -> None:
 
 
 def huge_count_sweep() -> int:
-    """Writes each HUGE or NULLS pattern over every position of a sample of every request.
+    """Writes each HUGE_COUNTS or NULL_MARKERS pattern over every position of a sample of every request.
 
     Returns how many frames it decoded."""
     done = 0
@@ -406,7 +394,7 @@ def huge_count_sweep() -> int:
         head = encode_header(api_key, version, 1, "c", [])
         raw = head + encode_body(sample(request_type(api_key, version)))
         for at in range(len(head), len(raw)):
-            for pattern in HUGE + NULLS:
+            for pattern in HUGE_COUNTS + NULL_MARKERS:
                 _decode_or_protocol_error(raw[:at] + pattern + raw[at + len(pattern) :])
                 done += 1
     return done

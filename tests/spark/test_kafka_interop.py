@@ -3,31 +3,12 @@ broker, at the offsets a Kafka consumer sees; a Kafka consumer reads what the Sp
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Producer
 
-from tests.clients import SAMPLE, as_rec
+from tests.clients import SAMPLE, as_rec, consume, from_beginning
 from tests.spark.conftest import Log
-
-
-def _consume_all(bootstrap: str, topic: str, partitions: int, count: int) -> list[Any]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
-    out: list[Any] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(out) < count and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise KafkaException(msg.error())
-            out.append(msg)
-    finally:
-        consumer.close()
-    return out
 
 
 def _produce(bootstrap: str, topic: str, records: list[tuple[Any, ...]], **conf: Any) -> list[Any]:
@@ -53,7 +34,7 @@ def test_spark_reads_kafka_records_at_the_offsets_kafka_consumers_see(
     records = [(r.key, r.value, list(r.headers) or None, i % 3) for i, r in enumerate(SAMPLE * 5)]
     for start in range(0, len(records), 7):  # several produce requests: offsets with gaps between batches
         _produce(broker.bootstrap, "kafka-in", records[start : start + 7])
-    seen = _consume_all(broker.bootstrap, "kafka-in", 3, len(records))
+    seen = consume(broker.bootstrap, from_beginning("kafka-in", 3), len(records), timeout=30)
     kafka = sorted(
         (m.partition(), m.offset(), m.timestamp()[1], as_rec(m.key(), m.value(), m.headers())) for m in seen
     )
@@ -88,12 +69,15 @@ def test_kafka_consumers_read_what_the_spark_sink_wrote(spark: Any, broker: Any,
     )
     df.write.format("schooner").options(**log.options).option("topic", "spark-out").mode("append").save()
 
-    got = _consume_all(broker.bootstrap, "spark-out", 4, len(rows))
+    got = consume(broker.bootstrap, from_beginning("spark-out", 4), len(rows), timeout=30)
     assert sorted((m.key(), m.value(), m.headers()) for m in got) == sorted(rows)
     # Rows without a partition go where Kafka's own producers send their keys (murmur2).
     _produce(
         broker.bootstrap, "kafka-twin", [(k, v, None, None) for k, v, _ in rows], partitioner="murmur2_random"
     )
-    twin = {m.key(): m.partition() for m in _consume_all(broker.bootstrap, "kafka-twin", 4, len(rows))}
+    twin = {
+        m.key(): m.partition()
+        for m in consume(broker.bootstrap, from_beginning("kafka-twin", 4), len(rows), timeout=30)
+    }
     assert {m.key(): m.partition() for m in got} == twin
     assert len(set(twin.values())) > 1

@@ -6,15 +6,15 @@ import datetime
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from redis.exceptions import RedisError
 
+from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ..context import BrokerContext
 
 NO_THROTTLE = datetime.timedelta(0)
 
 # Redis unreachable or refusing writes: a retriable Kafka error, never UNKNOWN_SERVER_ERROR.
-STORAGE_ERRORS = (RedisError, OSError)
+STORAGE_ERRORS = (StorageError, OSError)
 STORAGE_ERROR_CODE = ErrorCode.kafka_storage_error
 
 

@@ -9,13 +9,12 @@ import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
 from ...storage.log.append import DUPLICATE, UNKNOWN_PARTITION, AppendResult
 from ...storage.redis import server_info
+from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
@@ -24,7 +23,6 @@ log = logging.getLogger(__name__)
 
 _FULL_LOG_INTERVAL_SECONDS = 10.0
 _full_logged_at = -_FULL_LOG_INTERVAL_SECONDS
-_OUTCOME_UNKNOWN = (RedisTimeoutError, RedisConnectionError, TimeoutError)
 
 
 class _PartitionResult:
@@ -111,7 +109,7 @@ async def _in_turn(turn: Any, ctx: BrokerContext, topic: Topic | ErrorCode, data
             await _settle(ctx, topic, data.index, batch, f)
             for batch, f in zip(prepared, pending, strict=True)
         ]
-    except _OUTCOME_UNKNOWN as exc:
+    except OUTCOME_UNKNOWN as exc:
         # Sent, but no reply (Redis timed out or the connection broke): the batch may be appended.
         # REQUEST_TIMED_OUT tells clients so ("possibly persisted"); the retry then finds it a duplicate.
         return _PartitionResult(ErrorCode.request_timed_out, message=str(exc))

@@ -15,7 +15,9 @@ from typing import Any, Generic, TypeVar
 
 import redis as sync_redis
 import redis.asyncio as async_redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import scripts
 
@@ -23,6 +25,9 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 StorageError = RedisError  # what a round trip raises when Redis fails (outage, timeout, error reply)
+StorageTimeout = RedisTimeoutError  # no reply in time
+# A round trip that was sent but got no reply: it may have run, and the caller cannot tell.
+OUTCOME_UNKNOWN = (RedisTimeoutError, RedisConnectionError, TimeoutError)
 
 Redis = async_redis.Redis  # the asyncio client (client.connect)
 BlockingRedis = sync_redis.Redis  # the blocking client (client.connect_sync)

@@ -1,0 +1,88 @@
+"""Helpers shared by the broker's test modules: filling topics, waiting for a condition, reading a
+group's saved state from Redis, and building classic JoinGroup requests.
+
+Test modules import these from here, never from one another."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from schooner.protocol.apis import ApiKey, request_type
+from schooner.protocol.messages import make, sibling
+from schooner.storage.keys import Keyspace
+
+Produced = tuple[str, int, int]  # topic, partition, offset
+
+JOIN_TIMEOUT = datetime.timedelta(seconds=6)  # session and rebalance timeouts of join_request
+
+
+def fill(bootstrap: str, topic: str, partitions: int, per_partition: int) -> set[Produced]:
+    """Creates `topic` and writes `per_partition` records to each partition; returns where they went."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result arrives
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    produced: set[Produced] = set()
+
+    def done(err: object, msg: Any) -> None:
+        assert err is None
+        produced.add((msg.topic(), msg.partition(), msg.offset()))
+
+    for p in range(partitions):
+        for i in range(per_partition):
+            producer.produce(topic, value=b"%d-%d" % (p, i), partition=p, on_delivery=done)
+    assert producer.flush(30) == 0
+    return produced
+
+
+def wait(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Polls `condition` every 0.1 s until it is true; fails with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def saved_group(client: redis.Redis, ks: Keyspace, group: str) -> dict[str, str]:
+    """The group's hash as the coordinator saved it (owner, generation or group_epoch, members, ...)."""
+    return {_text(k): _text(v) for k, v in client.hgetall(ks.group(group)).items()}
+
+
+def committed(client: redis.Redis, ks: Keyspace, group: str) -> dict[str, int]:
+    """The group's committed offsets as saved, by the saved partition key."""
+    return {_text(k): json.loads(v)["offset"] for k, v in client.hgetall(ks.group_offsets(group)).items()}
+
+
+def subscription(topic: str) -> bytes:
+    """A ConsumerProtocolSubscription v0 to one topic, without user data."""
+    name = topic.encode()
+    return struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", -1)
+
+
+def join_request(version: int, member_id: str = "", instance: str | None = None) -> Any:
+    """A JoinGroup of `version` to the classic group "g<version>", subscribing to topic "t" (range)."""
+    cls = request_type(ApiKey.JOIN_GROUP, version)
+    protocol = sibling(cls, "JoinGroupRequestProtocol")
+    return make(
+        cls,
+        group_id=f"g{version}",
+        session_timeout=JOIN_TIMEOUT,
+        rebalance_timeout=JOIN_TIMEOUT,
+        member_id=member_id,
+        group_instance_id=instance,
+        protocol_type="consumer",
+        protocols=(protocol(name="range", metadata=subscription("t")),),
+        reason=None,
+    )
