@@ -87,6 +87,19 @@ def _fail(error: ErrorCode, message: str, hb: Heartbeat) -> HeartbeatAnswer:
     return HeartbeatAnswer(error, message, hb.member_id or None, hb.member_epoch)
 
 
+def _check_static(group: ConsumerGroup, hb: Heartbeat) -> HeartbeatAnswer | None:
+    """A static member's instance id must be known and held by this member id; else why not."""
+    if hb.instance_id is None:
+        return None
+    holder = group.static_member(hb.instance_id)
+    if holder is None:
+        return _fail(ErrorCode.unknown_member_id, f"Instance id {hb.instance_id} is unknown.", hb)
+    if holder.member_id != hb.member_id:
+        message = f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced."
+        return _fail(ErrorCode.fenced_instance_id, message, hb)
+    return None
+
+
 def invalid_field(hb: Heartbeat) -> str | None:
     """Why the request is malformed (INVALID_REQUEST), or None."""
     if not hb.group_id:
@@ -245,13 +258,9 @@ class ConsumerGroupCoordinator:
             member.assigned, member.revoking, member.state = {}, {}, MemberState.STABLE
             member.epoch, member.previous_epoch, member.revoke_deadline = JOIN_EPOCH, LEAVE_EPOCH, None
             return member, False
-        if hb.instance_id is not None:
-            holder = group.static_member(hb.instance_id)
-            if holder is None:
-                return _fail(ErrorCode.unknown_member_id, f"Instance id {hb.instance_id} is unknown.", hb)
-            if holder.member_id != hb.member_id:
-                message = f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced."
-                return _fail(ErrorCode.fenced_instance_id, message, hb)
+        refused = _check_static(group, hb)
+        if refused is not None:
+            return refused
         member = group.members.get(hb.member_id)
         if member is None:
             message = f"Member {hb.member_id} is not a member of group {group.group_id}."
@@ -271,15 +280,10 @@ class ConsumerGroupCoordinator:
         if not isinstance(group, ConsumerGroup):
             return _fail(ErrorCode.group_id_not_found, f"Consumer group {hb.group_id} not found.", hb)
         async with group.lock:
-            member = group.members.get(hb.member_id)
-            if hb.instance_id is not None:
-                holder = group.static_member(hb.instance_id)
-                if holder is None:
-                    return _fail(ErrorCode.unknown_member_id, f"Instance id {hb.instance_id} is unknown.", hb)
-                if holder.member_id != hb.member_id:
-                    message = f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced."
-                    return _fail(ErrorCode.fenced_instance_id, message, hb)
-                member = holder
+            refused = _check_static(group, hb)
+            if refused is not None:
+                return refused
+            member = group.members.get(hb.member_id)  # for a static member, its holder (checked above)
             if member is None:
                 message = f"Member {hb.member_id} is not a member of group {hb.group_id}."
                 return _fail(ErrorCode.unknown_member_id, message, hb)
