@@ -16,6 +16,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
+
 
 class GroupState(StrEnum):
     EMPTY = "Empty"
@@ -23,6 +25,29 @@ class GroupState(StrEnum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    min_session_ms: int = 6000
+    max_session_ms: int = 1_800_000
+    initial_rebalance_delay_ms: int = 3000
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """One JoinGroup request. An empty member_id is a member joining for the first time."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    session_ms: int
+    rebalance_ms: int
+    protocol_type: str
+    protocols: Protocols
+    require_known_member: bool  # v4+ (KIP-394): a new member first gets its id, then joins with it
 
 
 @dataclass(slots=True)
@@ -54,7 +79,7 @@ class Member:
     session_ms: int
     rebalance_ms: int
     protocol_type: str
-    protocols: list[tuple[str, bytes]]
+    protocols: Protocols
     assignment: bytes = b""
     last_seen: float = field(default_factory=time.monotonic)
     join: asyncio.Future[JoinResult] | None = None
@@ -89,7 +114,7 @@ class Member:
             session_ms=int(data["session_ms"]),
             rebalance_ms=int(data["rebalance_ms"]),
             protocol_type=data.get("protocol_type", ""),
-            protocols=[(n, base64.b64decode(m)) for n, m in data.get("protocols", [])],
+            protocols=tuple((n, base64.b64decode(m)) for n, m in data.get("protocols", [])),
             assignment=base64.b64decode(data.get("assignment", "")),
         )
 
@@ -116,7 +141,7 @@ class Group:
                 return m.member_id
         return None
 
-    def supports(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+    def supports(self, protocol_type: str, protocols: Protocols) -> bool:
         if not protocols or not protocol_type:
             return False
         if not self.members:

@@ -15,7 +15,6 @@ from ...coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
 from ...coordinators.consumer_group import Assignment, ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
 from ...protocol.messages import make, response_module_of
-from ...storage import groups as group_store
 from ...storage import topics
 from ...storage.topics import Topic
 from ..context import CLIENT, BrokerContext
@@ -117,14 +116,12 @@ async def _describe_one(ctx: BrokerContext, group_id: str, mod: Any) -> Any:
         members=(),
     )
     try:
-        known = group_id in ctx.groups.groups or await group_store.exists(ctx.redis, ctx.ks, group_id)
-        if not known:
-            await ctx.groups.coordinator_for(group_id)
+        group = await ctx.groups.find(group_id)
+        if group is None:
             values.update(
                 error_code=ErrorCode.group_id_not_found, error_message=f"Group {group_id} not found."
             )
             return make(mod.DescribedGroup, **values)
-        group = await ctx.groups.group(group_id)
         if not isinstance(group, ConsumerGroup):
             message = f"Group {group_id} is not a consumer group."
             values.update(error_code=ErrorCode.group_id_not_found, error_message=message)
