@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 from ..storage.keys import Keyspace
 from ..storage.registry import BrokerInfo
 from .classic_coordinator import ClassicCoordinator
-from .classic_group import GroupSettings, JoinRequest, JoinResult, SyncResult
+from .classic_model import GroupSettings, JoinRequest, JoinResult, SyncResult
 from .consumer_coordinator import ConsumerGroupCoordinator
 from .consumer_group import ConsumerGroup
 from .group_ownership import AnyGroup, GroupOwnership, NotCoordinator

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 from ..storage import groups as group_store
 from ..storage.keys import Keyspace
 from ..storage.registry import BrokerInfo
-from .classic_group import Group
+from .classic_model import Group
 from .consumer_group import ConsumerGroup
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class GroupOwnership:
                     found = ConsumerGroup.from_saved(group_id, saved)
                     log.info("coordinating consumer group %s (epoch %d)", group_id, found.group_epoch)
                 else:
-                    found = Group.from_saved(group_id, saved)
+                    found = Group.from_saved(group_id, saved, time.monotonic())
                     log.info("coordinating group %s (generation %d)", group_id, found.generation)
                 self._groups[group_id] = found
                 for watcher in self.watchers:
