@@ -136,11 +136,8 @@ def join(
         changed = True
     else:
         changed = member.protocols != req.protocols
-        member.protocols, member.session_ms, member.rebalance_ms = (
-            req.protocols,
-            req.session_ms,
-            req.rebalance_ms,
-        )
+        member.protocols = req.protocols
+        member.session_ms, member.rebalance_ms = req.session_ms, req.rebalance_ms
     member.last_seen = now
     settled = group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE)
     if not changed and member_id != group.leader and settled:
@@ -258,9 +255,7 @@ def rebalance_timeout(group: Group, now: float) -> list[Effect]:
     )  # fmt: skip
     effects: list[Effect] = [SAVE]
     for m in group.members.values():
-        m.assignment = b""
-    for m in group.members.values():
-        m.last_seen, m.joining = now, False
+        m.assignment, m.last_seen, m.joining = b"", now, False
         effects.append(Answer(m.member_id, _join_result(group, m)))
     return effects
 
@@ -291,7 +286,7 @@ def sync(
     if group.state == GroupState.PREPARING_REBALANCE:
         return Step(SyncResult(ErrorCode.rebalance_in_progress))
     if group.state == GroupState.STABLE:
-        return Step(SyncResult(ErrorCode.none, group.protocol_type, group.protocol, member.assignment))
+        return Step(_sync_result(group, member))
     if member_id != group.leader:
         member.syncing = True
         return Step(Wait(member_id))
