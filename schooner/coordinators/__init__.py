@@ -1,1 +1,14 @@
-"""Coordinators: consumer groups (and, later, transactions). Their state lives in Redis via storage."""
+"""Coordinators: the broker's Kafka consumer groups (and, later, transactions). Group state lives in
+Redis, through schooner.storage.groups.
+
+The map, pure rules first:
+- classic_model.py, classic_group.py: the classic group's data, and its state machine with no I/O
+  (every transition; theory of operation in its docstring).
+- consumer_group.py, assignors.py: the KIP-848 group, its reconciliation and server assignors.
+- group_ownership.py: GroupOwnership, which groups this broker coordinates: loading (claiming) them
+  from Redis, fenced saves, dropping them when they move.
+- classic_coordinator.py, consumer_coordinator.py: each runs its protocol's requests under a group's
+  lock and does the I/O; both hold the one GroupOwnership.
+- group_coordinator.py: GroupCoordinator, the facade the broker knows as ctx.groups.
+- redis_health.py: whether this broker reaches Redis (member sessions do not lapse while it cannot).
+"""

@@ -42,6 +42,13 @@ def _partitions(topics: Mapping[str, TopicInfo], names: Iterable[str]) -> list[T
     return [(topics[n].id, p) for n in sorted(names) if n in topics for p in range(topics[n].partitions)]
 
 
+def _subscribers(members: Mapping[str, MemberSpec], topics: Mapping[str, TopicInfo]) -> dict[str, list[str]]:
+    """Every subscribed topic that exists, by name (sorted), with its subscribers in member order."""
+    order = _order(members)
+    names = sorted({n for spec in members.values() for n in spec.topics if n in topics})
+    return {name: [m for m in order if name in members[m].topics] for name in names}
+
+
 def range_assignor(
     members: Mapping[str, MemberSpec],
     topics: Mapping[str, TopicInfo],
@@ -49,9 +56,7 @@ def range_assignor(
 ) -> dict[str, set[TopicPartition]]:
     """Per topic, its subscribers in order get contiguous ranges; the first ones get one more."""
     result: dict[str, set[TopicPartition]] = {m: set() for m in members}
-    order = _order(members)
-    for name in sorted({n for spec in members.values() for n in spec.topics if n in topics}):
-        subscribers = [m for m in order if name in members[m].topics]
+    for name, subscribers in _subscribers(members, topics).items():
         base, extra = divmod(topics[name].partitions, len(subscribers))
         start = 0
         for i, m in enumerate(subscribers):
@@ -114,10 +119,7 @@ def _uniform_mixed_subscriptions(
     order = _order(members)
     rank = {m: i for i, m in enumerate(order)}
     name_of = {info.id: name for name, info in topics.items()}
-    eligible = {
-        name: [m for m in order if name in members[m].topics]
-        for name in {n for spec in members.values() for n in spec.topics if n in topics}
-    }
+    eligible = _subscribers(members, topics)
     result: dict[str, set[TopicPartition]] = {m: set() for m in order}
     taken: set[TopicPartition] = set()
     for m in order:

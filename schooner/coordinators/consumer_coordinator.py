@@ -1,10 +1,10 @@
 """Coordination of KIP-848 consumer groups: ConsumerGroupHeartbeat, leaving, sessions, offset checks.
 
-The GroupCoordinator holds one of these. It shares the classic coordinator's ownership of groups
-(a hash of the group id over the live brokers), its loading from Redis on takeover and its fenced
-saves, and the same group hash in Redis, whose `type` field says "consumer". A group id is either
-classic or consumer: an empty group of one kind becomes the other kind when a member of the other
-kind joins; a non-empty one refuses.
+The GroupCoordinator (group_coordinator.py) holds one of these. It shares the classic coordinator's
+GroupOwnership: which broker owns a group (a hash of the group id over the live brokers), loading it
+from Redis on takeover, fenced saves, and the same group hash in Redis, whose `type` field says
+"consumer". A group id is either classic or consumer: an empty group of one kind becomes the other
+kind when a member of the other kind joins; a non-empty one refuses.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,7 +23,6 @@ from kio.schema.errors import ErrorCode
 
 from ..storage.topics.metadata import Topic
 from .assignors import ASSIGNORS, TopicInfo
-from .classic_group import Group
 from .consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -34,6 +33,7 @@ from .consumer_group import (
     MemberState,
     is_subset,
 )
+from .group_ownership import GroupOwnership
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,19 @@ def _fail(error: ErrorCode, message: str, hb: Heartbeat) -> HeartbeatAnswer:
     return HeartbeatAnswer(error, message, hb.member_id or None, hb.member_epoch)
 
 
+def _check_static(group: ConsumerGroup, hb: Heartbeat) -> HeartbeatAnswer | None:
+    """A static member's instance id must be known and held by this member id; else why not."""
+    if hb.instance_id is None:
+        return None
+    holder = group.static_member(hb.instance_id)
+    if holder is None:
+        return _fail(ErrorCode.unknown_member_id, f"Instance id {hb.instance_id} is unknown.", hb)
+    if holder.member_id != hb.member_id:
+        message = f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced."
+        return _fail(ErrorCode.fenced_instance_id, message, hb)
+    return None
+
+
 def invalid_field(hb: Heartbeat) -> str | None:
     """Why the request is malformed (INVALID_REQUEST), or None."""
     if not hb.group_id:
@@ -118,17 +131,8 @@ def invalid_field(hb: Heartbeat) -> str | None:
 
 
 class ConsumerGroupCoordinator:
-    def __init__(
-        self,
-        load: Callable[[str], Awaitable[Group | ConsumerGroup]],
-        replace: Callable[[Group | ConsumerGroup, Group | ConsumerGroup], bool],
-        save: Callable[[ConsumerGroup], Awaitable[None]],
-        forget: Callable[[ConsumerGroup], None],
-    ) -> None:
-        self._load = load  # the group, owned by this broker (raises NotCoordinator)
-        self._replace = replace  # swaps a loaded group for one of the other kind, if still loaded
-        self._save = save  # fenced save (raises NotCoordinator)
-        self._forget = forget  # drops the group from memory; the next request loads it from Redis
+    def __init__(self, ownership: GroupOwnership) -> None:
+        self.ownership = ownership
         self.max_size = UNLIMITED_MEMBERS
 
     @contextlib.contextmanager
@@ -138,7 +142,7 @@ class ConsumerGroupCoordinator:
         try:
             yield
         except BaseException:
-            self._forget(group)
+            self.ownership.forget(group)
             raise
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------------
@@ -187,7 +191,7 @@ class ConsumerGroupCoordinator:
         group.reconcile(member, hb.owned)
         _track_revocation(member)
         member.deadline = time.monotonic() + timeouts.session_ms / 1000
-        await self._save(group)
+        await self.ownership.save_consumer(group)
         # The assignment goes out when it changed, or when the member sent everything (it joined, or
         # recovers from an error and may have missed an answer).
         full = hb.member_epoch == JOIN_EPOCH or (
@@ -202,7 +206,7 @@ class ConsumerGroupCoordinator:
         )
 
     async def _consumer_group(self, group_id: str, create: bool) -> ConsumerGroup | HeartbeatAnswer:
-        group = await self._load(group_id)
+        group = await self.ownership.group(group_id)
         if isinstance(group, ConsumerGroup):
             return group
         if group.members or group.pending:
@@ -212,7 +216,7 @@ class ConsumerGroupCoordinator:
         # An empty classic group (or none at all) becomes a consumer group; its offsets stay.
         async with group.lock:
             if not group.members and not group.pending:
-                self._replace(group, ConsumerGroup(group_id, owner_epoch=group.owner_epoch))
+                self.ownership.replace(group, ConsumerGroup(group_id, owner_epoch=group.owner_epoch))
         return await self._consumer_group(group_id, create)
 
     def _member_for(
@@ -245,13 +249,9 @@ class ConsumerGroupCoordinator:
             member.assigned, member.revoking, member.state = {}, {}, MemberState.STABLE
             member.epoch, member.previous_epoch, member.revoke_deadline = JOIN_EPOCH, LEAVE_EPOCH, None
             return member, False
-        if hb.instance_id is not None:
-            holder = group.static_member(hb.instance_id)
-            if holder is None:
-                return _fail(ErrorCode.unknown_member_id, f"Instance id {hb.instance_id} is unknown.", hb)
-            if holder.member_id != hb.member_id:
-                message = f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced."
-                return _fail(ErrorCode.fenced_instance_id, message, hb)
+        refused = _check_static(group, hb)
+        if refused is not None:
+            return refused
         member = group.members.get(hb.member_id)
         if member is None:
             message = f"Member {hb.member_id} is not a member of group {group.group_id}."
@@ -267,19 +267,14 @@ class ConsumerGroupCoordinator:
         return member, False
 
     async def _leave(self, hb: Heartbeat) -> HeartbeatAnswer:
-        group = await self._load(hb.group_id)
+        group = await self.ownership.group(hb.group_id)
         if not isinstance(group, ConsumerGroup):
             return _fail(ErrorCode.group_id_not_found, f"Consumer group {hb.group_id} not found.", hb)
         async with group.lock:
-            member = group.members.get(hb.member_id)
-            if hb.instance_id is not None:
-                holder = group.static_member(hb.instance_id)
-                if holder is None:
-                    return _fail(ErrorCode.unknown_member_id, f"Instance id {hb.instance_id} is unknown.", hb)
-                if holder.member_id != hb.member_id:
-                    message = f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced."
-                    return _fail(ErrorCode.fenced_instance_id, message, hb)
-                member = holder
+            refused = _check_static(group, hb)
+            if refused is not None:
+                return refused
+            member = group.members.get(hb.member_id)  # for a static member, its holder (checked above)
             if member is None:
                 message = f"Member {hb.member_id} is not a member of group {hb.group_id}."
                 return _fail(ErrorCode.unknown_member_id, message, hb)
@@ -293,7 +288,7 @@ class ConsumerGroupCoordinator:
                     )
                 else:
                     self._drop(group, [member], "left")
-                await self._save(group)
+                await self.ownership.save_consumer(group)
         return HeartbeatAnswer(ErrorCode.none, member_id=hb.member_id, member_epoch=hb.member_epoch)
 
     def _drop(self, group: ConsumerGroup, members: list[ConsumerMember], why: str) -> None:
@@ -320,7 +315,7 @@ class ConsumerGroupCoordinator:
         if lapsed:
             with self._saved_or_forgotten(group):
                 self._drop(group, lapsed, "expired")
-                await self._save(group)
+                await self.ownership.save_consumer(group)
 
     # -- offsets ----------------------------------------------------------------------------------
     @staticmethod

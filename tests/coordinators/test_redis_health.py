@@ -9,7 +9,7 @@ import time
 from kio.schema.errors import ErrorCode
 
 from schooner.coordinators.consumer_group import ConsumerGroup, ConsumerMember
-from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSettings
+from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSettings, JoinRequest
 from schooner.coordinators.redis_health import SLOW_SECONDS, RedisHealth
 from schooner.storage.cluster import BrokerInfo
 from schooner.storage.keys import Keyspace
@@ -49,7 +49,9 @@ async def _sessions_outlast_trouble(url: str, ks: Keyspace) -> None:
     try:
         # A classic member, joined and synced, and a KIP-848 member: both then fall silent.
         joined = await coordinator.join(
-            "classic", "", None, "c", "h", SESSION_MS, SESSION_MS, "consumer", [("range", b"")], False
+            JoinRequest(
+                "classic", "", None, "c", "h", SESSION_MS, SESSION_MS, "consumer", (("range", b""),), False
+            )
         )
         assert joined.error == ErrorCode.none
         synced = await coordinator.sync("classic", joined.generation, joined.member_id, None, {})
@@ -60,7 +62,9 @@ async def _sessions_outlast_trouble(url: str, ks: Keyspace) -> None:
         group.members["m"] = ConsumerMember("m", session_ms=SESSION_MS, deadline=time.monotonic())
 
         def members() -> tuple[int, int]:
-            return len(coordinator.groups["classic"].members), len(coordinator.groups["kip848"].members)
+            classic, kip848 = coordinator.loaded("classic"), coordinator.loaded("kip848")
+            assert classic is not None and kip848 is not None
+            return len(classic.members), len(kip848.members)
 
         coordinator.redis_health.failed()  # this broker cannot reach Redis
         await asyncio.sleep(SESSION_MS / 1000 * 2)

@@ -115,14 +115,12 @@ async def _describe_one(ctx: BrokerContext, group_id: str, mod: Any) -> Any:
         members=(),
     )
     try:
-        known = group_id in ctx.groups.groups or await ctx.store.group_exists(group_id)
-        if not known:
-            await ctx.groups.coordinator_for(group_id)
+        group = await ctx.groups.find(group_id)
+        if group is None:
             values.update(
                 error_code=ErrorCode.group_id_not_found, error_message=f"Group {group_id} not found."
             )
             return make(mod.DescribedGroup, **values)
-        group = await ctx.groups.group(group_id)
         if not isinstance(group, ConsumerGroup):
             message = f"Group {group_id} is not a consumer group."
             values.update(error_code=ErrorCode.group_id_not_found, error_message=message)

@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from ...coordinators.classic_group import GroupState
 from ...coordinators.consumer_group import ConsumerGroup
-from ...coordinators.group_coordinator import NotCoordinator
+from ...coordinators.group_coordinator import JoinRequest, NotCoordinator
 from ...protocol.messages import make, response_module_of
 from ..context import CLIENT, BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
@@ -78,16 +78,18 @@ async def handle_join(ctx: BrokerContext, body: Any) -> Any:
     rebalance_ms = _ms(getattr(body, "rebalance_timeout", body.session_timeout))
     try:
         result = await ctx.groups.join(
-            body.group_id,
-            body.member_id,
-            getattr(body, "group_instance_id", None),
-            client_id,
-            host,
-            session_ms,
-            rebalance_ms,
-            body.protocol_type,
-            [(p.name, bytes(p.metadata)) for p in body.protocols],
-            require_known_member=version >= 4,
+            JoinRequest(
+                group_id=body.group_id,
+                member_id=body.member_id,
+                instance_id=getattr(body, "group_instance_id", None),
+                client_id=client_id,
+                client_host=host,
+                session_ms=session_ms,
+                rebalance_ms=rebalance_ms,
+                protocol_type=body.protocol_type,
+                protocols=tuple((p.name, bytes(p.metadata)) for p in body.protocols),
+                require_known_member=version >= 4,
+            )
         )
         code, values = result.error, result
     except NotCoordinator:
@@ -196,11 +198,10 @@ async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
             authorized_operations=UNKNOWN_OPERATIONS,
         )
         try:
-            if group_id not in ctx.groups.groups and not await ctx.store.group_exists(group_id):
-                await ctx.groups.coordinator_for(group_id)
+            group = await ctx.groups.find(group_id)
+            if group is None:
                 described.append(make(mod.DescribedGroup, **values))  # never seen: Dead, as Kafka says
                 continue
-            group = await ctx.groups.group(group_id)
             if isinstance(group, ConsumerGroup):
                 # Kafka answers Dead for a consumer group here, and from v6 says why.
                 if body.__version__ >= 6:
@@ -246,7 +247,7 @@ async def handle_list(ctx: BrokerContext, body: Any) -> Any:
         return make(mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=code, groups=())
     listed = []
     for group_id in ids:
-        loaded = ctx.groups.groups.get(group_id)
+        loaded = ctx.groups.loaded(group_id)
         if loaded is not None:
             state = loaded.state.value
             kind = "consumer" if isinstance(loaded, ConsumerGroup) else "classic"
@@ -278,13 +279,12 @@ async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
     results = []
     for group_id in body.groups_names:
         try:
-            if group_id not in ctx.groups.groups and not await ctx.store.group_exists(group_id):
-                await ctx.groups.coordinator_for(group_id)
+            group = await ctx.groups.find(group_id)
+            if group is None:
                 results.append(
                     make(mod.DeletableGroupResult, group_id=group_id, error_code=ErrorCode.group_id_not_found)
                 )
                 continue
-            group = await ctx.groups.group(group_id)
             if group.members:
                 code = ErrorCode.non_empty_group
             else:
