@@ -40,7 +40,6 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
                     timestamp=timestamp,
                     offset=offset,
                     leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
-                    old_style_offsets=(),
                 )
             )
         topics.append(make(mod.ListOffsetsTopicResponse, name=requested.name, partitions=tuple(partitions)))

@@ -144,7 +144,8 @@ async def _fetch_group(
         if topic_id is None and name is not None and multi:
             found = await ctx.topic(name)
             topic_id = found.id if found else None
-        out.append(make(topic_cls, name=name, topic_id=topic_id, partitions=tuple(rows)))
+        by_id = {"topic_id": topic_id} if multi else {}  # only the groups form (v8+) has topic ids
+        out.append(make(topic_cls, name=name, partitions=tuple(rows), **by_id))
     return ErrorCode.none, out
 
 
