@@ -14,15 +14,15 @@ from .handlers import (
     admin_topics,
     api_versions,
     cluster,
-    consumer_groups,
     fetch,
-    groups,
     list_offsets,
     metadata,
-    offsets,
     produce,
     producer_ids,
 )
+from .handlers.groups import classic as groups
+from .handlers.groups import consumer as consumer_groups
+from .handlers.groups import offsets
 
 HandlerFn = Callable[[BrokerContext, Any], Awaitable[Any]]
 

@@ -11,15 +11,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
-from ...coordinators.consumer_group import Assignment, ConsumerGroup
-from ...coordinators.group_coordinator import NotCoordinator
-from ...protocol.messages import make, response_module_of
-from ...storage import groups as group_store
-from ...storage import topics
-from ...storage.topics import Topic
-from ..context import CLIENT, BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from ....coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
+from ....coordinators.consumer_group import Assignment, ConsumerGroup
+from ....coordinators.group_coordinator import NotCoordinator
+from ....protocol.messages import make, response_module_of
+from ....storage import groups as group_store
+from ....storage import topics
+from ....storage.topics import Topic
+from ...context import CLIENT, BrokerContext
+from ..common import NO_THROTTLE, STORAGE_ERRORS
 
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: the member uses the consumer protocol
 

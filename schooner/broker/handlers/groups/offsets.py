@@ -7,13 +7,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...coordinators.classic_group import GroupState
-from ...coordinators.consumer_group import ConsumerGroup
-from ...coordinators.group_coordinator import NotCoordinator
-from ...protocol.messages import make, response_module_of
-from ...storage import groups as group_store
-from ..context import BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from ....coordinators.classic_group import GroupState
+from ....coordinators.consumer_group import ConsumerGroup
+from ....coordinators.group_coordinator import NotCoordinator
+from ....protocol.messages import make, response_module_of
+from ....storage import groups as group_store
+from ...context import BrokerContext
+from ..common import NO_THROTTLE, STORAGE_ERRORS
 
 MAX_METADATA_BYTES = 4096
 
