@@ -8,53 +8,64 @@ from typing import Any
 from ..protocol.apis import ApiKey
 from ..protocol.messages import Request
 from .context import BrokerContext
-from .handlers import (
-    admin_configs,
-    admin_records,
-    admin_topics,
-    api_versions,
-    cluster,
-    fetch,
-    list_offsets,
-    metadata,
-    produce,
-    producer_ids,
+from .handlers.admin_configs import (
+    handle_alter_configs,
+    handle_describe_configs,
+    handle_incremental_alter_configs,
 )
-from .handlers.groups import classic as groups
-from .handlers.groups import consumer as consumer_groups
-from .handlers.groups import offsets
+from .handlers.admin_records import handle_delete_records
+from .handlers.admin_topics import handle_create_partitions, handle_create_topics, handle_delete_topics
+from .handlers.api_versions import handle_api_versions
+from .handlers.cluster import handle_describe_cluster
+from .handlers.fetch import handle_fetch
+from .handlers.groups.classic import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_find_coordinator,
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_list_groups,
+    handle_sync_group,
+)
+from .handlers.groups.consumer import handle_consumer_group_describe, handle_consumer_group_heartbeat
+from .handlers.groups.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
+from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader_epoch
+from .handlers.metadata import handle_metadata
+from .handlers.produce import handle_produce
+from .handlers.producer_ids import handle_init_producer_id
 
 HandlerFn = Callable[[BrokerContext, Any], Awaitable[Any]]
 
 HANDLERS: dict[int, HandlerFn] = {
-    ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.METADATA: metadata.handle,
-    ApiKey.PRODUCE: produce.handle,
-    ApiKey.FETCH: fetch.handle,
-    ApiKey.LIST_OFFSETS: list_offsets.handle,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: list_offsets.handle_leader_epoch,
-    ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
-    ApiKey.CREATE_TOPICS: admin_topics.handle_create,
-    ApiKey.DELETE_TOPICS: admin_topics.handle_delete,
-    ApiKey.CREATE_PARTITIONS: admin_topics.handle_create_partitions,
-    ApiKey.DELETE_RECORDS: admin_records.handle_delete_records,
-    ApiKey.DESCRIBE_CONFIGS: admin_configs.handle_describe,
-    ApiKey.ALTER_CONFIGS: admin_configs.handle_alter,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_configs.handle_incremental_alter,
-    ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
-    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
-    ApiKey.JOIN_GROUP: groups.handle_join,
-    ApiKey.SYNC_GROUP: groups.handle_sync,
-    ApiKey.HEARTBEAT: groups.handle_heartbeat,
-    ApiKey.LEAVE_GROUP: groups.handle_leave,
-    ApiKey.DESCRIBE_GROUPS: groups.handle_describe,
-    ApiKey.LIST_GROUPS: groups.handle_list,
-    ApiKey.DELETE_GROUPS: groups.handle_delete,
-    ApiKey.OFFSET_COMMIT: offsets.handle_commit,
-    ApiKey.OFFSET_FETCH: offsets.handle_fetch,
-    ApiKey.OFFSET_DELETE: offsets.handle_delete,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.handle_heartbeat,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.handle_describe,
+    ApiKey.API_VERSIONS: handle_api_versions,
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.PRODUCE: handle_produce,
+    ApiKey.FETCH: handle_fetch,
+    ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+    ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
+    ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.DELETE_TOPICS: handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: handle_create_partitions,
+    ApiKey.DELETE_RECORDS: handle_delete_records,
+    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
+    ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.JOIN_GROUP: handle_join_group,
+    ApiKey.SYNC_GROUP: handle_sync_group,
+    ApiKey.HEARTBEAT: handle_heartbeat,
+    ApiKey.LEAVE_GROUP: handle_leave_group,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
 }
 
 

@@ -200,7 +200,7 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
 # -- DescribeConfigs ------------------------------------------------------------------------------
 
 
-async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+async def handle_describe_configs(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     synonyms = bool(getattr(body, "include_synonyms", False))
     docs = bool(getattr(body, "include_documentation", False))
@@ -271,12 +271,12 @@ class _BadRequest(Exception):
     pass
 
 
-async def handle_alter(ctx: BrokerContext, body: Any) -> Any:
+async def handle_alter_configs(ctx: BrokerContext, body: Any) -> Any:
     """Legacy AlterConfigs: the given configs replace every override the topic had."""
     return await _alter(ctx, body, incremental=False)
 
 
-async def handle_incremental_alter(ctx: BrokerContext, body: Any) -> Any:
+async def handle_incremental_alter_configs(ctx: BrokerContext, body: Any) -> Any:
     return await _alter(ctx, body, incremental=True)
 
 

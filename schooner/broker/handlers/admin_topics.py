@@ -47,7 +47,7 @@ async def _assignment_error(ctx: BrokerContext, replica_lists: Sequence[Sequence
 # -- CreateTopics ---------------------------------------------------------------------------------
 
 
-async def handle_create(ctx: BrokerContext, body: Any) -> Any:
+async def handle_create_topics(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     counts = Counter(t.name for t in body.topics)
     reported: set[str] = set()
@@ -180,7 +180,7 @@ def _given_id(topic_id: uuid.UUID | None) -> uuid.UUID | None:
     return None if topic_id is None or topic_id.int == 0 else topic_id
 
 
-async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+async def handle_delete_topics(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     if has_field(type(body), "topics"):
         wanted = [(t.name, _given_id(t.topic_id)) for t in body.topics]

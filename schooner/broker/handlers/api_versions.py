@@ -24,7 +24,7 @@ def unsupported_version_response() -> Any:
     return make(cls, error_code=ErrorCode.unsupported_version, api_keys=_api_list(cls))
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_api_versions(ctx: BrokerContext, body: Any) -> Any:
     cls = response_type(18, body.__version__)
     return make(
         cls,

@@ -32,7 +32,7 @@ class _PartitionFetch:
     records: bytes = b""
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_fetch(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     version = body.__version__
     deadline = time.monotonic() + body.max_wait.total_seconds()

@@ -21,7 +21,7 @@ LATEST_TIERED = -5
 LEADER_EPOCH = 0
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_list_offsets(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
@@ -72,7 +72,7 @@ async def _lookup(
     return ErrorCode.none, timestamp, offset
 
 
-async def handle_leader_epoch(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_for_leader_epoch(ctx: BrokerContext, body: Any) -> Any:
     """Every partition has one epoch (0) whose end is the high watermark; no truncation ever happens."""
     mod = response_module_of(body)
     topics = []

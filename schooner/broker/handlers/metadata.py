@@ -16,7 +16,7 @@ from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_metadata(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     version = body.__version__
     try:

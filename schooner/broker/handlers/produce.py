@@ -52,7 +52,7 @@ class _PartitionResult:
         self.message = message
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_produce(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     acks = body.acks
     if acks not in (0, 1, -1):

@@ -14,7 +14,7 @@ from .common import NO_THROTTLE, STORAGE_ERRORS
 MAX_EPOCH = 32767
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_init_producer_id(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
 
     def reply(code: ErrorCode, pid: int = -1, epoch: int = -1) -> Any:

@@ -71,7 +71,7 @@ async def handle_find_coordinator(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_join(ctx: BrokerContext, body: Any) -> Any:
+async def handle_join_group(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     version = body.__version__
     client_id, host = CLIENT.get()
@@ -113,7 +113,7 @@ async def handle_join(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_sync(ctx: BrokerContext, body: Any) -> Any:
+async def handle_sync_group(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     try:
         result = await ctx.groups.sync(
@@ -153,7 +153,7 @@ async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
     return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=code)
 
 
-async def handle_leave(ctx: BrokerContext, body: Any) -> Any:
+async def handle_leave_group(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     if hasattr(body, "members"):
         wanted = [(m.member_id, m.group_instance_id) for m in body.members]
@@ -182,7 +182,7 @@ async def handle_leave(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+async def handle_describe_groups(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     described = []
     for group_id in body.groups:
@@ -236,7 +236,7 @@ async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
     return make(mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
 
 
-async def handle_list(ctx: BrokerContext, body: Any) -> Any:
+async def handle_list_groups(ctx: BrokerContext, body: Any) -> Any:
     """Every broker can answer for the whole deployment: group state is in Redis."""
     mod = response_module_of(body)
     states = {s.lower() for s in getattr(body, "states_filter", ()) or ()}
@@ -276,7 +276,7 @@ async def handle_list(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+async def handle_delete_groups(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     results = []
     for group_id in body.groups_names:

@@ -55,7 +55,7 @@ def _owned(topic_partitions: Any) -> Assignment | None:
     return owned
 
 
-async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
+async def handle_consumer_group_heartbeat(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     client_id, host = CLIENT.get()
     names = body.subscribed_topic_names
@@ -185,7 +185,7 @@ async def _describe_members(ctx: BrokerContext, group: ConsumerGroup, mod: Any) 
     return out
 
 
-async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+async def handle_consumer_group_describe(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     described = [await _describe_one(ctx, group_id, mod) for group_id in body.group_ids]
     return make(mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described))

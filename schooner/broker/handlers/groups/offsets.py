@@ -27,7 +27,7 @@ async def _topic_name(ctx: BrokerContext, t: Any) -> tuple[str | None, Any]:
     return name, (await ctx.topic(name) if name else None)
 
 
-async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_commit(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
     try:
@@ -149,7 +149,7 @@ async def _fetch_group(
     return ErrorCode.none, out
 
 
-async def handle_fetch(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_fetch(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     if hasattr(body, "groups"):
         groups = []
@@ -178,7 +178,7 @@ def subscribed_topics(metadata: bytes) -> set[str]:
         return set()
 
 
-async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_delete(ctx: BrokerContext, body: Any) -> Any:
     mod = response_module_of(body)
     code = ErrorCode.none
     subscribed: set[str] = set()
