@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import importlib
 import io
 import re
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import Any, Final, TypeAlias, TypeVar
 
 from kio.schema.index import schema_name_map
 from kio.serial import entity_reader, entity_writer
@@ -34,7 +36,20 @@ class RequestHeader:
 @dataclass(frozen=True, slots=True)
 class Request:
     header: RequestHeader
-    body: Any  # the kio request entity of this API and version
+    # The kio request entity of the header's API and version: one member of that API's union in
+    # request_types.py, which is what the API's handler takes.
+    body: RequestPayload
+
+
+class NoResponse(enum.Enum):
+    """The answer to a request that gets no response frame: Produce with acks=0."""
+
+    NO_RESPONSE = "no response"
+
+
+NO_RESPONSE: Final = NoResponse.NO_RESPONSE
+# What a handler gives back for one request.
+Answer: TypeAlias = ResponsePayload | NoResponse
 
 
 def read_header(data: bytes) -> tuple[RequestHeader, int]:
@@ -159,7 +174,7 @@ def sibling(entity_or_type: object, name: str) -> Any:
     return getattr(sys.modules[cls.__module__], name)
 
 
-def response_module_of(request_body: RequestPayload) -> Any:
+def response_module_of(request_body: RequestPayload) -> ModuleType:
     """The kio module holding the response types that match a request's API and version."""
     from .apis import response_type
 

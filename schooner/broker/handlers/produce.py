@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import NO_RESPONSE, make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
 from ...storage import log as storage_log
 from ...storage import server_info
@@ -85,7 +85,7 @@ async def handle_produce(ctx: BrokerContext, body: Any) -> Any:
     if acks == -1 and any(r.error == ErrorCode.none for r in results.values()):
         await _wait_durable(ctx)
     if acks == 0:
-        return None
+        return NO_RESPONSE
     return _response(mod, body, lambda ti, p: results[(ti, p)])
 
 
