@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from ...storage import log as storage_log
 from ...storage.topics import Topic
 from ..context import BrokerContext
@@ -21,7 +21,7 @@ LATEST_TIERED = -5
 LEADER_EPOCH = 0
 
 
-async def handle_list_offsets(ctx: BrokerContext, body: Any) -> Any:
+async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
@@ -72,7 +72,9 @@ async def _lookup(
     return ErrorCode.none, timestamp, offset
 
 
-async def handle_offset_for_leader_epoch(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_for_leader_epoch(
+    ctx: BrokerContext, body: OffsetForLeaderEpochRequest
+) -> ResponsePayload:
     """Every partition has one epoch (0) whose end is the high watermark; no truncation ever happens."""
     mod = response_module_of(body)
     topics = []
