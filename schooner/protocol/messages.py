@@ -168,7 +168,7 @@ def has_field(cls: type, name: str) -> bool:
     return name in _field_names(cls)
 
 
-def sibling(entity_or_type: object, name: str) -> Any:
+def sibling(entity_or_type: object, name: str) -> type[Any]:
     """Another class from the same generated kio module (the nested types of one version)."""
     cls = entity_or_type if isinstance(entity_or_type, type) else type(entity_or_type)
     return getattr(sys.modules[cls.__module__], name)
