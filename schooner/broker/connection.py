@@ -15,22 +15,29 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..protocol.apis import ApiKey
 from ..protocol.errors import ProtocolError, UnsupportedRequest
 from ..protocol.framing import FrameDecoder
-from ..protocol.messages import Request, RequestHeader, decode_request, encode_response
+from ..protocol.messages import (
+    NO_RESPONSE,
+    Answer,
+    Request,
+    RequestHeader,
+    decode_request,
+    encode_response,
+)
 from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
 from .limits import ConnectionStats, Limits, Notices
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Request], Awaitable[Any]]
+# Runs a request's handler (dispatch.py): the response, or NO_RESPONSE when none is due.
+Dispatch = Callable[[Request], Awaitable[Answer]]
 READ_CHUNK = 1 << 16
-# A request held: its header, what produces its response body (None: no reply due), its frame size.
-_Held = tuple[RequestHeader, asyncio.Future[Any], int]
+# A request held: its header, what produces its response body, its frame size.
+_Held = tuple[RequestHeader, asyncio.Future[Answer], int]
 
 _IDLE = "idle"
 _INCOMPLETE_FRAME = "incomplete frame"
@@ -42,7 +49,7 @@ class Connection:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        handle: Handler,
+        handle: Dispatch,
         limits: Limits,
         stats: ConnectionStats,
         notices: Notices,
@@ -167,7 +174,7 @@ class Connection:
                 return False
             # KIP-511: answer an unknown ApiVersions version with v0 and our ranges.
             header = RequestHeader(exc.api_key, 0, exc.correlation_id, None)
-            done: asyncio.Future[Any] = self._loop.create_future()
+            done: asyncio.Future[Answer] = self._loop.create_future()
             done.set_result(unsupported_version_response())
             self._hold(header, done, len(raw))
             return True
@@ -178,7 +185,7 @@ class Connection:
         self._hold(request.header, asyncio.ensure_future(self._handle(request)), len(raw))
         return True
 
-    def _hold(self, header: RequestHeader, answer: asyncio.Future[Any], size: int) -> None:
+    def _hold(self, header: RequestHeader, answer: asyncio.Future[Answer], size: int) -> None:
         self.held_requests += 1
         self.held_bytes += size
         st = self._stats
@@ -218,7 +225,7 @@ class Connection:
                     left[1].cancel()
                     self._release(left[2])
 
-    async def _answer(self, header: RequestHeader, answer: asyncio.Future[Any]) -> None:
+    async def _answer(self, header: RequestHeader, answer: asyncio.Future[Answer]) -> None:
         if self._closed:
             answer.cancel()  # nobody will read it
             return
@@ -236,7 +243,7 @@ class Connection:
             log.exception("handler for %s v%d failed", _name(header), header.api_version)
             self._fail()
             return
-        if body is None:  # acks=0 produce
+        if body is NO_RESPONSE:  # acks=0 produce: the client reads no reply
             return
         try:
             data = encode_response(header, body)

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from ..config import Settings
-from .connection import Connection, Handler
+from .connection import Connection, Dispatch
 from .limits import ConnectionStats, Limits, Notices
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ class ClientConnections:
         self._notices = Notices(log)
 
     async def serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handle: Handler
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handle: Dispatch
     ) -> None:
         """Serves one accepted connection until it closes, or closes it at once when over a cap."""
         peer = writer.get_extra_info("peername")

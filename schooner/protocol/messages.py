@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
+import importlib
 import io
+import re
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import Any, Final, TypeAlias, TypeVar
 
+from kio.schema.index import schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
@@ -31,7 +36,20 @@ class RequestHeader:
 @dataclass(frozen=True, slots=True)
 class Request:
     header: RequestHeader
-    body: Any  # the kio request entity of this API and version
+    # The kio request entity of the header's API and version: one member of that API's union in
+    # request_types.py, which is what the API's handler takes.
+    body: RequestPayload
+
+
+class NoResponse(enum.Enum):
+    """The answer to a request that gets no response frame: Produce with acks=0."""
+
+    NO_RESPONSE = "no response"
+
+
+NO_RESPONSE: Final = NoResponse.NO_RESPONSE
+# What a handler gives back for one request.
+Answer: TypeAlias = ResponsePayload | NoResponse
 
 
 def read_header(data: bytes) -> tuple[RequestHeader, int]:
@@ -97,13 +115,23 @@ def make(cls: type[E], **values: Any) -> E:
     """Builds a kio entity from the values its version has; values of other versions are dropped.
 
     Handlers serve many versions of one API with one code path: they pass every value they know,
-    and each version's generated dataclass keeps the fields it defines.
+    and each version's generated dataclass keeps the fields it defines. A name that no version of
+    the entity defines is a typo, and raises TypeError instead of vanishing (as h11's events do).
     """
     names = _field_names(cls)
+    if not names.issuperset(values):
+        unknown = sorted(set(values) - _names_in_any_version(cls))
+        if unknown:
+            raise TypeError(
+                f"unrecognized kwarg(s) {', '.join(unknown)}: no version of {_qualified(cls)} has them"
+            )
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
+_ANY_VERSION_NAMES: dict[type, frozenset[str]] = {}
+# Where kio generates each version's classes: kio.schema.<api>.v<version>.<request|response>.
+_KIO_MODULE = re.compile(r"kio\.schema\.(\w+)\.v\d+\.(\w+)")
 
 
 def _field_names(cls: type) -> frozenset[str]:
@@ -114,17 +142,39 @@ def _field_names(cls: type) -> frozenset[str]:
     return names
 
 
+def _names_in_any_version(cls: type) -> frozenset[str]:
+    """The fields of every version of the entity: the class of that name in each version's module."""
+    names = _ANY_VERSION_NAMES.get(cls)
+    if names is None:
+        names = _field_names(cls)
+        found = _KIO_MODULE.fullmatch(cls.__module__)
+        if found is not None:
+            api, kind = found.groups()
+            for version in schema_name_map.get(api, {}):
+                module = importlib.import_module(f"kio.schema.{api}.v{version}.{kind}")
+                other = getattr(module, cls.__name__, None)
+                if isinstance(other, type):
+                    names |= _field_names(other)
+        _ANY_VERSION_NAMES[cls] = names
+    return names
+
+
+def _qualified(cls: type) -> str:
+    found = _KIO_MODULE.fullmatch(cls.__module__)
+    return f"{found.group(1)} {found.group(2)} {cls.__name__}" if found else cls.__name__
+
+
 def has_field(cls: type, name: str) -> bool:
     return name in _field_names(cls)
 
 
-def sibling(entity_or_type: object, name: str) -> Any:
+def sibling(entity_or_type: object, name: str) -> type[Any]:
     """Another class from the same generated kio module (the nested types of one version)."""
     cls = entity_or_type if isinstance(entity_or_type, type) else type(entity_or_type)
     return getattr(sys.modules[cls.__module__], name)
 
 
-def response_module_of(request_body: RequestPayload) -> Any:
+def response_module_of(request_body: RequestPayload) -> ModuleType:
     """The kio module holding the response types that match a request's API and version."""
     from .apis import response_type
 

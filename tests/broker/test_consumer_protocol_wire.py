@@ -274,16 +274,14 @@ def test_offset_commit_and_fetch_check_the_member_epoch(broker) -> None:
     def commit(member: str, member_epoch: int, version: int = 9) -> ErrorCode:
         cls = request_type(ApiKey.OFFSET_COMMIT, version)
         part = make(sibling(cls, "OffsetCommitRequestPartition"), partition_index=0, committed_offset=5,
-                    committed_leader_epoch=-1, committed_metadata=None, commit_timestamp=-1)  # fmt: skip
+                    committed_leader_epoch=-1, committed_metadata=None)  # fmt: skip
         topic = make(sibling(cls, "OffsetCommitRequestTopic"), name="w11", topic_id=tid, partitions=(part,))
         body = make(
             cls,
             group_id="wg11",
             generation_id_or_member_epoch=member_epoch,
-            generation_id=member_epoch,
             member_id=member,
             group_instance_id=None,
-            retention_time_ms=-1,
             topics=(topic,),
         )
         return call(broker.port, body).topics[0].partitions[0].error_code  # type: ignore[no-any-return]

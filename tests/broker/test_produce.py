@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import datetime
 import time
+import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kio.schema.errors import ErrorCode
+from kio.schema.produce.v13.request import PartitionProduceData as PartitionProduceDataV13
+from kio.schema.produce.v13.request import ProduceRequest as ProduceV13
+from kio.schema.produce.v13.request import TopicProduceData as TopicProduceDataV13
 
+from schooner.protocol.records import BatchBuilder
 from tests.clients import Rec, confluent_consume, confluent_produce, kafka_python_produce
 from tests.proxy import DroppingProxy
+from tests.wire import call, connect, decode_response, encode_request, read_frame
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
@@ -118,3 +126,37 @@ def test_kafka_python_offsets_for_times_and_max_timestamp(broker) -> None:
         assert consumer.end_offsets([tp])[tp] == offsets[2] + 1
     finally:
         consumer.close()
+
+
+def _produce_v13(topic_id: uuid.UUID, acks: int, value: bytes) -> ProduceV13:
+    b = BatchBuilder(0, 0)
+    b.append(0, 1_700_000_000_000, None, value, [])
+    partition = PartitionProduceDataV13(index=0, records=b.build())
+    return ProduceV13(
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(TopicProduceDataV13(topic_id=topic_id, partition_data=(partition,)),),
+    )
+
+
+def test_produce_v13_names_the_topic_by_id_and_acks_zero_sends_no_frame(broker) -> None:
+    """v13 topics have no name (the sequencer key used to read it and fail); acks=0 gets nothing back,
+    so the next frame on the connection answers the next request."""
+    confluent_produce(broker.bootstrap, "v13", [Rec(None, b"first")])
+    topic_id = broker.call(broker.broker.ctx.topic("v13")).id
+    produced = call(broker.port, _produce_v13(topic_id, 1, b"by id"))
+    partition = produced.responses[0].partition_responses[0]
+    assert partition.error_code == ErrorCode.none and partition.base_offset > 0
+    assert produced.responses[0].topic_id == topic_id
+    with connect(broker.port) as sock:
+        sock.sendall(encode_request(_produce_v13(topic_id, 0, b"no reply"), correlation_id=1))
+        sock.sendall(encode_request(_produce_v13(topic_id, 1, b"reply"), correlation_id=2))
+        frame = read_frame(sock)
+        assert frame is not None
+        correlation_id, answer = decode_response(frame, 0, 13, flexible_header=True)
+    later = answer.responses[0].partition_responses[0]
+    assert correlation_id == 2 and later.error_code == ErrorCode.none
+    assert later.base_offset > partition.base_offset
+    got = confluent_consume(broker.bootstrap, "v13", 4)
+    assert [m.value() for m in got] == [b"first", b"by id", b"no reply", b"reply"]

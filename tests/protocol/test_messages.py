@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 import datetime
-import io
 import struct
 
 import pytest
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsV0Response
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.metadata.v0.request import MetadataRequest as MetadataV0
+from kio.schema.offset_fetch.v1.response import OffsetFetchResponsePartition as OffsetFetchV1Partition
 from kio.serial import entity_reader
 
 from schooner.protocol.apis import SUPPORTED_VERSIONS, request_type, response_type
@@ -67,12 +69,26 @@ def test_every_advertised_version_has_kio_types() -> None:
 
 
 def test_make_drops_fields_a_version_lacks() -> None:
-    body = make(
+    """zk_migration_ready is a field of ApiVersionsResponse v3 and v4 only; older versions drop it."""
+    v0 = make(ApiVersionsV0Response, error_code=ErrorCode.none, api_keys=(), zk_migration_ready=True)
+    assert v0 == ApiVersionsV0Response(error_code=ErrorCode.none, api_keys=())
+    v3 = make(
         ApiVersionsResponse,
         error_code=ErrorCode.none,
         api_keys=(),
         throttle_time=datetime.timedelta(0),
-        not_a_field=1,
+        zk_migration_ready=True,
     )
-    buf = io.BytesIO()
-    assert body.error_code == ErrorCode.none and buf is not None
+    assert v3.zk_migration_ready is True
+
+
+def test_make_refuses_a_name_no_version_defines() -> None:
+    with pytest.raises(TypeError, match=r"unrecognized kwarg\(s\) error_mesage: no version of "):
+        make(ApiVersionsResponse, error_code=ErrorCode.none, api_keys=(), error_mesage="typo")
+    # Nested entities are checked against the class of the same name in every version.
+    with pytest.raises(TypeError, match="api_versions response ApiVersion"):
+        make(ApiVersionV0, api_key=0, min_version=0, max_version=1, max_verison=2)
+    # A name that only another version of a nested entity has is dropped, not refused.
+    partition = make(OffsetFetchV1Partition, partition_index=0, committed_offset=5, metadata="",
+                     error_code=ErrorCode.none, committed_leader_epoch=3)  # fmt: skip
+    assert partition.committed_offset == 5

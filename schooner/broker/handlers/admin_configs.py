@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Protocol, cast
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
 
 from ...config import Settings
 from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
 from ...storage.offsets import DEFAULT_SEQUENCE_BITS
 from ...storage.topics.config import (
     CONFIG_DEFS,
@@ -148,7 +155,16 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
 # -- DescribeConfigs ------------------------------------------------------------------------------
 
 
-async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+class _DescribedResource(Protocol):
+    """DescribeConfigsResource, as every served version has it."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+
+
+async def handle_describe_configs(ctx: BrokerContext, body: DescribeConfigsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     synonyms = bool(getattr(body, "include_synonyms", False))
     docs = bool(getattr(body, "include_documentation", False))
@@ -173,7 +189,7 @@ async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
 
 
 async def _describe_resource(
-    ctx: BrokerContext, resource: Any
+    ctx: BrokerContext, resource: _DescribedResource
 ) -> tuple[ErrorCode, str | None, list[ConfigValue]]:
     name = resource.resource_name
     if resource.resource_type == TOPIC:
@@ -194,7 +210,7 @@ async def _describe_resource(
     return ErrorCode.invalid_request, f"Config resource type {resource.resource_type} is not supported", []
 
 
-def _config_entry(mod: Any, c: ConfigValue, synonyms: bool, docs: bool) -> Any:
+def _config_entry(mod: ModuleType, c: ConfigValue, synonyms: bool, docs: bool) -> Entity:
     return make(
         mod.DescribeConfigsResourceResult,
         name=c.name,
@@ -219,16 +235,42 @@ class _BadRequest(Exception):
     pass
 
 
-async def handle_alter(ctx: BrokerContext, body: Any) -> Any:
+# The resources of both APIs, as every served version has them.
+class _AlterableConfig(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class _IncrementalConfig(_AlterableConfig, Protocol):
+    @property
+    def config_operation(self) -> int: ...
+
+
+class _AlterResource(Protocol):
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def configs(self) -> Sequence[_AlterableConfig]: ...
+
+
+async def handle_alter_configs(ctx: BrokerContext, body: AlterConfigsRequest) -> ResponsePayload:
     """Legacy AlterConfigs: the given configs replace every override the topic had."""
     return await _alter(ctx, body, incremental=False)
 
 
-async def handle_incremental_alter(ctx: BrokerContext, body: Any) -> Any:
+async def handle_incremental_alter_configs(
+    ctx: BrokerContext, body: IncrementalAlterConfigsRequest
+) -> ResponsePayload:
     return await _alter(ctx, body, incremental=True)
 
 
-async def _alter(ctx: BrokerContext, body: Any, incremental: bool) -> Any:
+async def _alter(
+    ctx: BrokerContext, body: AlterConfigsRequest | IncrementalAlterConfigsRequest, incremental: bool
+) -> ResponsePayload:
     mod = response_module_of(body)
     seen = Counter((r.resource_type, r.resource_name) for r in body.resources)
     responses = []
@@ -262,7 +304,7 @@ async def _alter(ctx: BrokerContext, body: Any, incremental: bool) -> Any:
 
 
 async def _alter_topic(
-    ctx: BrokerContext, resource: Any, incremental: bool, validate_only: bool
+    ctx: BrokerContext, resource: _AlterResource, incremental: bool, validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
     name = resource.resource_name
     if not valid_topic_name(name):
@@ -275,8 +317,9 @@ async def _alter_topic(
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist"
     try:
-        if incremental:
-            set_configs, deletes = _incremental_changes(topic, resource.configs)
+        if incremental:  # so the resource is IncrementalAlterConfigs', whose configs have operations
+            changes = cast(Sequence[_IncrementalConfig], resource.configs)
+            set_configs, deletes = _incremental_changes(topic, changes)
         else:
             set_configs, deletes = _replacement(topic, resource.configs), []
     except InvalidConfig as exc:
@@ -307,16 +350,19 @@ def _check_topic_value(topic: Topic, name: str, value: str | None) -> None:
         )
 
 
-def _replacement(topic: Topic, configs: Any) -> dict[str, str]:
+def _replacement(topic: Topic, configs: Sequence[_AlterableConfig]) -> dict[str, str]:
     new: dict[str, str] = {}
     for c in configs:
         _check_topic_value(topic, c.name, c.value)
-        if c.name != SEQUENCE_BITS:  # kept in the topic's own field, never as an override
+        # SEQUENCE_BITS is kept in the topic's own field, never as an override; a null value was refused.
+        if c.name != SEQUENCE_BITS and c.value is not None:
             new[c.name] = c.value
     return new
 
 
-def _incremental_changes(topic: Topic, configs: Any) -> tuple[dict[str, str], list[str]]:
+def _incremental_changes(
+    topic: Topic, configs: Sequence[_IncrementalConfig]
+) -> tuple[dict[str, str], list[str]]:
     sets: dict[str, str] = {}
     deletes: list[str] = []
     for c in configs:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import DeleteRecordsRequest
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERROR_CODE, STORAGE_ERRORS
@@ -14,7 +14,7 @@ from .common import NO_THROTTLE, STORAGE_ERROR_CODE, STORAGE_ERRORS
 HIGH_WATERMARK = -1
 
 
-async def handle_delete_records(ctx: BrokerContext, body: Any) -> Any:
+async def handle_delete_records(ctx: BrokerContext, body: DeleteRecordsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:

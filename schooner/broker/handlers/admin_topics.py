@@ -5,11 +5,14 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
 
-from ...protocol.messages import has_field, make, response_module_of
+from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from ...storage.offsets import DEFAULT_SEQUENCE_BITS
 from ...storage.topics.config import SEQUENCE_BITS, InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic
@@ -23,6 +26,50 @@ MAX_PARTITIONS = 100_000
 REPLICATION_FACTOR = 1
 
 Outcome = tuple[ErrorCode, str | None]
+
+
+# The nested request entities the helpers read, as every served version has them.
+class _Assignment(Protocol):
+    """CreatePartitionsAssignment, and the base of CreatableReplicaAssignment."""
+
+    @property
+    def broker_ids(self) -> Sequence[int]: ...
+
+
+class _CreatableAssignment(_Assignment, Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+class _Config(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class _CreatableTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_partitions(self) -> int: ...
+    @property
+    def replication_factor(self) -> int: ...
+    @property
+    def assignments(self) -> Sequence[_CreatableAssignment]: ...
+    @property
+    def configs(self) -> Sequence[_Config]: ...
+
+
+class _PartitionsTopic(Protocol):
+    """CreatePartitionsTopic."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def assignments(self) -> Sequence[_Assignment] | None: ...
 
 
 def _storage_failure(exc: BaseException) -> Outcome:
@@ -46,7 +93,7 @@ async def _assignment_error(ctx: BrokerContext, replica_lists: Sequence[Sequence
 # -- CreateTopics ---------------------------------------------------------------------------------
 
 
-async def handle_create(ctx: BrokerContext, body: Any) -> Any:
+async def handle_create_topics(ctx: BrokerContext, body: CreateTopicsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     counts = Counter(t.name for t in body.topics)
     reported: set[str] = set()
@@ -65,7 +112,7 @@ async def handle_create(ctx: BrokerContext, body: Any) -> Any:
     return make(mod.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-def _create_error(mod: Any, name: str, code: ErrorCode, message: str | None) -> Any:
+def _create_error(mod: ModuleType, name: str, code: ErrorCode, message: str | None) -> Entity:
     return make(
         mod.CreatableTopicResult,
         name=name,
@@ -79,7 +126,9 @@ def _create_error(mod: Any, name: str, code: ErrorCode, message: str | None) -> 
     )
 
 
-async def _create_one(ctx: BrokerContext, mod: Any, requested: Any, validate_only: bool) -> Any:
+async def _create_one(
+    ctx: BrokerContext, mod: ModuleType, requested: _CreatableTopic, validate_only: bool
+) -> Entity:
     name = requested.name
     if not valid_topic_name(name):
         illegal = f"Topic name {name!r} is illegal: use 1 to 249 of [a-zA-Z0-9._-], and not '.' or '..'"
@@ -109,7 +158,9 @@ async def _create_one(ctx: BrokerContext, mod: Any, requested: Any, validate_onl
     return _created(mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.sequence_bits)
 
 
-async def _partition_count(ctx: BrokerContext, requested: Any) -> tuple[ErrorCode, str | None, int]:
+async def _partition_count(
+    ctx: BrokerContext, requested: _CreatableTopic
+) -> tuple[ErrorCode, str | None, int]:
     assignments = requested.assignments
     if assignments:
         if requested.num_partitions != -1 or requested.replication_factor != -1:
@@ -137,15 +188,15 @@ async def _partition_count(ctx: BrokerContext, requested: Any) -> tuple[ErrorCod
 
 
 def _created(
-    mod: Any,
+    mod: ModuleType,
     name: str,
     topic_id: uuid.UUID | None,
     partitions: int,
     overrides: Mapping[str, str],
     defaults: Mapping[str, str],
     bits: int,
-) -> Any:
-    configs: tuple[Any, ...] = ()
+) -> Entity:
+    configs: tuple[Entity, ...] = ()
     config_cls = getattr(mod, "CreatableTopicConfigs", None)
     if config_cls is not None:
         configs = tuple(
@@ -179,9 +230,9 @@ def _given_id(topic_id: uuid.UUID | None) -> uuid.UUID | None:
     return None if topic_id is None or topic_id.int == 0 else topic_id
 
 
-async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+async def handle_delete_topics(ctx: BrokerContext, body: DeleteTopicsRequest) -> ResponsePayload:
     mod = response_module_of(body)
-    if has_field(type(body), "topics"):
+    if hasattr(body, "topics"):  # v6 names topics by name or id
         wanted = [(t.name, _given_id(t.topic_id)) for t in body.topics]
     else:
         wanted = [(name, None) for name in body.topic_names]
@@ -242,7 +293,7 @@ async def _delete_one(
 # -- CreatePartitions -----------------------------------------------------------------------------
 
 
-async def handle_create_partitions(ctx: BrokerContext, body: Any) -> Any:
+async def handle_create_partitions(ctx: BrokerContext, body: CreatePartitionsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     counts = Counter(t.name for t in body.topics)
     results = []
@@ -265,7 +316,7 @@ async def handle_create_partitions(ctx: BrokerContext, body: Any) -> Any:
     return make(mod.CreatePartitionsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 
 
-async def _grow(ctx: BrokerContext, requested: Any, validate_only: bool) -> Outcome:
+async def _grow(ctx: BrokerContext, requested: _PartitionsTopic, validate_only: bool) -> Outcome:
     name, count = requested.name, requested.count
     unknown = (ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
     if not valid_topic_name(name):

@@ -2,43 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
 
 from ...protocol.apis import SUPPORTED_VERSIONS, response_type
 from ...protocol.messages import make, sibling
+from ...protocol.request_types import ApiVersionsRequest
 from ..context import BrokerContext
+from .common import NO_THROTTLE
 
 
-def _api_list(resp_cls: type) -> tuple[Any, ...]:
+def _api_list(resp_cls: type) -> tuple[Entity, ...]:
     entry = sibling(resp_cls, "ApiVersion")
     return tuple(
         entry(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())
     )
 
 
-def unsupported_version_response() -> Any:
+def unsupported_version_response() -> ResponsePayload:
     """The v0 answer to a version we do not know, listing ours so the client can pick."""
     cls = response_type(18, 0)
     return make(cls, error_code=ErrorCode.unsupported_version, api_keys=_api_list(cls))
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_api_versions(ctx: BrokerContext, body: ApiVersionsRequest) -> ResponsePayload:
     cls = response_type(18, body.__version__)
     return make(
         cls,
         error_code=ErrorCode.none,
         api_keys=_api_list(cls),
-        throttle_time=_zero(),
+        throttle_time=NO_THROTTLE,
         supported_features=(),
         finalized_features_epoch=-1,
         finalized_features=(),
         zk_migration_ready=False,
     )
-
-
-def _zero() -> Any:
-    import datetime
-
-    return datetime.timedelta(0)

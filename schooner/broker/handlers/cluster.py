@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import DescribeClusterRequest
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
@@ -15,7 +15,7 @@ CONTROLLERS_ENDPOINT = 2
 NO_AUTHORIZED_OPERATIONS = -2147483648
 
 
-async def handle_describe_cluster(ctx: BrokerContext, body: Any) -> Any:
+async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterRequest) -> ResponsePayload:
     mod = response_module_of(body)
     code, message = ErrorCode.none, None
     endpoint_type = getattr(body, "endpoint_type", BROKERS_ENDPOINT)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
+from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 
 NO_THROTTLE = datetime.timedelta(0)
@@ -18,7 +18,7 @@ STORAGE_ERRORS = (StorageError, OSError)
 STORAGE_ERROR_CODE = ErrorCode.kafka_storage_error
 
 
-async def topic_for_write(ctx: BrokerContext, name: str) -> Any:
+async def topic_for_write(ctx: BrokerContext, name: str) -> Topic | None:
     """The topic, created with the default partition count when auto-creation is on."""
     topic = await ctx.topic(name)
     if topic is None and ctx.settings.auto_create_topics and valid_topic_name(name):

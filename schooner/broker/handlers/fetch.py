@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import FetchRequest
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
@@ -32,12 +36,32 @@ class _PartitionFetch:
     records: bytes = b""
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+class _FetchPartition(Protocol):
+    """A FetchPartition of any served version."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+class _FetchTopic(Protocol):
+    """A FetchTopic of any served version: named by `topic` up to v12 and by `topic_id` from v13,
+    so those two are read with getattr()."""
+
+    @property
+    def partitions(self) -> Sequence[_FetchPartition]: ...
+
+
+async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayload:
     mod = response_module_of(body)
     version = body.__version__
     deadline = time.monotonic() + body.max_wait.total_seconds()
-    resolved: list[tuple[Any, Topic | ErrorCode]] = []
-    for fetch_topic in body.topics:
+    requested: Sequence[_FetchTopic] = body.topics
+    resolved: list[tuple[_FetchTopic, Topic | ErrorCode]] = []
+    for fetch_topic in requested:
         resolved.append((fetch_topic, await _resolve(ctx, fetch_topic, version)))
     waits = [
         TopicPartition(t.name, p.partition)
@@ -91,19 +115,20 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def _resolve(ctx: BrokerContext, fetch_topic: Any, version: int) -> Topic | ErrorCode:
+async def _resolve(ctx: BrokerContext, fetch_topic: _FetchTopic, version: int) -> Topic | ErrorCode:
     try:
         if version >= 13:
-            found = await ctx.topic_by_id(fetch_topic.topic_id)
+            topic_id: uuid.UUID | None = getattr(fetch_topic, "topic_id", None)
+            found = await ctx.topic_by_id(topic_id) if topic_id is not None else None
             return found if found is not None else ErrorCode.unknown_topic_id
-        found = await ctx.topic(fetch_topic.topic)
+        found = await ctx.topic(getattr(fetch_topic, "topic", ""))
         return found if found is not None else ErrorCode.unknown_topic_or_partition
     except STORAGE_ERRORS:
         return ErrorCode.kafka_storage_error
 
 
 async def _read_all(
-    ctx: BrokerContext, resolved: list[tuple[Any, Topic | ErrorCode]], max_bytes: int
+    ctx: BrokerContext, resolved: list[tuple[_FetchTopic, Topic | ErrorCode]], max_bytes: int
 ) -> tuple[list[list[_PartitionFetch]], int]:
     jobs = [
         [asyncio.ensure_future(_read_partition(ctx, topic, p)) for p in fetch_topic.partitions]
@@ -126,7 +151,9 @@ async def _read_all(
     return results, total
 
 
-async def _read_partition(ctx: BrokerContext, topic: Topic | ErrorCode, request: Any) -> _PartitionFetch:
+async def _read_partition(
+    ctx: BrokerContext, topic: Topic | ErrorCode, request: _FetchPartition
+) -> _PartitionFetch:
     result = _PartitionFetch(request.partition)
     if isinstance(topic, ErrorCode):
         result.error = topic

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
@@ -20,7 +20,7 @@ LATEST_TIERED = -5
 LEADER_EPOCH = 0
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
@@ -39,7 +39,6 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
                     timestamp=timestamp,
                     offset=offset,
                     leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
-                    old_style_offsets=(),
                 )
             )
         topics.append(make(mod.ListOffsetsTopicResponse, name=requested.name, partitions=tuple(partitions)))
@@ -72,7 +71,9 @@ async def _lookup(
     return ErrorCode.none, timestamp, offset
 
 
-async def handle_leader_epoch(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_for_leader_epoch(
+    ctx: BrokerContext, body: OffsetForLeaderEpochRequest
+) -> ResponsePayload:
     """Every partition has one epoch (0) whose end is the high watermark; no truncation ever happens."""
     mod = response_module_of(body)
     topics = []

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
 
 from ...protocol.messages import has_field, make, response_module_of
+from ...protocol.request_types import MetadataRequest
+from ...storage.cluster import BrokerInfo
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
@@ -15,7 +20,7 @@ from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> ResponsePayload:
     mod = response_module_of(body)
     version = body.__version__
     try:
@@ -26,23 +31,25 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
         make(mod.MetadataResponseBroker, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
         for b in brokers
     )
-    allow_create = version < 4 or bool(body.allow_auto_topic_creation)
+    allow_create = bool(getattr(body, "allow_auto_topic_creation", True))  # v4 made it a choice
     results = []
     try:
         if body.topics is None or (version == 0 and not body.topics):
-            wanted: list[tuple[str | None, Any]] = [(t.name, t) for t in await _all_topics(ctx)]
+            wanted: list[tuple[str | None, Topic | uuid.UUID | None]] = [
+                (t.name, t) for t in await _all_topics(ctx)
+            ]
         else:
             wanted = []
             for requested in body.topics:
-                name = requested.name
+                name: str | None = requested.name
                 topic_id = getattr(requested, "topic_id", None)
                 if name is None and topic_id is not None and str(topic_id) != ZERO_UUID:
                     found = await ctx.topic_by_id(topic_id)
                     wanted.append((None if found is None else found.name, found or topic_id))
                     continue
                 wanted.append((name, None))
-        for name, found in wanted:
-            results.append(await _topic_entry(ctx, mod, brokers, name, found, allow_create))
+        for name, known in wanted:
+            results.append(await _topic_entry(ctx, mod, brokers, name, known, allow_create))
     except STORAGE_ERRORS:
         results = [
             make(
@@ -76,9 +83,16 @@ async def _all_topics(ctx: BrokerContext) -> list[Topic]:
 
 
 async def _topic_entry(
-    ctx: BrokerContext, mod: Any, brokers: list[Any], name: str | None, found: Any, allow_create: bool
-) -> Any:
-    def error(code: ErrorCode, topic_id: Any = None) -> Any:
+    ctx: BrokerContext,
+    mod: ModuleType,
+    brokers: list[BrokerInfo],
+    name: str | None,
+    found: Topic | uuid.UUID | None,
+    allow_create: bool,
+) -> Entity:
+    """`found` is the topic when listing them all, or what a lookup by id gave (topic, or the id)."""
+
+    def error(code: ErrorCode, topic_id: uuid.UUID | None = None) -> Entity:
         return make(
             mod.MetadataResponseTopic,
             error_code=code,
@@ -90,7 +104,7 @@ async def _topic_entry(
         )
 
     if name is None:
-        return error(ErrorCode.unknown_topic_id, found)
+        return error(ErrorCode.unknown_topic_id, found if isinstance(found, uuid.UUID) else None)
     topic = found if isinstance(found, Topic) else None
     if topic is None:
         if not valid_topic_name(name):

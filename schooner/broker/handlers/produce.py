@@ -6,17 +6,22 @@ import asyncio
 import datetime
 import logging
 import time
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from types import ModuleType
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
+from ...protocol.request_types import ProduceRequest
 from ...storage.log.append import DUPLICATE, UNKNOWN_PARTITION, AppendResult
 from ...storage.redis import server_info
 from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..sequencer import Turn
 from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
 
 log = logging.getLogger(__name__)
@@ -43,7 +48,29 @@ class _PartitionResult:
         self.message = message
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+class _PartitionData(Protocol):
+    """A PartitionProduceData of any served version."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def records(self) -> bytes | None: ...
+
+
+class _TopicData(Protocol):
+    """A TopicProduceData of any served version. The topic is `name` up to v12 and `topic_id` from
+    v13, so those two are read with getattr()."""
+
+    @property
+    def partition_data(self) -> Sequence[_PartitionData]: ...
+
+
+def _topic_key(topic_data: _TopicData) -> Hashable:
+    """The topic as the request names it: by name up to v12, by id from v13."""
+    return getattr(topic_data, "name", None) or getattr(topic_data, "topic_id", None)
+
+
+async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
     mod = response_module_of(body)
     acks = body.acks
     if acks not in (0, 1, -1):
@@ -53,15 +80,17 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
             mod, body, lambda t, p: _PartitionResult(ErrorCode.transactional_id_authorization_failed)
         )
 
+    # enumerate() would join the versions' classes into `object`; the protocol keeps them checked.
+    topics: Sequence[_TopicData] = body.topic_data
     # Claim each partition's turn before the first await, so appends keep request order.
     turns = {
-        (ti, pd.index): ctx.sequencer.claim((td.name or td.topic_id, pd.index))
-        for ti, td in enumerate(body.topic_data)
+        (ti, pd.index): ctx.sequencer.claim((_topic_key(td), pd.index))
+        for ti, td in enumerate(topics)
         for pd in td.partition_data
     }
     jobs: dict[tuple[int, int], asyncio.Task[_PartitionResult]] = {}
     try:
-        for ti, topic_data in enumerate(body.topic_data):
+        for ti, topic_data in enumerate(topics):
             topic = await _resolve(ctx, topic_data)
             for partition_data in topic_data.partition_data:
                 jobs[(ti, partition_data.index)] = asyncio.ensure_future(
@@ -76,23 +105,25 @@ async def handle(ctx: BrokerContext, body: Any) -> Any:
     if acks == -1 and any(r.error == ErrorCode.none for r in results.values()):
         await _wait_durable(ctx)
     if acks == 0:
-        return None
+        return NO_RESPONSE
     return _response(mod, body, lambda ti, p: results[(ti, p)])
 
 
-async def _resolve(ctx: BrokerContext, topic_data: Any) -> Topic | ErrorCode:
+async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorCode:
     try:
         topic_id = getattr(topic_data, "topic_id", None)
         if topic_id is not None:
             found = await ctx.topic_by_id(topic_id)
             return found if found is not None else ErrorCode.unknown_topic_id
-        found = await topic_for_write(ctx, topic_data.name)
+        found = await topic_for_write(ctx, getattr(topic_data, "name", ""))  # v13 has ids only
         return found if found is not None else ErrorCode.unknown_topic_or_partition
     except STORAGE_ERRORS:
         return ErrorCode.kafka_storage_error
 
 
-async def _in_turn(turn: Any, ctx: BrokerContext, topic: Topic | ErrorCode, data: Any) -> _PartitionResult:
+async def _in_turn(
+    turn: Turn, ctx: BrokerContext, topic: Topic | ErrorCode, data: _PartitionData
+) -> _PartitionResult:
     """Decodes, then sends the appends in this partition's turn; the replies are awaited after it, so
     the next request's batches go out while Redis runs these (the lane keeps them in order)."""
     prepared = _decode(topic, data)
@@ -143,7 +174,7 @@ def _storage_failure(topic: Topic, partition: int, exc: BaseException) -> _Parti
 _FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"
 
 
-def _decode(topic: Topic | ErrorCode, data: Any) -> list[ProducedBatch] | _PartitionResult:
+def _decode(topic: Topic | ErrorCode, data: _PartitionData) -> list[ProducedBatch] | _PartitionResult:
     if isinstance(topic, ErrorCode):
         return _PartitionResult(topic)
     if not 0 <= data.index < topic.partitions:
@@ -188,9 +219,12 @@ async def _wait_durable(ctx: BrokerContext) -> None:
         return
 
 
-def _response(mod: Any, body: Any, result_for: Any) -> Any:
+def _response(
+    mod: ModuleType, body: ProduceRequest, result_for: Callable[[int, int], _PartitionResult]
+) -> ResponsePayload:
+    requested: Sequence[_TopicData] = body.topic_data
     topics = []
-    for ti, topic_data in enumerate(body.topic_data):
+    for ti, topic_data in enumerate(requested):
         partitions = []
         for partition_data in topic_data.partition_data:
             r: _PartitionResult = result_for(ti, partition_data.index)

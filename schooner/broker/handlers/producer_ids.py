@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import InitProducerIdRequest
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
 MAX_EPOCH = 32767
 
 
-async def handle(ctx: BrokerContext, body: Any) -> Any:
+async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdRequest) -> ResponsePayload:
     mod = response_module_of(body)
 
-    def reply(code: ErrorCode, pid: int = -1, epoch: int = -1) -> Any:
+    def reply(code: ErrorCode, pid: int = -1, epoch: int = -1) -> ResponsePayload:
         return make(
             mod.InitProducerIdResponse,
             throttle_time=NO_THROTTLE,

@@ -3,33 +3,61 @@
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
 
-from ...coordinators.classic_group import GroupState
-from ...coordinators.consumer_group import ConsumerGroup
-from ...coordinators.group_coordinator import NotCoordinator
-from ...protocol.messages import make, response_module_of
-from ...storage.topic_partition import TopicPartition
-from ..context import BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from ....coordinators.classic_group import GroupState
+from ....coordinators.consumer_group import ConsumerGroup
+from ....coordinators.group_coordinator import NotCoordinator
+from ....protocol.messages import make, response_module_of
+from ....protocol.request_types import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
+from ....storage.topic_partition import TopicPartition
+from ....storage.topics.metadata import Topic
+from ...context import BrokerContext
+from ..common import NO_THROTTLE, STORAGE_ERRORS
 
 MAX_METADATA_BYTES = 4096
 
 
-async def _topic_name(ctx: BrokerContext, t: Any) -> tuple[str | None, Any]:
+# The nested request entities the helpers read, as every served version has them.
+class _CommitPartition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class _CommitTopic(Protocol):
+    @property
+    def partitions(self) -> Sequence[_CommitPartition]: ...
+
+
+class _FetchTopic(Protocol):
+    """OffsetFetchRequestTopic (v1-7) or OffsetFetchRequestTopics (v8+)."""
+
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+async def _topic_name(ctx: BrokerContext, t: object) -> tuple[str | None, Topic | None]:
     """(name, topic) for a request topic given by name or (v10) by id."""
-    name = getattr(t, "name", None)
-    if name is None and getattr(t, "topic_id", None) is not None:
-        found = await ctx.topic_by_id(t.topic_id)
+    name: str | None = getattr(t, "name", None)
+    topic_id = getattr(t, "topic_id", None)
+    if name is None and topic_id is not None:
+        found = await ctx.topic_by_id(topic_id)
         return (found.name if found else None), found
     return name, (await ctx.topic(name) if name else None)
 
 
-async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
     mod = response_module_of(body)
-    generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
+    generation = body.generation_id_or_member_epoch
     try:
         group_error = await ctx.groups.check_commit(
             body.group_id,
@@ -42,14 +70,14 @@ async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
         group_error = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
         group_error = ErrorCode.coordinator_not_available
-    results: list[tuple[Any, list[tuple[int, ErrorCode]]]] = []
+    results: list[tuple[_CommitTopic, list[tuple[int, ErrorCode]]]] = []
     to_store: dict[TopicPartition, tuple[int, int, str | None]] = {}
     for t in body.topics:
         try:
             name, topic = await _topic_name(ctx, t)
         except STORAGE_ERRORS:
             name, topic = None, None
-        row = []
+        row: list[tuple[int, ErrorCode]] = []
         for p in t.partitions:
             code = group_error
             if code == ErrorCode.none:
@@ -100,8 +128,13 @@ async def handle_commit(ctx: BrokerContext, body: Any) -> Any:
 
 
 async def _fetch_group(
-    ctx: BrokerContext, group_id: str, topics: Any, mod: Any, multi: bool, member: tuple[str | None, int]
-) -> tuple[ErrorCode, list[Any]]:
+    ctx: BrokerContext,
+    group_id: str,
+    topics: Sequence[_FetchTopic] | None,
+    mod: ModuleType,
+    multi: bool,
+    member: tuple[str | None, int],
+) -> tuple[ErrorCode, list[Entity]]:
     """(group error, response topics) for one group of an OffsetFetch; `member` is (member id, epoch)
     from v9, checked against a consumer group."""
     partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
@@ -119,7 +152,9 @@ async def _fetch_group(
             by_topic: dict[str, list[int]] = {}
             for topic_name, partition in sorted(committed):
                 by_topic.setdefault(topic_name, []).append(partition)
-            wanted: list[tuple[Any, str | None, list[int]]] = [(None, n, ps) for n, ps in by_topic.items()]
+            wanted: list[tuple[_FetchTopic | None, str | None, list[int]]] = [
+                (None, n, ps) for n, ps in by_topic.items()
+            ]
         else:
             wanted = []
             for t in topics:
@@ -132,7 +167,7 @@ async def _fetch_group(
     except STORAGE_ERRORS:
         return ErrorCode.coordinator_not_available, []
     out = []
-    for t, name, partitions in wanted:
+    for requested, name, partitions in wanted:
         rows = []
         for p in partitions:
             c = committed.get(TopicPartition(name, p)) if name is not None else None
@@ -146,15 +181,16 @@ async def _fetch_group(
                     error_code=ErrorCode.none,
                 )
             )
-        topic_id = getattr(t, "topic_id", None) if t is not None else None
+        topic_id = getattr(requested, "topic_id", None) if requested is not None else None
         if topic_id is None and name is not None and multi:
             found = await ctx.topic(name)
             topic_id = found.id if found else None
-        out.append(make(topic_cls, name=name, topic_id=topic_id, partitions=tuple(rows)))
+        by_id = {"topic_id": topic_id} if multi else {}  # only the groups form (v8+) has topic ids
+        out.append(make(topic_cls, name=name, partitions=tuple(rows), **by_id))
     return ErrorCode.none, out
 
 
-async def handle_fetch(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_fetch(ctx: BrokerContext, body: OffsetFetchRequest) -> ResponsePayload:
     mod = response_module_of(body)
     if hasattr(body, "groups"):
         groups = []
@@ -183,7 +219,7 @@ def subscribed_topics(metadata: bytes) -> set[str]:
         return set()
 
 
-async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayload:
     mod = response_module_of(body)
     code = ErrorCode.none
     subscribed: set[str] = set()

@@ -3,16 +3,28 @@ DescribeGroups, ListGroups, DeleteGroups. The coordinator does the work; these m
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
-from ...coordinators.classic_group import GroupState
-from ...coordinators.consumer_group import ConsumerGroup
-from ...coordinators.group_coordinator import JoinRequest, NotCoordinator
-from ...protocol.messages import make, response_module_of
-from ..context import CLIENT, BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from ....coordinators.classic_group import GroupState
+from ....coordinators.consumer_group import ConsumerGroup
+from ....coordinators.group_coordinator import JoinRequest, NotCoordinator
+from ....protocol.messages import make, response_module_of
+from ....protocol.request_types import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    SyncGroupRequest,
+)
+from ...context import CLIENT, BrokerContext
+from ..common import NO_THROTTLE, STORAGE_ERRORS
 
 KEY_TYPE_GROUP = 0
 UNKNOWN_OPERATIONS = -2147483648
@@ -23,11 +35,11 @@ def _nullable_before(first_nullable: int, version: int, value: str | None) -> st
     return value if value is not None or version >= first_nullable else ""
 
 
-def _ms(value: Any) -> int:
+def _ms(value: datetime.timedelta | int) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
-async def handle_find_coordinator(ctx: BrokerContext, body: Any) -> Any:
+async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorRequest) -> ResponsePayload:
     mod = response_module_of(body)
     keys = list(body.coordinator_keys) if hasattr(body, "coordinator_keys") else [body.key]
     answers = []
@@ -70,7 +82,7 @@ async def handle_find_coordinator(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_join(ctx: BrokerContext, body: Any) -> Any:
+async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> ResponsePayload:
     mod = response_module_of(body)
     version = body.__version__
     client_id, host = CLIENT.get()
@@ -114,7 +126,7 @@ async def handle_join(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_sync(ctx: BrokerContext, body: Any) -> Any:
+async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> ResponsePayload:
     mod = response_module_of(body)
     try:
         result = await ctx.groups.sync(
@@ -141,7 +153,7 @@ async def handle_sync(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
+async def handle_heartbeat(ctx: BrokerContext, body: HeartbeatRequest) -> ResponsePayload:
     mod = response_module_of(body)
     try:
         code = await ctx.groups.heartbeat(
@@ -154,7 +166,7 @@ async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
     return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=code)
 
 
-async def handle_leave(ctx: BrokerContext, body: Any) -> Any:
+async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> ResponsePayload:
     mod = response_module_of(body)
     if hasattr(body, "members"):
         wanted = [(m.member_id, m.group_instance_id) for m in body.members]
@@ -183,7 +195,7 @@ async def handle_leave(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     described = []
     for group_id in body.groups:
@@ -234,7 +246,7 @@ async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
     return make(mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
 
 
-async def handle_list(ctx: BrokerContext, body: Any) -> Any:
+async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> ResponsePayload:
     """Every broker can answer for the whole deployment: group state is in Redis."""
     mod = response_module_of(body)
     states = {s.lower() for s in getattr(body, "states_filter", ()) or ()}
@@ -274,7 +286,7 @@ async def handle_list(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def handle_delete(ctx: BrokerContext, body: Any) -> Any:
+async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) -> ResponsePayload:
     mod = response_module_of(body)
     results = []
     for group_id in body.groups_names:

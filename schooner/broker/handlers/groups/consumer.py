@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
 
-from ...coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
-from ...coordinators.consumer_group import Assignment, ConsumerGroup
-from ...coordinators.group_coordinator import NotCoordinator
-from ...protocol.messages import make, response_module_of
-from ...storage.topics.metadata import Topic
-from ..context import CLIENT, BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from ....coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
+from ....coordinators.consumer_group import Assignment, ConsumerGroup
+from ....coordinators.group_coordinator import NotCoordinator
+from ....protocol.messages import make, response_module_of
+from ....protocol.request_types import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from ....storage.topics.metadata import Topic
+from ...context import CLIENT, BrokerContext
+from ..common import NO_THROTTLE, STORAGE_ERRORS
 
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: the member uses the consumer protocol
 
@@ -39,11 +43,20 @@ class _Topics:
         return [topic.name for topic in found]
 
 
-def _ms(value: Any) -> int:
+def _ms(value: datetime.timedelta | int) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
-def _owned(topic_partitions: Any) -> Assignment | None:
+class _OwnedPartitions(Protocol):
+    """ConsumerGroupHeartbeatRequest's TopicPartitions, as every served version has it."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+def _owned(topic_partitions: Sequence[_OwnedPartitions] | None) -> Assignment | None:
     if topic_partitions is None:
         return None
     owned: Assignment = {}
@@ -53,7 +66,9 @@ def _owned(topic_partitions: Any) -> Assignment | None:
     return owned
 
 
-async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
+async def handle_consumer_group_heartbeat(
+    ctx: BrokerContext, body: ConsumerGroupHeartbeatRequest
+) -> ResponsePayload:
     mod = response_module_of(body)
     client_id, host = CLIENT.get()
     names = body.subscribed_topic_names
@@ -103,7 +118,7 @@ async def handle_heartbeat(ctx: BrokerContext, body: Any) -> Any:
     )
 
 
-async def _describe_one(ctx: BrokerContext, group_id: str, mod: Any) -> Any:
+async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType) -> Entity:
     values: dict[str, Any] = dict(
         error_code=ErrorCode.none,
         error_message=None,
@@ -140,10 +155,10 @@ async def _describe_one(ctx: BrokerContext, group_id: str, mod: Any) -> Any:
     return make(mod.DescribedGroup, **values)
 
 
-async def _describe_members(ctx: BrokerContext, group: ConsumerGroup, mod: Any) -> list[Any]:
+async def _describe_members(ctx: BrokerContext, group: ConsumerGroup, mod: ModuleType) -> list[Entity]:
     names = {info.id: name for name, info in group.topics.items()}
 
-    async def assignment(parts: Assignment) -> Any:
+    async def assignment(parts: Assignment) -> Entity:
         rows = []
         for topic_id, partitions in sorted(parts.items()):
             name = names.get(topic_id)
@@ -181,7 +196,9 @@ async def _describe_members(ctx: BrokerContext, group: ConsumerGroup, mod: Any) 
     return out
 
 
-async def handle_describe(ctx: BrokerContext, body: Any) -> Any:
+async def handle_consumer_group_describe(
+    ctx: BrokerContext, body: ConsumerGroupDescribeRequest
+) -> ResponsePayload:
     mod = response_module_of(body)
     described = [await _describe_one(ctx, group_id, mod) for group_id in body.group_ids]
     return make(mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described))

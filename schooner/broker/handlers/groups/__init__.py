@@ -1,0 +1,8 @@
+"""Consumer group APIs, one module per family.
+
+- classic.py: the classic protocol (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+  DescribeGroups, ListGroups, DeleteGroups);
+- consumer.py: the KIP-848 consumer protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe);
+- offsets.py: a group's committed offsets (OffsetCommit, OffsetFetch, OffsetDelete), for both.
+ListOffsets, which reads a partition's log rather than a group, is handlers/list_offsets.py.
+"""
