@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib
 import io
 import re
 import struct
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final, TypeAlias, TypeVar
 
+from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
@@ -150,8 +150,10 @@ def _names_in_any_version(cls: type) -> frozenset[str]:
         found = _KIO_MODULE.fullmatch(cls.__module__)
         if found is not None:
             api, kind = found.groups()
+            load = load_request_schema if kind == "request" else load_response_schema
             for version in schema_name_map.get(api, {}):
-                module = importlib.import_module(f"kio.schema.{api}.v{version}.{kind}")
+                # kio's index loads the version's module; its nested classes sit beside the top one.
+                module = sys.modules[load(cls.__api_key__, version).__module__]  # type: ignore[attr-defined]
                 other = getattr(module, cls.__name__, None)
                 if isinstance(other, type):
                     names |= _field_names(other)
