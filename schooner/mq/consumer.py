@@ -17,6 +17,7 @@ import re
 import socket
 import threading
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 ERROR_PAUSE_S = 0.5
 T = TypeVar("T")
+C = TypeVar("C", BlockingRedis, Redis)  # the client: blocking or asyncio
+H = TypeVar("H", Handler, AsyncHandler)
+E = TypeVar("E", threading.Event, asyncio.Event)
 
 __all__ = ["AsyncConsumer", "Consumer", "ConsumerConfig", "new_member_id"]
 
@@ -79,24 +83,28 @@ class _Answers(Generic[T]):
             self.error = exc
 
 
-class _Base:
+class _Base(ABC, Generic[C, H, E]):
     """What both consumers share: the member's identity and settings, and its lifecycle as effects
     (engine.py's style), so the blocking and the asyncio driver differ only in how they answer them."""
 
     def __init__(
         self,
-        owns_client: bool,
+        redis: str | C,
         topic: str,
         group: str,
-        config: ConsumerConfig | None,
-        keyspace: str | Keyspace,
-        registry: CollectorRegistry | None,
-        member_id: str | None,
-        rng: random.Random | None,
+        handler: H,
+        *,
+        config: ConsumerConfig | None = None,
+        keyspace: str | Keyspace = "schooner",
+        registry: CollectorRegistry | None = None,
+        member_id: str | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         _check_group(group)
-        self._owns_client = owns_client
+        self._owns_client = isinstance(redis, str)
+        self.redis: C = self._connect(redis) if isinstance(redis, str) else redis
         self.topic_name, self.group = topic, group
+        self.handler: H = handler
         self.config = config or ConsumerConfig()
         self.ks = keyspace if isinstance(keyspace, Keyspace) else Keyspace(keyspace)
         self.metrics = metrics_for(registry)
@@ -104,6 +112,15 @@ class _Base:
         self.rng = rng
         self.engine: GroupMember | None = None
         self.error: BaseException | None = None
+        self._stopping: E = self._stop_event()
+
+    @abstractmethod
+    def _connect(self, url: str) -> C:
+        """A client of this consumer's kind (blocking or asyncio) for a Redis URL."""
+
+    @abstractmethod
+    def _stop_event(self) -> E:
+        """The event stop() sets: a thread's or the event loop's."""
 
     @property
     def partitions(self) -> list[int]:
@@ -134,27 +151,16 @@ class _Base:
         yield from engine.stop()
 
 
-class Consumer(_Base):
+class Consumer(_Base[BlockingRedis, Handler, threading.Event]):
     """consumer.run() blocks until stop() (from another thread); start() runs it on a thread of its own."""
 
-    def __init__(
-        self,
-        redis: str | BlockingRedis,
-        topic: str,
-        group: str,
-        handler: Handler,
-        *,
-        config: ConsumerConfig | None = None,
-        keyspace: str | Keyspace = "schooner",
-        registry: CollectorRegistry | None = None,
-        member_id: str | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        super().__init__(isinstance(redis, str), topic, group, config, keyspace, registry, member_id, rng)
-        self.redis = client.connect_sync(redis) if isinstance(redis, str) else redis
-        self.handler = handler
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+    _thread: threading.Thread | None = None
+
+    def _connect(self, url: str) -> BlockingRedis:
+        return client.connect_sync(url)
+
+    def _stop_event(self) -> threading.Event:
+        return threading.Event()
 
     def run(self) -> None:
         try:
@@ -208,27 +214,16 @@ class Consumer(_Base):
         self.stop()
 
 
-class AsyncConsumer(_Base):
+class AsyncConsumer(_Base[Redis, AsyncHandler, asyncio.Event]):
     """await consumer.run() until stop(); the handler may be a coroutine function or a plain one."""
 
-    def __init__(
-        self,
-        redis: str | Redis,
-        topic: str,
-        group: str,
-        handler: AsyncHandler,
-        *,
-        config: ConsumerConfig | None = None,
-        keyspace: str | Keyspace = "schooner",
-        registry: CollectorRegistry | None = None,
-        member_id: str | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        super().__init__(isinstance(redis, str), topic, group, config, keyspace, registry, member_id, rng)
-        self.redis = client.connect(redis) if isinstance(redis, str) else redis
-        self.handler = handler
-        self._stopping = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+    _task: asyncio.Task[None] | None = None
+
+    def _connect(self, url: str) -> Redis:
+        return client.connect(url)
+
+    def _stop_event(self) -> asyncio.Event:
+        return asyncio.Event()
 
     async def run(self) -> None:
         try:

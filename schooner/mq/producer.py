@@ -8,8 +8,10 @@ batch in one pipelined round trip (one script call per partition and 1,000 recor
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -24,6 +26,8 @@ from schooner.storage.topics.metadata import Topic, UnknownTopic
 
 from .metrics import metrics_for
 from .partitioner import Partitioner
+
+C = TypeVar("C", BlockingRedis, Redis)  # the client: blocking or asyncio
 
 Bytes = bytes | str
 Headers = Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]]
@@ -63,17 +67,26 @@ def _headers(headers: Headers) -> list[Header]:
     return [(name, _bytes(value)) for name, value in items]
 
 
-class _Base:
+class _Base(ABC, Generic[C]):
     """What both producers share; sending is one procedure of round trips (Steps) that each runs."""
 
     def __init__(
-        self, owns_client: bool, keyspace: str | Keyspace, registry: CollectorRegistry | None
+        self,
+        redis: str | C,
+        *,
+        keyspace: str | Keyspace = "schooner",
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        self._owns_client = owns_client
+        self._owns_client = isinstance(redis, str)
+        self.redis: C = self._connect(redis) if isinstance(redis, str) else redis
         self.ks = keyspace if isinstance(keyspace, Keyspace) else Keyspace(keyspace)
         self.metrics = metrics_for(registry)
         self.partitioner = Partitioner()
         self._topics: dict[str, Topic] = {}
+
+    @abstractmethod
+    def _connect(self, url: str) -> C:
+        """A client of this producer's kind (blocking or asyncio) for a Redis URL."""
 
     def _sending(self, topic: str, messages: list[OutgoingMessage]) -> calls.Steps[list[Sent]]:
         """Appends the messages; a topic deleted or re-created meanwhile is loaded again, once."""
@@ -139,16 +152,9 @@ class _Base:
         return sent
 
 
-class Producer(_Base):
-    def __init__(
-        self,
-        redis: str | BlockingRedis,
-        *,
-        keyspace: str | Keyspace = "schooner",
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(isinstance(redis, str), keyspace, registry)
-        self.redis = client.connect_sync(redis) if isinstance(redis, str) else redis
+class Producer(_Base[BlockingRedis]):
+    def _connect(self, url: str) -> BlockingRedis:
+        return client.connect_sync(url)
 
     def send(
         self,
@@ -170,16 +176,9 @@ class Producer(_Base):
             self.redis.close()
 
 
-class AsyncProducer(_Base):
-    def __init__(
-        self,
-        redis: str | Redis,
-        *,
-        keyspace: str | Keyspace = "schooner",
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(isinstance(redis, str), keyspace, registry)
-        self.redis = client.connect(redis) if isinstance(redis, str) else redis
+class AsyncProducer(_Base[Redis]):
+    def _connect(self, url: str) -> Redis:
+        return client.connect(url)
 
     async def send(
         self,

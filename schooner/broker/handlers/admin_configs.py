@@ -29,7 +29,7 @@ from ...storage.topics.config import (
 )
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 TOPIC = 2
 BROKER = 4
@@ -43,7 +43,6 @@ DEFAULT_CONFIG = 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 # Control-plane changes that could not reach Redis: the client may retry.
-ADMIN_STORAGE_ERROR = ErrorCode.request_timed_out
 STATIC_BROKER_MESSAGE = (
     "broker configs are static in Schooner: set them in the broker's config file or environment and restart"
 )
@@ -198,7 +197,7 @@ async def _describe_resource(
         try:
             topic = await ctx.topic(name)
         except STORAGE_ERRORS as exc:
-            return ADMIN_STORAGE_ERROR, f"Redis is unavailable: {exc}", []
+            return ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}", []
         if topic is None:
             return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist", []
         values = topic_config_values(topic.overrides, ctx.topic_defaults, topic.sequence_bits)
@@ -289,7 +288,7 @@ async def _alter(
             try:
                 code, message = await _alter_topic(ctx, resource, incremental, bool(body.validate_only))
             except STORAGE_ERRORS as exc:
-                code, message = ADMIN_STORAGE_ERROR, f"Redis is unavailable: {exc}"
+                code, message = ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}"
         responses.append(
             make(
                 mod.AlterConfigsResourceResponse,

@@ -9,7 +9,7 @@ from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import DeleteRecordsRequest
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERROR_CODE, STORAGE_ERRORS
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 HIGH_WATERMARK = -1
 
@@ -18,18 +18,10 @@ async def handle_delete_records(ctx: BrokerContext, body: DeleteRecordsRequest) 
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
-        topic: Topic | None = None
-        lookup_failed = False
-        try:
-            topic = await ctx.topic(requested.name)
-        except STORAGE_ERRORS:
-            lookup_failed = True
+        topic = await resolve_topic(ctx, requested.name)
         partitions = []
         for p in requested.partitions:
-            if lookup_failed:
-                code, low = STORAGE_ERROR_CODE, -1
-            else:
-                code, low = await _delete_before(ctx, topic, p.partition_index, p.offset)
+            code, low = await _delete_before(ctx, topic, p.partition_index, p.offset)
             partitions.append(
                 make(
                     mod.DeleteRecordsPartitionResult,
@@ -43,10 +35,12 @@ async def handle_delete_records(ctx: BrokerContext, body: DeleteRecordsRequest) 
 
 
 async def _delete_before(
-    ctx: BrokerContext, topic: Topic | None, partition: int, offset: int
+    ctx: BrokerContext, topic: Topic | ErrorCode, partition: int, offset: int
 ) -> tuple[ErrorCode, int]:
     """Removes the records below the offset; returns the error and the new low watermark (log start)."""
-    if topic is None or not 0 <= partition < topic.partitions:
+    if isinstance(topic, ErrorCode):
+        return topic, -1
+    if not 0 <= partition < topic.partitions:
         return ErrorCode.unknown_topic_or_partition, -1
     try:
         bounds = await ctx.store.bounds(topic, partition)
@@ -58,4 +52,4 @@ async def _delete_before(
             return ErrorCode.none, bounds.log_start_offset
         return ErrorCode.none, await ctx.store.delete_records(topic, partition, offset)
     except STORAGE_ERRORS:
-        return STORAGE_ERROR_CODE, -1
+        return LOG_UNAVAILABLE, -1

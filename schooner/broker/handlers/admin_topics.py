@@ -17,8 +17,8 @@ from ...storage.offsets import DEFAULT_SEQUENCE_BITS
 from ...storage.topics.config import SEQUENCE_BITS, InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic
 from ..context import BrokerContext
-from .admin_configs import ADMIN_STORAGE_ERROR, check_config, topic_config_values
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from .admin_configs import check_config, topic_config_values
+from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 # Guards the broker against absurd counts (each partition gets a stamped state hash); Kafka has no such cap.
 MAX_PARTITIONS = 100_000
@@ -73,7 +73,7 @@ class _PartitionsTopic(Protocol):
 
 
 def _storage_failure(exc: BaseException) -> Outcome:
-    return ADMIN_STORAGE_ERROR, f"Redis is unavailable: {exc}"
+    return ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}"
 
 
 async def _assignment_error(ctx: BrokerContext, replica_lists: Sequence[Sequence[int]]) -> str | None:

@@ -1,8 +1,10 @@
-"""Helpers that several handlers share."""
+"""Helpers that several handlers share: finding a request's topic, and what a Redis failure is answered
+with in each family of APIs."""
 
 from __future__ import annotations
 
 import datetime
+import uuid
 
 from kio.schema.errors import ErrorCode
 
@@ -13,9 +15,34 @@ from ..context import BrokerContext
 
 NO_THROTTLE = datetime.timedelta(0)
 
-# Redis unreachable or refusing writes: a retriable Kafka error, never UNKNOWN_SERVER_ERROR.
+# Redis unreachable or refusing writes. Clients must retry, so each family answers with a retriable
+# Kafka code (never UNKNOWN_SERVER_ERROR), chosen here once:
 STORAGE_ERRORS = (StorageError, OSError)
-STORAGE_ERROR_CODE = ErrorCode.kafka_storage_error
+LOG_UNAVAILABLE = (
+    ErrorCode.kafka_storage_error
+)  # Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords
+APPEND_UNANSWERED = ErrorCode.request_timed_out  # an append sent without a reply: "possibly persisted"
+GROUPS_UNAVAILABLE = ErrorCode.coordinator_not_available  # group membership and committed offsets
+ADMIN_UNAVAILABLE = ErrorCode.request_timed_out  # topic and config changes (CreateTopics, AlterConfigs, ...)
+PRODUCER_IDS_UNAVAILABLE = ErrorCode.coordinator_load_in_progress  # InitProducerId
+
+
+async def resolve_topic(
+    ctx: BrokerContext,
+    name: str | None,
+    topic_id: uuid.UUID | None = None,
+    unavailable: ErrorCode = LOG_UNAVAILABLE,
+) -> Topic | ErrorCode:
+    """A request's topic: by name, or by id when the request names none (the versions with topic ids).
+    A Kafka code when there is no such topic, or `unavailable` when Redis cannot say."""
+    try:
+        if name is None:
+            found = await ctx.topic_by_id(topic_id) if topic_id is not None else None
+            return found if found is not None else ErrorCode.unknown_topic_id
+        found = await ctx.topic(name)
+        return found if found is not None else ErrorCode.unknown_topic_or_partition
+    except STORAGE_ERRORS:
+        return unavailable
 
 
 async def topic_for_write(ctx: BrokerContext, name: str) -> Topic | None:

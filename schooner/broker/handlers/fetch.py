@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -18,7 +17,7 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 # Entries read per XRANGE before the partition's average size is known.
 FIRST_READ_COUNT = 100
@@ -116,15 +115,9 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
 
 
 async def _resolve(ctx: BrokerContext, fetch_topic: _FetchTopic, version: int) -> Topic | ErrorCode:
-    try:
-        if version >= 13:
-            topic_id: uuid.UUID | None = getattr(fetch_topic, "topic_id", None)
-            found = await ctx.topic_by_id(topic_id) if topic_id is not None else None
-            return found if found is not None else ErrorCode.unknown_topic_id
-        found = await ctx.topic(getattr(fetch_topic, "topic", ""))
-        return found if found is not None else ErrorCode.unknown_topic_or_partition
-    except STORAGE_ERRORS:
-        return ErrorCode.kafka_storage_error
+    if version >= 13:  # topics by id only
+        return await resolve_topic(ctx, None, getattr(fetch_topic, "topic_id", None))
+    return await resolve_topic(ctx, getattr(fetch_topic, "topic", ""))
 
 
 async def _read_all(
@@ -168,7 +161,7 @@ async def _read_partition(
     try:
         read = await ctx.store.read(topic, request.partition, max(request.fetch_offset, 0), count)
     except STORAGE_ERRORS:
-        result.error = ErrorCode.kafka_storage_error
+        result.error = LOG_UNAVAILABLE
         return result
     result.high_watermark = read.high_watermark
     result.log_start = read.log_start_offset

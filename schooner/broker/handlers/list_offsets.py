@@ -9,7 +9,7 @@ from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 LATEST = -1
 EARLIEST = -2
@@ -24,10 +24,7 @@ async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> R
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
-        try:
-            topic = await ctx.topic(requested.name)
-        except STORAGE_ERRORS:
-            topic = None
+        topic = await resolve_topic(ctx, requested.name)
         partitions = []
         for p in requested.partitions:
             code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp)
@@ -46,9 +43,11 @@ async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> R
 
 
 async def _lookup(
-    ctx: BrokerContext, topic: Topic | None, partition: int, target: int
+    ctx: BrokerContext, topic: Topic | ErrorCode, partition: int, target: int
 ) -> tuple[ErrorCode, int, int]:
-    if topic is None or not 0 <= partition < topic.partitions:
+    if isinstance(topic, ErrorCode):
+        return topic, -1, -1
+    if not 0 <= partition < topic.partitions:
         return ErrorCode.unknown_topic_or_partition, -1, -1
     try:
         if target in (EARLIEST, EARLIEST_LOCAL):
@@ -64,7 +63,7 @@ async def _lookup(
         else:
             return ErrorCode.invalid_request, -1, -1
     except STORAGE_ERRORS:
-        return ErrorCode.kafka_storage_error, -1, -1
+        return LOG_UNAVAILABLE, -1, -1
     if found is None:
         return ErrorCode.none, -1, -1
     offset, timestamp = found
@@ -78,20 +77,19 @@ async def handle_offset_for_leader_epoch(
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
-        try:
-            topic = await ctx.topic(requested.topic)
-        except STORAGE_ERRORS:
-            topic = None
+        topic = await resolve_topic(ctx, requested.topic)
         partitions = []
         for p in requested.partitions:
             code, epoch, end = ErrorCode.none, LEADER_EPOCH, -1
-            if topic is None or not 0 <= p.partition < topic.partitions:
+            if isinstance(topic, ErrorCode):
+                code, epoch = topic, -1
+            elif not 0 <= p.partition < topic.partitions:
                 code, epoch = ErrorCode.unknown_topic_or_partition, -1
             else:
                 try:
                     end = (await ctx.store.bounds(topic, p.partition)).high_watermark
                 except STORAGE_ERRORS:
-                    code, epoch = ErrorCode.kafka_storage_error, -1
+                    code, epoch = LOG_UNAVAILABLE, -1
             partitions.append(
                 make(
                     mod.EpochEndOffset,

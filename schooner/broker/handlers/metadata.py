@@ -15,7 +15,7 @@ from ...storage.cluster import BrokerInfo
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, topic_for_write
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -54,7 +54,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
         results = [
             make(
                 mod.MetadataResponseTopic,
-                error_code=ErrorCode.kafka_storage_error if version >= 0 else ErrorCode.leader_not_available,
+                error_code=LOG_UNAVAILABLE if version >= 0 else ErrorCode.leader_not_available,
                 name=getattr(t, "name", None),
                 topic_id=None,
                 is_internal=False,

@@ -22,7 +22,14 @@ from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..sequencer import Turn
-from .common import NO_THROTTLE, STORAGE_ERRORS, topic_for_write
+from .common import (
+    APPEND_UNANSWERED,
+    LOG_UNAVAILABLE,
+    NO_THROTTLE,
+    STORAGE_ERRORS,
+    resolve_topic,
+    topic_for_write,
+)
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +117,14 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
 
 
 async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorCode:
+    topic_id = getattr(topic_data, "topic_id", None)
+    if topic_id is not None:  # v13 has ids only, and ids are never auto-created
+        return await resolve_topic(ctx, None, topic_id)
     try:
-        topic_id = getattr(topic_data, "topic_id", None)
-        if topic_id is not None:
-            found = await ctx.topic_by_id(topic_id)
-            return found if found is not None else ErrorCode.unknown_topic_id
-        found = await topic_for_write(ctx, getattr(topic_data, "name", ""))  # v13 has ids only
-        return found if found is not None else ErrorCode.unknown_topic_or_partition
+        found = await topic_for_write(ctx, getattr(topic_data, "name", ""))
     except STORAGE_ERRORS:
-        return ErrorCode.kafka_storage_error
+        return LOG_UNAVAILABLE
+    return found if found is not None else ErrorCode.unknown_topic_or_partition
 
 
 async def _in_turn(
@@ -143,7 +149,7 @@ async def _in_turn(
     except OUTCOME_UNKNOWN as exc:
         # Sent, but no reply (Redis timed out or the connection broke): the batch may be appended.
         # REQUEST_TIMED_OUT tells clients so ("possibly persisted"); the retry then finds it a duplicate.
-        return _PartitionResult(ErrorCode.request_timed_out, message=str(exc))
+        return _PartitionResult(APPEND_UNANSWERED, message=str(exc))
     except STORAGE_ERRORS as exc:
         return _storage_failure(topic, data.index, exc)
     for r in results:
@@ -156,7 +162,7 @@ async def _in_turn(
 def _storage_failure(topic: Topic, partition: int, exc: BaseException) -> _PartitionResult:
     """KAFKA_STORAGE_ERROR is retriable: clients keep the batch and send it again later."""
     if not server_info.is_out_of_memory(exc):
-        return _PartitionResult(ErrorCode.kafka_storage_error, message=str(exc))
+        return _PartitionResult(LOG_UNAVAILABLE, message=str(exc))
     global _full_logged_at
     now = time.monotonic()
     if now - _full_logged_at >= _FULL_LOG_INTERVAL_SECONDS:  # a full Redis refuses every batch
@@ -168,7 +174,7 @@ def _storage_failure(topic: Topic, partition: int, exc: BaseException) -> _Parti
             topic.name,
             partition,
         )
-    return _PartitionResult(ErrorCode.kafka_storage_error, message=_FULL_MESSAGE)
+    return _PartitionResult(LOG_UNAVAILABLE, message=_FULL_MESSAGE)
 
 
 _FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"

@@ -8,7 +8,7 @@ from kio.static.protocol import ResponsePayload
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import InitProducerIdRequest
 from ..context import BrokerContext
-from .common import NO_THROTTLE, STORAGE_ERRORS
+from .common import NO_THROTTLE, PRODUCER_IDS_UNAVAILABLE, STORAGE_ERRORS
 
 MAX_EPOCH = 32767
 
@@ -38,4 +38,4 @@ async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdReques
             return reply(ErrorCode.none, current_pid, current_epoch + 1)
         return reply(ErrorCode.none, await ctx.store.next_producer_id(), 0)
     except STORAGE_ERRORS:
-        return reply(ErrorCode.coordinator_load_in_progress)
+        return reply(PRODUCER_IDS_UNAVAILABLE)

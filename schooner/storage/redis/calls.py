@@ -175,26 +175,36 @@ def text(value: bytes | str | None) -> str:
 Steps = Generator[list[Call[Any]], list[Any], T]
 
 
-def drive_sync(redis: BlockingRedis, steps: Steps[T]) -> T:
-    replies: Any = None  # a generator's first send must be None
-    while True:
+class _Progress(Generic[T]):
+    """Where a procedure stands: next() sends the last replies and gives the next round trip's calls,
+    or None once it has returned (its value in result)."""
+
+    def __init__(self, steps: Steps[T]) -> None:
+        self.steps = steps
+        self.result: T
+
+    def next(self, replies: list[Any] | None) -> list[Call[Any]] | None:
         try:
-            batch = steps.send(replies)
+            return self.steps.send(replies)  # type: ignore[arg-type]  # a generator's first send is None
         except StopIteration as done:
-            result: T = done.value
-            return result
-        replies = run_many_sync(redis, batch)
+            self.result = done.value
+            return None
+
+
+def drive_sync(redis: BlockingRedis, steps: Steps[T]) -> T:
+    progress = _Progress(steps)
+    batch = progress.next(None)
+    while batch is not None:
+        batch = progress.next(run_many_sync(redis, batch))
+    return progress.result
 
 
 async def drive(redis: Redis, steps: Steps[T]) -> T:
-    replies: Any = None  # a generator's first send must be None
-    while True:
-        try:
-            batch = steps.send(replies)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        replies = await run_many(redis, batch)
+    progress = _Progress(steps)
+    batch = progress.next(None)
+    while batch is not None:
+        batch = progress.next(await run_many(redis, batch))
+    return progress.result
 
 
 def together(calls: Sequence[Call[T]]) -> Steps[list[T]]:

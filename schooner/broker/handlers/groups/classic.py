@@ -24,7 +24,7 @@ from ....protocol.request_types import (
     SyncGroupRequest,
 )
 from ...context import CLIENT, BrokerContext
-from ..common import NO_THROTTLE, STORAGE_ERRORS
+from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 KEY_TYPE_GROUP = 0
 UNKNOWN_OPERATIONS = -2147483648
@@ -51,7 +51,7 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
             try:
                 node = await ctx.groups.coordinator_for(key)
             except STORAGE_ERRORS:
-                code = ErrorCode.coordinator_not_available
+                code = GROUPS_UNAVAILABLE
         answers.append((key, code, message, node))
     if hasattr(body, "coordinator_keys"):
         return make(
@@ -107,7 +107,7 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
     except NotCoordinator:
         code, values = ErrorCode.not_coordinator, None
     except STORAGE_ERRORS:
-        code, values = ErrorCode.coordinator_not_available, None
+        code, values = GROUPS_UNAVAILABLE, None
     members = tuple(
         make(mod.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=md)
         for m, i, md in (values.members if values else [])
@@ -142,7 +142,7 @@ async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> Respo
     except NotCoordinator:
         code, protocol_type, protocol, assignment = ErrorCode.not_coordinator, None, None, b""
     except STORAGE_ERRORS:
-        code, protocol_type, protocol, assignment = ErrorCode.coordinator_not_available, None, None, b""
+        code, protocol_type, protocol, assignment = GROUPS_UNAVAILABLE, None, None, b""
     return make(
         mod.SyncGroupResponse,
         throttle_time=NO_THROTTLE,
@@ -162,7 +162,7 @@ async def handle_heartbeat(ctx: BrokerContext, body: HeartbeatRequest) -> Respon
     except NotCoordinator:
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
-        code = ErrorCode.coordinator_not_available
+        code = GROUPS_UNAVAILABLE
     return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=code)
 
 
@@ -179,7 +179,7 @@ async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> Res
     except NotCoordinator:
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
-        code = ErrorCode.coordinator_not_available
+        code = GROUPS_UNAVAILABLE
     if not hasattr(body, "members") and errors:
         code = errors[0]
     return make(
@@ -241,7 +241,7 @@ async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest
         except NotCoordinator:
             values["error_code"] = ErrorCode.not_coordinator
         except STORAGE_ERRORS:
-            values["error_code"] = ErrorCode.coordinator_not_available
+            values["error_code"] = GROUPS_UNAVAILABLE
         described.append(make(mod.DescribedGroup, **values))
     return make(mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
 
@@ -255,7 +255,7 @@ async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> Res
         ids = await ctx.store.group_ids()
         saved = await ctx.store.group_states(ids)
     except STORAGE_ERRORS:
-        code = ErrorCode.coordinator_not_available
+        code = GROUPS_UNAVAILABLE
         return make(mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=code, groups=())
     listed = []
     for group_id in ids:
@@ -309,6 +309,6 @@ async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) ->
         except NotCoordinator:
             code = ErrorCode.not_coordinator
         except STORAGE_ERRORS:
-            code = ErrorCode.coordinator_not_available
+            code = GROUPS_UNAVAILABLE
         results.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=code))
     return make(mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))

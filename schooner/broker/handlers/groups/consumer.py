@@ -21,7 +21,7 @@ from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 from ....storage.topics.metadata import Topic
 from ...context import CLIENT, BrokerContext
-from ..common import NO_THROTTLE, STORAGE_ERRORS
+from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: the member uses the consumer protocol
 
@@ -96,7 +96,7 @@ async def handle_consumer_group_heartbeat(
     except NotCoordinator:
         answer, code, message = None, ErrorCode.not_coordinator, None
     except STORAGE_ERRORS:
-        answer, code, message = None, ErrorCode.coordinator_not_available, None
+        answer, code, message = None, GROUPS_UNAVAILABLE, None
     assignment = None
     if answer is not None and answer.assignment is not None:
         assignment = make(
@@ -151,7 +151,7 @@ async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType) -> E
     except NotCoordinator:
         values["error_code"] = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
-        values["error_code"] = ErrorCode.coordinator_not_available
+        values["error_code"] = GROUPS_UNAVAILABLE
     return make(mod.DescribedGroup, **values)
 
 

@@ -18,7 +18,7 @@ from ....protocol.request_types import OffsetCommitRequest, OffsetDeleteRequest,
 from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
-from ..common import NO_THROTTLE, STORAGE_ERRORS
+from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 MAX_METADATA_BYTES = 4096
 
@@ -69,7 +69,7 @@ async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) ->
     except NotCoordinator:
         group_error = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
-        group_error = ErrorCode.coordinator_not_available
+        group_error = GROUPS_UNAVAILABLE
     results: list[tuple[_CommitTopic, list[tuple[int, ErrorCode]]]] = []
     to_store: dict[TopicPartition, tuple[int, int, str | None]] = {}
     for t in body.topics:
@@ -109,7 +109,7 @@ async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) ->
         except NotCoordinator:
             results = [(t, [(i, ErrorCode.not_coordinator) for i, _ in row]) for t, row in results]
         except STORAGE_ERRORS:
-            results = [(t, [(i, ErrorCode.coordinator_not_available) for i, _ in row]) for t, row in results]
+            results = [(t, [(i, GROUPS_UNAVAILABLE) for i, _ in row]) for t, row in results]
     return make(
         mod.OffsetCommitResponse,
         throttle_time=NO_THROTTLE,
@@ -165,7 +165,7 @@ async def _fetch_group(
     except NotCoordinator:
         return ErrorCode.not_coordinator, []
     except STORAGE_ERRORS:
-        return ErrorCode.coordinator_not_available, []
+        return GROUPS_UNAVAILABLE, []
     out = []
     for requested, name, partitions in wanted:
         rows = []
@@ -235,7 +235,7 @@ async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) ->
     except NotCoordinator:
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
-        code = ErrorCode.coordinator_not_available
+        code = GROUPS_UNAVAILABLE
     topics = []
     doomed: list[TopicPartition] = []
     for t in body.topics:
@@ -254,7 +254,7 @@ async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) ->
         try:
             await ctx.store.delete_offsets(body.group_id, doomed)
         except STORAGE_ERRORS:
-            code = ErrorCode.coordinator_not_available
+            code = GROUPS_UNAVAILABLE
     return make(
         mod.OffsetDeleteResponse,
         error_code=code,
