@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from typing import Any
 
@@ -79,6 +80,9 @@ class Broker:
             asyncio.create_task(self._sweep_retention()),
             asyncio.create_task(self._watch_groups()),
         ]
+        # Everything loaded so far (the protocol's message classes above all) lives as long as the
+        # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
+        gc.freeze()
         log.info("broker %d serving on %s:%d (advertised %s:%d)", broker_id, s.host, self.port, host, port)
 
     async def serve_forever(self) -> None:
