@@ -320,7 +320,11 @@ def test_redis_stall(proxies, broker_factory, redis_server, redis_client, timeou
     figures = _run_faults(broker, broker.bootstrap, redis_client, [(proxy, "stall")], *_probes(broker.port))
     assert figures.acknowledged > 10_000
     first, second = figures.probes
-    assert first[0] in RETRIABLE and first[1] < timeout_ms / 1000 + 1.5, figures.probes
+    # The first probe starts with the stall. Inside it the answer is retriable; with the default timeout
+    # the stall ends as the timeout falls, so a normal answer at that moment is right too.
+    stall_over = first[1] >= FAULT_SECONDS - 0.5
+    assert first[0] in RETRIABLE or (first[0] == ErrorCode.none.name and stall_over), figures.probes
+    assert first[1] < timeout_ms / 1000 + 1.5, figures.probes
     if timeout_ms < FAULT_SECONDS * 1000 / 2:  # the second probe is still inside the stall
         assert second[0] in RETRIABLE and second[1] < timeout_ms / 1000 + 1.5, figures.probes
 
