@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -14,29 +15,44 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 Consumed = tuple[str, int, int]  # topic, partition, offset
 
 
-class GroupMember(threading.Thread):
+class ClientThread(threading.Thread, ABC):
+    """A client running on a thread of its own until stop_event is set; an exception it raises is kept
+    in `error` for the test to surface."""
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(daemon=True, name=name)
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+    @abstractmethod
+    def _run(self) -> None:
+        """The client's work, until stop_event is set."""
+
+
+class GroupMember(ClientThread):
     """Runs a client's consumer in a group: poll a batch, commit after processing, count it only if the
     commit succeeded (a failed commit means another member will get those records)."""
 
     def __init__(
         self, kind: str, bootstrap: str, group: str, topic: str, pace: float = 0.0, **conf: Any
     ) -> None:
-        super().__init__(daemon=True, name=f"{kind}-member")
+        super().__init__(name=f"{kind}-member")
         self.kind, self.bootstrap, self.group, self.topic, self.conf = kind, bootstrap, group, topic, conf
         self.pace = pace  # seconds of "processing" per batch, so that rebalances happen mid-stream
         self.consumed: list[Consumed] = []
         self.failed_commits = 0
-        self.stop_event = threading.Event()
-        self.error: BaseException | None = None
         self.started_consuming = threading.Event()
 
-    def run(self) -> None:
-        try:
-            {"confluent": self._confluent, "kafka-python": self._kafka_python, "aiokafka": self._aiokafka}[
-                self.kind
-            ]()
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
+    def _run(self) -> None:
+        {"confluent": self._confluent, "kafka-python": self._kafka_python, "aiokafka": self._aiokafka}[
+            self.kind
+        ]()
 
     def _record(self, batch: list[Consumed], commit: Callable[[], None]) -> None:
         if not batch:
@@ -147,13 +163,13 @@ class GroupMember(threading.Thread):
         asyncio.run(main())
 
 
-class ConsumerProtocolMember(threading.Thread):
+class ConsumerProtocolMember(ClientThread):
     """A KIP-848 (group.protocol=consumer) member of confluent-kafka: poll a batch, commit after
     processing, count the batch only if the commit succeeded; after a failed commit, go back to the last
     commit so nothing is skipped."""
 
     def __init__(self, bootstrap: str, group: str, topic: str, pace: float = 0.0, **conf: Any) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.conf = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
@@ -166,15 +182,7 @@ class ConsumerProtocolMember(threading.Thread):
         self.consumed: list[Consumed] = []
         self.failed_commits = 0
         self.assignments: list[set[int]] = []
-        self.stop_event = threading.Event()
         self.started_consuming = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
 
     def _run(self) -> None:
         c = Consumer(self.conf)

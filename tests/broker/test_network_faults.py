@@ -27,6 +27,7 @@ from schooner.storage.keys import Keyspace
 from schooner.storage.redis.embedded import free_port
 from tests.broker.helpers import saved_group, wait
 from tests.conftest import RunningBroker
+from tests.group_clients import ClientThread
 from tests.proxy import FaultProxy
 from tests.wire import call, produce_request
 
@@ -54,25 +55,17 @@ def proxies() -> Iterator[Callable[[int], FaultProxy]]:
         proxy.close()
 
 
-class SteadyProducer(threading.Thread):
+class SteadyProducer(ClientThread):
     """An idempotent acks=all producer writing numbered records round the partitions at a steady pace."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        super().__init__(daemon=True, name="steady-producer")
+        super().__init__(name="steady-producer")
         self.bootstrap, self.topic = bootstrap, topic
         self.sent_at: list[float] = []  # by record number
         self.acked: list[tuple[int, int, int, float]] = []  # partition, offset, number, when
         self.failed: list[Any] = []
         self.client_errors: list[str] = []
         self.unflushed = -1
-        self.stop_event = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
 
     def _run(self) -> None:
         producer = Producer(
@@ -104,11 +97,11 @@ class SteadyProducer(threading.Thread):
             self.acked.append((msg.partition(), msg.offset(), int(msg.value()), time.monotonic()))
 
 
-class Member(threading.Thread):
+class Member(ClientThread):
     """One group member that records what it consumes and every assignment change it is told of."""
 
     def __init__(self, bootstrap: str, group: str, topic: str, **conf: Any) -> None:
-        super().__init__(daemon=True, name=f"member-{group}")
+        super().__init__(name=f"member-{group}")
         self.conf = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
@@ -122,14 +115,6 @@ class Member(threading.Thread):
         self.changes: list[tuple[str, list[int]]] = []  # ("assign" | "revoke" | "lost", partitions)
         self.changes_while_running: list[tuple[str, list[int]]] = []  # closing revokes, so not those
         self.client_errors: list[str] = []
-        self.stop_event = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
 
     def _run(self) -> None:
         c = Consumer(self.conf)
