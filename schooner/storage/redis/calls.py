@@ -22,7 +22,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from . import scripts
 
 T = TypeVar("T")
-U = TypeVar("U")
 
 StorageError = RedisError  # what a round trip raises when Redis fails (outage, timeout, error reply)
 StorageTimeout = RedisTimeoutError  # no reply in time
@@ -211,12 +210,6 @@ def together(calls: Sequence[Call[T]]) -> Steps[list[T]]:
     """Calls that need no answer from each other, as one pipelined round trip."""
     replies: list[T] = yield list(calls)
     return replies
-
-
-def then(steps: Steps[T], parse: Callable[[T], U]) -> Steps[U]:
-    """A procedure whose result is passed through parse."""
-    result = yield from steps
-    return parse(result)
 
 
 def parallel(procedures: Sequence[Steps[T]]) -> Steps[list[T]]:
