@@ -140,7 +140,6 @@ async def _fetch_group(
     partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
     topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
     try:
-        await ctx.groups.coordinator_for(group_id)
         coordinator = await ctx.groups.coordinator_for(group_id)
         if coordinator.broker_id != ctx.me.broker_id:
             return ErrorCode.not_coordinator, []
