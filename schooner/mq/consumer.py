@@ -64,7 +64,7 @@ class _Answers(Generic[T]):
         self.work = work
         self.reply: Any = None
         self.error: BaseException | None = None
-        self.result: T | None = None
+        self.result: T  # set once the generator has returned
 
     def next(self) -> Effect | None:
         try:
@@ -74,13 +74,6 @@ class _Answers(Generic[T]):
             return None
         self.reply, self.error = None, None
         return effect
-
-    def run(self, round_trip: Callable[[], Any]) -> None:
-        """A blocking round trip's reply, or its Redis error to throw in."""
-        try:
-            self.reply = round_trip()
-        except StorageError as exc:
-            self.error = exc
 
 
 class _Base(ABC, Generic[C, H, E]):
@@ -172,12 +165,15 @@ class Consumer(_Base[BlockingRedis, Handler, threading.Event]):
             if self._owns_client:
                 self.redis.close()
 
-    def drive(self, work: Work[T]) -> T | None:
+    def drive(self, work: Work[T]) -> T:
         """Runs one engine generator to its end, answering each effect."""
         answers = _Answers(work)
         while (effect := answers.next()) is not None:
             if isinstance(effect, Batch):
-                answers.run(lambda: calls.run_many_sync(self.redis, effect.calls))
+                try:
+                    answers.reply = calls.run_many_sync(self.redis, effect.calls)
+                except StorageError as exc:
+                    answers.error = exc  # thrown into the engine, which decides what it means
             elif isinstance(effect, Handle):
                 answers.reply = self._handle(effect.message)
             else:
@@ -235,7 +231,7 @@ class AsyncConsumer(_Base[Redis, AsyncHandler, asyncio.Event]):
             if self._owns_client:
                 await self.redis.aclose()
 
-    async def drive(self, work: Work[T]) -> T | None:
+    async def drive(self, work: Work[T]) -> T:
         answers = _Answers(work)
         while (effect := answers.next()) is not None:
             if isinstance(effect, Batch):
