@@ -66,28 +66,20 @@ def estimated_size(records: Sequence[RecordLike]) -> int:
     return sum(len(r.value or b"") + len(r.key or b"") + 24 for r in records)
 
 
-def append_args(
-    topic: Topic,
-    records: Sequence[RecordLike],
-    *,
-    producer_id: int,
-    producer_epoch: int,
-    base_sequence: int,
-    size_bytes: int,
-    channel: str,
-    partition: int,
-) -> list[Any]:
+def append_args(topic: Topic, partition: int, batch: Batch, channel: str) -> list[Any]:
+    """log_append.lua's ARGV: the batch's header values, then each record in its compact shape."""
+    records = batch.records
     args: list[Any] = [
         topic.sequence_bits,
         1 if topic.log_append_time else 0,
-        producer_id,
-        producer_epoch,
-        base_sequence,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
         len(records),
         topic.retention_ms,
         topic.retention_bytes,
         1 if topic.trim_approximate else 0,
-        size_bytes,
+        batch.size_bytes or estimated_size(records),  # 0: a batch that came without its size
         channel,
         f"{topic.name}:{partition}",
         str(topic.id),
@@ -132,16 +124,7 @@ def append(
     ks: Keyspace, topic: Topic, partition: int, batch: Batch, *, notify: bool = True
 ) -> Call[AppendResult]:
     """The append of one batch; a size_bytes of 0 is estimated from the records."""
-    args = append_args(
-        topic,
-        batch.records,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        size_bytes=batch.size_bytes or estimated_size(batch.records),
-        channel=ks.appended_channel if notify else "",
-        partition=partition,
-    )
+    args = append_args(topic, partition, batch, ks.appended_channel if notify else "")
     bits = topic.sequence_bits
     return script(
         "log_append", ks.partition_keys(topic.name, partition), args, lambda r: parse_append_reply(r, bits)
