@@ -138,7 +138,7 @@ async def _in_turn(
             return prepared
         assert isinstance(topic, Topic)
         try:
-            pending = [await _send(ctx, topic, data.index, batch) for batch in prepared]
+            pending = [await ctx.store.send_append(topic, data.index, batch) for batch in prepared]
         except STORAGE_ERRORS as exc:
             return _storage_failure(topic, data.index, exc)
     try:
@@ -199,12 +199,6 @@ def _decode(topic: Topic | ErrorCode, data: _PartitionData) -> list[ProducedBatc
                 message=f"batch of {batch.size_bytes} bytes exceeds max.message.bytes={limit}",
             )
     return batches
-
-
-async def _send(
-    ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch
-) -> asyncio.Future[AppendResult]:
-    return await ctx.store.send_append(topic, partition, batch)
 
 
 async def _settle(
