@@ -38,6 +38,27 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
     server.stop()
 
 
+ENCODINGS = ("dense", "timestamp")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests in modules marked `both_encodings` run once per offset encoding (see docs/key-layout.md)."""
+    if "offset_encoding" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_encodings"):
+        metafunc.parametrize("offset_encoding", ENCODINGS)
+
+
+@pytest.fixture
+def offset_encoding() -> str:
+    """The encoding of the topics a test creates: the broker's default unless the test is parametrized."""
+    return "dense"
+
+
+@pytest.fixture
+def topic_defaults(offset_encoding: str) -> dict[str, str]:
+    """Broker-wide topic config defaults for topics a test creates through storage directly."""
+    return {"schooner.offset.encoding": offset_encoding}
+
+
 @pytest.fixture
 def keyspace() -> str:
     return f"t{uuid.uuid4().hex[:10]}"
@@ -170,7 +191,7 @@ def start_broker_process(redis_url: str, keyspace: str, log_path: Path, **env: s
 
 @pytest.fixture
 def broker_factory(
-    redis_server: EmbeddedRedis, keyspace: str, tmp_path: Path
+    redis_server: EmbeddedRedis, keyspace: str, tmp_path: Path, offset_encoding: str
 ) -> Iterator[Callable[..., RunningBroker | ProcessBroker]]:
     """Starts brokers on the shared keyspace (several brokers of one deployment), stopped after the test.
 
@@ -182,8 +203,11 @@ def broker_factory(
         url = overrides.pop("redis_url", redis_server.url)
         b: RunningBroker | ProcessBroker
         if process:
+            overrides.setdefault("SCHOONER_TOPIC_SCHOONER_OFFSET_ENCODING", offset_encoding)
             b = start_broker_process(url, keyspace, tmp_path / f"broker-{len(running)}.log", **overrides)
         else:
+            overrides["topic_defaults"] = {"schooner.offset.encoding": offset_encoding,
+                                           **overrides.get("topic_defaults", {})}  # fmt: skip
             b = start_broker(url, keyspace, **overrides)
         running.append(b)
         return b

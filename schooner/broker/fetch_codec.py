@@ -12,6 +12,7 @@ from ..protocol.records import (
     BatchBuilder,
 )
 from ..storage.log.entry import KEY, TIMESTAMP, VALUE, parse_fields
+from ..storage.offsets import OffsetCodec
 
 # Batches are split at this size so that a consumer can start on a large read sooner.
 BATCH_TARGET_BYTES = 1 << 20
@@ -24,7 +25,7 @@ def codec_for(compression_type: str) -> int:
 
 def encode_entries(
     entries: list[Any],
-    bits: int,
+    offsets: OffsetCodec,
     codec: int,
     log_append_time: bool,
     max_bytes: int,
@@ -44,10 +45,11 @@ def encode_entries(
     payload = 0
     count = 0
     no_headers: list[tuple[str, bytes | None]] = []
+    bits, shift = offsets.bits, offsets.shift
     for entry_id, fields in entries:
         ms_text, _, seq_text = entry_id.partition(b"-")
         ms = int(ms_text)
-        offset = (ms << bits) | int(seq_text)
+        offset = ((ms << bits) | int(seq_text)) - shift
         # The entry the broker writes most: timestamp, key, value. Anything else takes the general path.
         if len(fields) == 6 and fields[2] == KEY and fields[4] == VALUE and fields[0] == TIMESTAMP:
             timestamp, key, value, headers = int(fields[1]), fields[3], fields[5], no_headers

@@ -14,7 +14,6 @@ from schooner.storage.mq import admin as queue_admin
 from schooner.storage.mq import dead_letters, leases, queue, retries
 from schooner.storage.mq.admin import GroupInfo, PartitionStats
 from schooner.storage.mq.dead_letters import DeadLetter
-from schooner.storage.offsets import offset_of_id
 from schooner.storage.redis import calls, client
 from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic, UnknownTopic
@@ -174,7 +173,7 @@ class Admin:
                 page = calls.run_sync(self.redis, queue.pending(self.ks, topic, p, group, start, 1000))
                 found += [
                     PendingMessage(
-                        p, offset_of_id(e.entry_id, t.sequence_bits), e.entry_id.decode(), e.consumer,
+                        p, t.offsets.offset_of_id(e.entry_id), e.entry_id.decode(), e.consumer,
                         e.idle_ms, e.deliveries,
                     )
                     for e in page

@@ -198,7 +198,7 @@ class GroupMember:
         if partitions > self.topic.partitions:
             new = range(self.topic.partitions, partitions)
             self.topic = Topic(
-                self.topic.name, self.topic.id, partitions, self.topic.sequence_bits,
+                self.topic.name, self.topic.id, partitions, self.topic.offsets,
                 self.topic.overrides, self.topic.configs,
             )  # fmt: skip
             yield from self._create_groups(new)
@@ -287,7 +287,7 @@ class GroupMember:
             if self.owned.get(slot.partition) is not slot:
                 break  # the lease was lost: the rest stays pending for the new owner
             delivery = slot.buffer.popleft()
-            msg = decode(self.topic.name, slot.partition, self.topic.sequence_bits, delivery)
+            msg = decode(self.topic.name, slot.partition, self.topic.offsets, delivery)
             if msg.target_group is not None and msg.target_group != self.group:
                 acks.append(delivery.entry_id)  # another group's retry
                 continue
@@ -362,7 +362,7 @@ class GroupMember:
         """Entries delivered more than max_deliveries times without a result (each delivery crashed)."""
         items = []
         for slot, d in poison:
-            msg = decode(self.topic.name, slot.partition, self.topic.sequence_bits, d)
+            msg = decode(self.topic.name, slot.partition, self.topic.offsets, d)
             reason = f"delivered {d.deliveries} times without a handler result"
             items.append((msg, d, ToDeadLetters("DeliveryLimitExceeded", reason)))
         yield from self._dead_letter(items)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from schooner.storage.log.entry import Header, parse_fields
 from schooner.storage.mq.queue import Delivery
+from schooner.storage.offsets import OffsetCodec
 
 PREFIX = "schooner.mq."
 ATTEMPT = PREFIX + "attempt"  # the attempt this record is (1 for the original; absent means 1)
@@ -46,10 +47,12 @@ class Message:
         return None
 
 
-def decode(topic: str, partition: int, bits: int, delivery: Delivery) -> Message:
+def decode(topic: str, partition: int, offsets: OffsetCodec, delivery: Delivery) -> Message:
     timestamp, key, value, all_headers = parse_fields(delivery.fields)
     ms, _, seq = delivery.entry_id.partition(b"-")
-    offset = (int(ms) << bits) | int(seq or 0)
+    offset = ((int(ms) << offsets.bits) | int(seq or 0)) - offsets.shift
+    if offset >> 63:  # a dense topic's entry added with `*`: it has no offset
+        offset = -1
     if timestamp < 0:
         timestamp = int(ms)
     if not all_headers:  # the common case, kept cheap

@@ -127,7 +127,7 @@ def estimate(start: int, end: int, bits: int, counts: Sequence[int]) -> int:
 
 
 def split(start: int, end: int, pieces: int) -> list[tuple[int, int]]:
-    """Even cuts in offset space, which is time space: offset = (ms << bits) | seq."""
+    """Even cuts in offset space: record counts on a dense topic, time on a timestamp-encoded one."""
     pieces = max(1, min(pieces, end - start))
     cuts = [start + (end - start) * i // pieces for i in range(pieces + 1)]
     return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
@@ -145,11 +145,13 @@ def plan(
     todo = [(t, p, s, e) for t, p, s, e in ranges if e > max(s, 0)]
     sizes: list[int] = []
     for topic, p, s, e in todo:
-        if s == FROM_BEGINNING or e - s <= max_records:
-            sizes.append(0 if s == FROM_BEGINNING else e - s)  # offsets bound the count from above
+        # Offsets bound the count from above; on a dense topic they are the count.
+        if s == FROM_BEGINNING or e - s <= max_records or topic.offsets.dense:
+            sizes.append(0 if s == FROM_BEGINNING else e - s)
             continue
-        counts = drive_sync(redis, read.entries_in_ms(ks, topic, p, probe_ms(s, e, topic.sequence_bits), e))
-        sizes.append(estimate(s, e, topic.sequence_bits, counts))
+        bits = topic.offsets.bits
+        counts = drive_sync(redis, read.entries_in_ms(ks, topic, p, probe_ms(s, e, bits), e))
+        sizes.append(estimate(s, e, bits, counts))
     pieces = [
         1 if s == FROM_BEGINNING else max(1, math.ceil(n / max_records))
         for (_, _, s, _), n in zip(todo, sizes, strict=True)

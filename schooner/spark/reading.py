@@ -66,7 +66,7 @@ def read_partition(
     while entries:
         with _no_gc():
             batch = entries_to_batch(
-                entries, topic.name, part.partition, topic.sequence_bits, ts_type, include_headers
+                entries, topic.name, part.partition, topic.offsets, ts_type, include_headers
             )
             if len(entries) < PAGE:
                 entries = []

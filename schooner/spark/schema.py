@@ -24,6 +24,7 @@ from pyspark.sql.types import (
 )
 
 from ..storage.log.entry import HEADERS, KEY, TIMESTAMP, VALUE, decode_headers
+from ..storage.offsets import OffsetCodec
 
 CREATE_TIME = 0  # timestampType, as Kafka numbers it
 LOG_APPEND_TIME = 1
@@ -105,7 +106,7 @@ def entries_to_batch(
     entries: list[Any],
     topic: str,
     partition: int,
-    sequence_bits: int,
+    offset_codec: OffsetCodec,
     timestamp_type: int,
     include_headers: bool,
 ) -> pa.RecordBatch:
@@ -116,7 +117,10 @@ def entries_to_batch(
     id_parts = pc.split_pattern(pa.array(ids, pa.binary()), b"-")
     ms = pc.cast(pc.cast(pc.list_element(id_parts, 0), pa.string()), pa.int64())
     seq = pc.cast(pc.cast(pc.list_element(id_parts, 1), pa.string()), pa.int64())
-    offsets = pc.bit_wise_or(pc.shift_left(ms, sequence_bits), seq)
+    if offset_codec.dense:  # reads of a dense topic end at ms 0: offset = seq - 1
+        offsets = pc.subtract(seq, 1)
+    else:
+        offsets = pc.bit_wise_or(pc.shift_left(ms, offset_codec.bits), seq)
     # An entry without a timestamp field (a plain XADD) has its ID's milliseconds as its timestamp.
     record_ms = pc.coalesce(pc.cast(pc.cast(pa.array(stamps, pa.binary()), pa.string()), pa.int64()), ms)
     schema = arrow_schema(include_headers)

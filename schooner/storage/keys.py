@@ -35,7 +35,7 @@ class Keyspace:
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------
     def topic(self, name: str) -> str:
-        """Hash: id, name, partitions, sequence_bits, created_ms and config.<name> for each override."""
+        """Hash: id, name, partitions, offset_encoding, sequence_bits, created_ms, config.<name> each."""
         return f"{self.prefix}:{{meta}}:topic:{name}"
 
     @property

@@ -419,7 +419,7 @@ def test_requests_that_clients_guard_against(broker: Any) -> None:
     same, other = (dict(name="schooner.sequence.bits", value=value) for value in ("12", "11"))
     assert _alter_req(broker, ALTER, 2, bits, same).error_code == ErrorCode.none
     assert _alter_req(broker, ALTER, 2, bits, other).error_code == ErrorCode.invalid_config
-    assert _stored(broker, bits).sequence_bits == 12
+    assert _stored(broker, bits).offsets.bits == 12
     static = _alter_req(broker, ALTER, 2, str(me), dict(name="num.partitions", value="3"), kind=4)
     assert static.error_code == ErrorCode.invalid_request and "static" in static.error_message
     throttled = "leader.replication.throttled.replicas"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from schooner.storage.keys import Keyspace
@@ -21,7 +22,7 @@ def test_an_unstamped_partition_is_stamped_and_the_append_retried(redis_server: 
         try:
             topic = await store.create_topic("t", 2, {}, {})
             await store.redis.hdel(store.ks.partition_state("t", 1), "topic_id")  # as if never stamped
-            batch = RecordBatch([Record(1, b"k", b"v")])
+            batch = RecordBatch([Record(int(time.time() * 1000), b"k", b"v")])
             result = await store.append(topic, 1, batch)
             assert result.status == APPENDED
             assert await store.redis.xlen(store.ks.stream("t", 1)) == 1

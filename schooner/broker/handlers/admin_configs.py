@@ -18,7 +18,6 @@ from ...protocol.request_types import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
 )
-from ...storage.offsets import DEFAULT_SEQUENCE_BITS
 from ...storage.topics.config import (
     CONFIG_DEFS,
     SEQUENCE_BITS,
@@ -70,14 +69,17 @@ def check_config(name: str, value: str | None) -> None:
 
 
 def topic_config_values(
-    overrides: Mapping[str, str], defaults: Mapping[str, str], bits: int
+    overrides: Mapping[str, str], defaults: Mapping[str, str], fixed: Mapping[str, str]
 ) -> list[ConfigValue]:
-    """Every topic config with its value, source and synonyms (the topic's, then the broker's)."""
+    """Every topic config with its value, source and synonyms (the topic's, then the broker's).
+
+    fixed holds the configs set once at creation (see Topic.fixed_configs); each shows as the topic's
+    own when it differs from the broker's default."""
     values = []
-    overrides = {k: v for k, v in overrides.items() if k != SEQUENCE_BITS}
-    default_bits = str(defaults.get(SEQUENCE_BITS, CONFIG_DEFS[SEQUENCE_BITS].default))
-    if str(bits) != default_bits:
-        overrides[SEQUENCE_BITS] = str(bits)
+    overrides = {k: v for k, v in overrides.items() if k not in fixed}
+    for name, value in fixed.items():
+        if value != str(defaults.get(name, CONFIG_DEFS[name].default)):
+            overrides[name] = value
     for name, definition in CONFIG_DEFS.items():
         broker_name = definition.broker_name
         synonyms: list[tuple[str, str | None, int]] = []
@@ -200,7 +202,7 @@ async def _describe_resource(
             return ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}", []
         if topic is None:
             return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist", []
-        values = topic_config_values(topic.overrides, ctx.topic_defaults, topic.sequence_bits)
+        values = topic_config_values(topic.overrides, ctx.topic_defaults, topic.fixed_configs)
         return ErrorCode.none, None, values
     if resource.resource_type == BROKER:
         if name not in ("", str(ctx.me.broker_id)):
@@ -343,10 +345,9 @@ async def _alter_topic(
 
 def _check_topic_value(topic: Topic, name: str, value: str | None) -> None:
     check_config(name, value)
-    if name == SEQUENCE_BITS and int(value or DEFAULT_SEQUENCE_BITS) != topic.sequence_bits:
-        raise InvalidConfig(
-            f"{SEQUENCE_BITS} is fixed when a topic is created; {topic.name!r} has {topic.sequence_bits}"
-        )
+    fixed = topic.fixed_configs
+    if name in fixed and str(value or CONFIG_DEFS[name].default) != fixed[name]:
+        raise InvalidConfig(f"{name} is fixed when a topic is created; {topic.name!r} has {fixed[name]}")
 
 
 def _replacement(topic: Topic, configs: Sequence[_AlterableConfig]) -> dict[str, str]:

@@ -13,9 +13,8 @@ from kio.static.protocol import Entity, ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
-from ...storage.offsets import DEFAULT_SEQUENCE_BITS
-from ...storage.topics.config import SEQUENCE_BITS, InvalidConfig, valid_topic_name
-from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic
+from ...storage.topics.config import InvalidConfig, valid_topic_name
+from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic, fixed_configs
 from ..context import BrokerContext
 from .admin_configs import check_config, topic_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
@@ -148,14 +147,13 @@ async def _create_one(
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
     defaults = ctx.topic_defaults
     if validate_only:
-        bits = int(overrides.get(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
-        return _created(mod, name, None, partitions, overrides, defaults, bits)
+        return _created(mod, name, None, partitions, overrides, defaults, fixed_configs(overrides, defaults))
     try:
         topic = await ctx.create_topic(name, partitions, overrides)
     except TopicExists:
         ctx.forget_topic(name)
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-    return _created(mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.sequence_bits)
+    return _created(mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.fixed_configs)
 
 
 async def _partition_count(
@@ -194,7 +192,7 @@ def _created(
     partitions: int,
     overrides: Mapping[str, str],
     defaults: Mapping[str, str],
-    bits: int,
+    fixed: Mapping[str, str],
 ) -> Entity:
     configs: tuple[Entity, ...] = ()
     config_cls = getattr(mod, "CreatableTopicConfigs", None)
@@ -208,7 +206,7 @@ def _created(
                 config_source=c.source,
                 is_sensitive=False,
             )
-            for c in topic_config_values(overrides, defaults, bits)
+            for c in topic_config_values(overrides, defaults, fixed)
         )
     return make(
         mod.CreatableTopicResult,

@@ -171,7 +171,7 @@ async def _read_partition(
     if read.entries:
         records, n, payload = encode_entries(
             read.entries,
-            topic.sequence_bits,
+            topic.offsets,
             codec_for(topic.compression_type),
             topic.log_append_time,
             budget,

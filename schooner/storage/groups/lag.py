@@ -1,7 +1,8 @@
 """Consumer lag of a Kafka consumer group as a number of records and as time (the CLI, the console).
 
-Offsets here have gaps, so "end offset - committed offset" is not a record count: the records are
-counted in Redis, a bounded slice per round trip so that a long backlog never blocks Redis for long.
+On a dense topic the offsets count records, so lag is end offset - committed offset (retention only
+removes records below the log start). Offsets of a timestamp-encoded topic have gaps: there the records
+are counted in Redis, a bounded slice per round trip so that a long backlog never blocks Redis for long.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from dataclasses import dataclass
 
 from ..keys import Keyspace
 from ..log.read import bounds, entry_timestamp
-from ..offsets import id_text
 from ..redis.calls import Steps, command, script
 from ..topics.metadata import Topic
 
@@ -35,9 +35,10 @@ def partition_lag(
     b = yield from bounds(ks, topic, partition)
     start = max(committed if committed is not None else 0, b.log_start_offset)
     stream = ks.stream(topic.name, partition)
-    cursor: bytes | str = id_text(start, topic.sequence_bits)
+    first_id = topic.offsets.id_text(start)
+    cursor: bytes | str = first_id
     total, exact = 0, True
-    while True:
+    while not topic.offsets.dense:
         ((count, cursor),) = yield [script("log_count", [stream], [cursor, min(SLICE, limit - total)])]
         total += int(count)
         if not cursor:
@@ -45,9 +46,11 @@ def partition_lag(
         if total >= limit:
             exact = False
             break
+    if topic.offsets.dense:
+        total = max(b.high_watermark - start, 0)
     seconds = 0.0
     if total:
-        (first,) = yield [command("XRANGE", stream, id_text(start, topic.sequence_bits), "+", "COUNT", 1)]
+        (first,) = yield [command("XRANGE", stream, first_id, topic.offsets.last_id, "COUNT", 1)]
         if first:
             entry_id, fields = first[0]
             seconds = max(0.0, time.time() - entry_timestamp(fields, entry_id) / 1000)

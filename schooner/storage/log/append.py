@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..keys import Keyspace
-from ..offsets import offset_of
-from ..redis.calls import Call, Steps, command, script
+from ..offsets import OffsetCodec
+from ..redis.calls import Call, Steps, command, script, text
 from ..topics.metadata import Topic
 from . import entry
 from .entry import RecordLike
@@ -24,6 +24,9 @@ DUPLICATE = 1
 UNKNOWN_PARTITION = -3  # the partition is not stamped with this topic id (deleted, re-created, unstamped)
 OUT_OF_ORDER_SEQUENCE = -45
 INVALID_PRODUCER_EPOCH = -47
+# A dense topic whose stream got an ID with ms > 0 from a plain `XADD key *`: Redis accepts no ID 0-n
+# after it (XSETID cannot go below a deleted ID either), so appends stop until the partition is repaired.
+FOREIGN_ID = -56
 
 MAX_BATCH = 1000  # records per script call from the MQ library and the Spark sink, as a produce batch
 
@@ -35,6 +38,8 @@ class AppendResult:
     last_offset: int
     append_time: int
     log_start_offset: int
+    # With KAFKA_STORAGE_ERROR: the `*` entry ID that stops a dense topic's appends.
+    foreign_id: str = ""
 
 
 class Batch(Protocol):
@@ -70,7 +75,7 @@ def append_args(topic: Topic, partition: int, batch: Batch, channel: str) -> lis
     """log_append.lua's ARGV: the batch's header values, then each record in its compact shape."""
     records = batch.records
     args: list[Any] = [
-        topic.sequence_bits,
+        topic.offsets.script_arg,
         1 if topic.log_append_time else 0,
         batch.producer_id,
         batch.producer_epoch,
@@ -125,9 +130,9 @@ def append(
 ) -> Call[AppendResult]:
     """The append of one batch; a size_bytes of 0 is estimated from the records."""
     args = append_args(topic, partition, batch, ks.appended_channel if notify else "")
-    bits = topic.sequence_bits
+    offsets = topic.offsets
     return script(
-        "log_append", ks.partition_keys(topic.name, partition), args, lambda r: parse_append_reply(r, bits)
+        "log_append", ks.partition_keys(topic.name, partition), args, lambda r: parse_append_reply(r, offsets)
     )
 
 
@@ -144,11 +149,15 @@ def append_restamped(ks: Keyspace, topic: Topic, partition: int, batch: Batch) -
     return result
 
 
-def parse_append_reply(reply: list[int], bits: int) -> AppendResult:
-    status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq = (int(x) for x in reply)
+def parse_append_reply(reply: list[Any], offsets: OffsetCodec) -> AppendResult:
+    status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq = (int(x) for x in reply[:8])
     if status < 0:
-        return AppendResult(status, -1, -1, append_ms, -1)
-    start = offset_of(start_ms, start_seq, bits) if start_ms >= 0 else 0
+        return AppendResult(status, -1, -1, append_ms, -1, text(reply[8]))
+    start = offsets.offset_of(start_ms, start_seq) if start_ms >= 0 else 0
     return AppendResult(
-        status, offset_of(base_ms, base_seq, bits), offset_of(last_ms, last_seq, bits), append_ms, start
+        status,
+        offsets.offset_of(base_ms, base_seq),
+        offsets.offset_of(last_ms, last_seq),
+        append_ms,
+        start,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..keys import Keyspace
-from ..offsets import offset_of_id
 from ..redis.calls import Steps, command
 from ..topics.metadata import Topic
 from .read import entry_timestamp
@@ -17,12 +16,13 @@ def offset_for_timestamp(
     """The earliest offset whose record timestamp is at or after the target, with that timestamp;
     None when no record qualifies.
 
-    LogAppendTime: the entry ID is the time, so the scan starts at that ID. CreateTime: the time
-    index gives the first batch whose running maximum reached the target, and the scan starts there.
+    LogAppendTime on a timestamp-encoded topic: the entry ID is the time, so the scan starts at that
+    ID. Otherwise (CreateTime, and every dense topic) the time index gives the first batch whose
+    running maximum reached the target, and the scan starts there.
     """
     stream = ks.stream(topic.name, partition)
     start: bytes
-    if topic.log_append_time:
+    if topic.log_append_time and not topic.offsets.dense:
         start = b"%d-0" % max(timestamp, 0)
     else:
         found = yield [
@@ -32,13 +32,13 @@ def offset_for_timestamp(
             return None
         start = found[0][0]
     while True:
-        (batch,) = yield [command("XRANGE", stream, start, "+", "COUNT", SCAN_COUNT)]
+        (batch,) = yield [command("XRANGE", stream, start, topic.offsets.last_id, "COUNT", SCAN_COUNT)]
         if not batch:
             return None
         for entry_id, fields in batch:
             ts = entry_timestamp(fields, entry_id)
             if ts >= timestamp:
-                return offset_of_id(entry_id, topic.sequence_bits), ts
+                return topic.offsets.offset_of_id(entry_id), ts
         start = b"(" + batch[-1][0]
 
 
@@ -51,4 +51,4 @@ def max_timestamp(ks: Keyspace, topic: Topic, partition: int) -> Steps[tuple[int
     if not found:
         return None
     entry_id, fields = found[0]
-    return offset_of_id(entry_id, topic.sequence_bits), entry_timestamp(fields, entry_id)
+    return topic.offsets.offset_of_id(entry_id), entry_timestamp(fields, entry_id)

@@ -1,7 +1,8 @@
 """Reads of the partition log: XRANGE from an offset's ID, and the partition's bounds from XINFO STREAM.
 
-Ranges are in Kafka offsets, start inclusive and end exclusive, as Kafka's and Spark's are. Offsets may
-have gaps, so a count of records comes from the entries themselves, never from subtracting offsets.
+Ranges are in Kafka offsets, start inclusive and end exclusive, as Kafka's and Spark's are. Offsets of a
+timestamp-encoded topic have gaps, and retention or DeleteRecords leave gaps on dense ones too, so a
+count of records comes from the entries themselves, never from subtracting offsets.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import Keyspace
-from ..offsets import id_text, offset_of_id
+from ..offsets import OffsetCodec
 from ..redis.calls import Call, Steps, command
 from ..topics.metadata import Topic
 from . import entry
@@ -34,21 +35,25 @@ class PartitionRead:
     first_valid_offset: int
 
 
-def bounds_from_info(info: Any, bits: int, valid_from: bytes | None = None) -> PartitionBounds:
+def bounds_from_info(info: Any, offsets: OffsetCodec, state: Any = None) -> PartitionBounds:
     """Log start and high watermark from an XINFO STREAM reply (None for a missing stream).
 
-    valid_from is the state hash's record of the lowest ID not yet removed by retention or
-    DeleteRecords (XTRIM leaves no trace in the stream itself).
+    state is the state hash's [valid_from, last_seq]: valid_from records the lowest ID not yet
+    removed by retention or DeleteRecords (XTRIM leaves no trace in the stream itself); last_seq is
+    the last ID the append script gave, which bounds a dense topic whose last ID came from a
+    plain `XADD key *` (see log/append.FOREIGN_ID).
     """
     if not info:
         return PartitionBounds(0, 0)
+    valid_from, last_seq = state if state else (None, None)
     fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
-    if not int(fields.get(b"entries-added", 1)) and fields.get(b"last-generated-id") in (b"0-0", None):
+    last_id = fields.get(b"last-generated-id") or b"0-0"
+    if not int(fields.get(b"entries-added", 1)) and last_id == b"0-0":
         return PartitionBounds(0, 0)
-    high = offset_of_id(fields[b"last-generated-id"], bits) + 1
+    high = offsets.offset_of_id(last_id) + 1 if offsets.numbered(last_id) else int(last_seq or 0)
     first = fields.get(b"first-entry")
-    start = offset_of_id(first[0], bits) if first else high
-    valid = min(offset_of_id(valid_from, bits), start) if valid_from else 0
+    start = offsets.offset_of_id(first[0]) if first and offsets.numbered(first[0]) else high
+    valid = min(offsets.offset_of_id(valid_from), start) if valid_from else 0
     return PartitionBounds(start, high, valid)
 
 
@@ -57,17 +62,17 @@ def _none(_: Exception) -> None:
 
 
 def _bounds_calls(ks: Keyspace, topic: Topic, partition: int) -> list[Call[Any]]:
-    """XINFO STREAM (first entry, last generated ID; an error for a missing stream), the valid-from mark."""
+    """XINFO STREAM (first entry, last generated ID; an error for a missing stream), the state's marks."""
     return [
         command("XINFO STREAM", ks.stream(topic.name, partition), on_error=_none),
-        command("HGET", ks.partition_state(topic.name, partition), "valid_from"),
+        command("HMGET", ks.partition_state(topic.name, partition), "valid_from", "last_seq"),
     ]
 
 
 def bounds(ks: Keyspace, topic: Topic, partition: int) -> Steps[PartitionBounds]:
     """One round trip."""
-    info, valid_from = yield _bounds_calls(ks, topic, partition)
-    return bounds_from_info(info, topic.sequence_bits, valid_from)
+    info, state = yield _bounds_calls(ks, topic, partition)
+    return bounds_from_info(info, topic.offsets, state)
 
 
 def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[list[PartitionBounds]]:
@@ -76,7 +81,7 @@ def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[li
         return []
     replies = yield [c for topic, p in partitions for c in _bounds_calls(ks, topic, p)]
     return [
-        bounds_from_info(replies[2 * i], topic.sequence_bits, replies[2 * i + 1])
+        bounds_from_info(replies[2 * i], topic.offsets, replies[2 * i + 1])
         for i, (topic, _) in enumerate(partitions)
     ]
 
@@ -85,17 +90,18 @@ def read(ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: i
     """One round trip: XRANGE from the offset's ID, then the bounds, read after the entries so that a
     trim which removed entries the read missed shows in them."""
     stream = ks.stream(topic.name, partition)
-    start = id_text(offset, topic.sequence_bits)
-    entries, info, valid_from = yield [
-        command("XRANGE", stream, start, "+", "COUNT", max_entries),
+    start = topic.offsets.id_text(offset)
+    entries, info, state = yield [
+        command("XRANGE", stream, start, topic.offsets.last_id, "COUNT", max_entries),
         *_bounds_calls(ks, topic, partition),
     ]
-    b = bounds_from_info(info, topic.sequence_bits, valid_from)
+    b = bounds_from_info(info, topic.offsets, state)
     return PartitionRead(entries or [], b.log_start_offset, b.high_watermark, b.first_valid_offset)
 
 
 def entry_timestamp(fields: list[bytes], entry_id: bytes) -> int:
-    """The record's timestamp field, or the entry ID's milliseconds for an entry without one."""
+    """The record's timestamp field, or the entry ID's milliseconds for an entry without one (0 on a
+    dense topic, whose IDs carry no time: plain writers should add a timestamp field)."""
     for i in range(0, len(fields) - 1, 2):
         if fields[i] == entry.TIMESTAMP:
             try:
@@ -107,12 +113,12 @@ def entry_timestamp(fields: list[bytes], entry_id: bytes) -> int:
 
 def range_start(topic: Topic, start: int, exclusive: bool = False) -> bytes:
     """The XRANGE start argument for an offset (or for just after it)."""
-    text = id_text(max(start, 0), topic.sequence_bits)
+    text = topic.offsets.id_text(max(start, 0))
     return b"(" + text if exclusive else text
 
 
 def _range_end(topic: Topic, end: int) -> bytes:
-    return b"(" + id_text(max(end, 0), topic.sequence_bits)
+    return b"(" + topic.offsets.id_text(max(end, 0))
 
 
 def read_range(
@@ -134,11 +140,11 @@ def read_range_and_bounds(
     ks: Keyspace, topic: Topic, partition: int, start: int, end: int, count: int
 ) -> Steps[tuple[list[Any], PartitionBounds]]:
     """read_range from an offset plus the partition's bounds (read after the entries), in one round trip."""
-    entries, info, valid_from = yield [
+    entries, info, state = yield [
         read_range(ks, topic, partition, range_start(topic, start), end, count),
         *_bounds_calls(ks, topic, partition),
     ]
-    return entries, bounds_from_info(info, topic.sequence_bits, valid_from)
+    return entries, bounds_from_info(info, topic.offsets, state)
 
 
 def next_ends(
@@ -167,7 +173,7 @@ def next_ends(
         if not reply or end <= start or n <= 0:
             out.append((0, start))
         else:
-            out.append((len(reply), offset_of_id(reply[-1][0], topic.sequence_bits) + 1))
+            out.append((len(reply), topic.offsets.offset_of_id(reply[-1][0]) + 1))
     return out
 
 
@@ -179,16 +185,18 @@ def entries_in_ms(
     The count is the last entry's sequence + 1: the broker and Redis's own `*` number the entries of
     a millisecond from 0. Entries never change once written, so for a fixed range this answer is the
     same every time it is asked, unlike XLEN. One round trip of XREVRANGE COUNT 1 per probe.
+    Timestamp-encoded topics only: a dense topic's offsets count its records already.
     """
-    bits = topic.sequence_bits
+    offsets = topic.offsets
+    bits = offsets.bits
     mask = (1 << bits) - 1
     last = max(below - 1, 0)
     stream = ks.stream(topic.name, partition)
     replies = yield [
         command(
-            "XREVRANGE", stream, id_text(min((ms << bits) | mask, last), bits), b"%d-0" % ms, "COUNT", 1,
+            "XREVRANGE", stream, offsets.id_text(min((ms << bits) | mask, last)), b"%d-0" % ms, "COUNT", 1,
             on_error=_none,
         )
         for ms in probes
     ]  # fmt: skip
-    return [(offset_of_id(r[0][0], bits) & mask) + 1 if r else 0 for r in replies]
+    return [(offsets.offset_of_id(r[0][0]) & mask) + 1 if r else 0 for r in replies]

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from ..keys import Keyspace
-from ..offsets import id_text, offset_of
 from ..redis.calls import Call, script
 from ..topics.metadata import Topic
 
 
 def delete_records(ks: Keyspace, topic: Topic, partition: int, before_offset: int) -> Call[int]:
     """Removes every entry below the offset; the reply is the new log start offset."""
-    bits = topic.sequence_bits
+    offsets = topic.offsets
 
     def start(reply: list[int]) -> int:
         ms, seq = int(reply[0]), int(reply[1])
-        return offset_of(ms, seq, bits) if ms >= 0 else before_offset
+        return offsets.offset_of(ms, seq) if ms >= 0 else before_offset
 
     keys = ks.partition_keys(topic.name, partition)
-    return script("log_delete_records", keys, [id_text(before_offset, bits)], start)
+    return script("log_delete_records", keys, [offsets.id_text(before_offset)], start)
 
 
 def has_retention(topic: Topic) -> bool:
@@ -26,5 +25,10 @@ def has_retention(topic: Topic) -> bool:
 
 def apply_retention(ks: Keyspace, topic: Topic, partition: int) -> Call[int]:
     """Trims by retention.ms and retention.bytes; the reply is how many entries were removed."""
-    args = [topic.retention_ms, topic.retention_bytes, 1 if topic.trim_approximate else 0]
+    args = [
+        topic.retention_ms,
+        topic.retention_bytes,
+        1 if topic.trim_approximate else 0,
+        1 if topic.offsets.dense else 0,
+    ]
     return script("log_retention", ks.partition_keys(topic.name, partition), args, int)

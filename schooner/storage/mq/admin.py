@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import Keyspace
-from ..offsets import id_text, offset_of_id
 from ..redis.calls import Call, command, script, text
 from ..topics.metadata import Topic
 
@@ -45,19 +44,19 @@ class Lag:
 
 
 def stats(ks: Keyspace, topic: Topic, partition: int) -> Call[PartitionStats]:
-    bits = topic.sequence_bits
+    offsets = topic.offsets
 
     def parse(reply: Any) -> PartitionStats:
         info = _as_dict(reply)
         first, last = info.get("first-entry"), info.get("last-entry")
         last_generated = info.get("last-generated-id") or b"0-0"
         added = int(info.get("entries-added") or 0)
-        high = offset_of_id(last_generated, bits) + 1 if added or last_generated != b"0-0" else 0
+        high = offsets.offset_of_id(last_generated) + 1 if added or last_generated != b"0-0" else 0
         return PartitionStats(
             partition,
             int(info.get("length") or 0),
-            offset_of_id(first[0], bits) if first else None,
-            offset_of_id(last[0], bits) if last else None,
+            offsets.offset_of_id(first[0]) if first else None,
+            offsets.offset_of_id(last[0]) if last else None,
             high,
         )
 
@@ -79,12 +78,12 @@ def lag(
 
 def trim(ks: Keyspace, topic: Topic, partition: int, before_offset: int) -> Call[tuple[int, int]]:
     """Removes entries below the offset, but none a group still needs. Returns (removed, bound offset)."""
-    bits = topic.sequence_bits
+    offsets = topic.offsets
     return script(
         "queue_trim",
         ks.partition_keys(topic.name, partition),
-        [id_text(max(before_offset, 0), bits)],
-        lambda r: (int(r[0]), offset_of_id(r[1], bits)),
+        [offsets.id_text(max(before_offset, 0))],
+        lambda r: (int(r[0]), offsets.offset_of_id(r[1])),
     )
 
 

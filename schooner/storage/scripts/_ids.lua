@@ -36,12 +36,35 @@ local function set_valid_from(state, id)
   redis.call('HSET', state, 'valid_from', id)
 end
 
--- Applies retention.ms (MINID on the entry time) and retention.bytes (MAXLEN from the average
--- record size). Returns the number of entries removed.
-local function apply_retention(stream, state, tindex, retention_ms, retention_bytes, approx, now)
+-- The highest ID with ms 0: where every read of a dense topic ends.
+local LAST_DENSE_ID = '0-18446744073709551615'
+
+-- The sequence of a dense topic's last numbered entry (0 for none).
+local function last_dense_seq(stream)
+  local last = redis.call('XREVRANGE', stream, LAST_DENSE_ID, '-', 'COUNT', 1)[1]
+  if not last then return 0 end
+  local _, seq = parse_id(last[1])
+  return seq
+end
+
+-- The first ID that retention.ms keeps. Timestamp-encoded topics: the cutoff time is an ID.
+-- Dense topics: the time index's first batch whose running maximum timestamp reached the cutoff;
+-- none means every indexed record is older, so all of the log goes. nil: nothing to trim.
+local function retention_min_id(stream, tindex, dense, cutoff)
+  if not dense then return tostring(math.max(cutoff, 0)) .. '-0' end
+  local kept = redis.call('ZRANGEBYSCORE', tindex, cutoff, '+inf', 'LIMIT', 0, 1)[1]
+  if kept then return kept end
+  if redis.call('EXISTS', tindex) == 0 then return nil end
+  return '0-' .. (last_dense_seq(stream) + 1)
+end
+
+-- Applies retention.ms (MINID) and retention.bytes (MAXLEN from the average record size).
+-- Returns the number of entries removed.
+local function apply_retention(stream, state, tindex, retention_ms, retention_bytes, approx, now, dense)
   local removed = 0
-  if retention_ms >= 0 then
-    local minid = tostring(math.max(now - retention_ms, 0)) .. '-0'
+  local minid = nil
+  if retention_ms >= 0 then minid = retention_min_id(stream, tindex, dense, now - retention_ms) end
+  if minid then
     local n
     if approx then
       n = redis.call('XTRIM', stream, 'MINID', '~', minid)
@@ -78,3 +101,4 @@ local function apply_retention(stream, state, tindex, retention_ms, retention_by
   end
   return removed
 end
+

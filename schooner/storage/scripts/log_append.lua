@@ -1,7 +1,7 @@
 -- uses: _ids
 -- log_append.lua: appends one produce batch to one partition, atomically.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
--- ARGV[1] sequence bits          ARGV[2] timestamp type (0 CreateTime, 1 LogAppendTime)
+-- ARGV[1] sequence bits (-1: dense) ARGV[2] timestamp type (0 CreateTime, 1 LogAppendTime)
 -- ARGV[3] producer id (-1: none) ARGV[4] producer epoch   ARGV[5] base sequence
 -- ARGV[6] record count n         ARGV[7] retention.ms (-1: none)   ARGV[8] retention.bytes (-1: none)
 -- ARGV[9] '1' to trim with ~     ARGV[10] batch size in bytes
@@ -10,20 +10,23 @@
 -- ARGV[14] the batch's highest timestamp   ARGV[15] the 0-based index of the record that has it
 -- then for each record: a shape, then the timestamp unless shape has bit 8 (same as the previous
 -- record's), then the key if bit 1, the value if bit 2, the encoded headers if bit 4.
--- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq}:
+-- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq, foreign}:
 --   status 0 appended; 1 duplicate of a recent batch (the IDs are that batch's);
 --   -3 UNKNOWN_TOPIC_OR_PARTITION; -45 OUT_OF_ORDER_SEQUENCE_NUMBER; -47 INVALID_PRODUCER_EPOCH.
---   start_ms is -1 when the stream is empty.
+--   -56 KAFKA_STORAGE_ERROR: a dense topic's stream holds an ID with ms > 0 (a plain `XADD key *`),
+--   after which Redis takes no ID 0-n again; foreign is then that ID. start_ms is -1 for an empty stream.
+-- Dense topics (bits -1): IDs are 0-1, 0-2, ...; the time index gets LogAppendTime batches too.
 local stream, state, tindex = KEYS[1], KEYS[2], KEYS[3]
 local bits = tonumber(ARGV[1])
+local dense = bits < 0
 local log_append_time = ARGV[2] == '1'
 local pid = tonumber(ARGV[3])
 local epoch = tonumber(ARGV[4])
 local base_seq = tonumber(ARGV[5])
 local n = tonumber(ARGV[6])
-local mask = 2 ^ bits - 1
+local mask = dense and 2 ^ 53 or 2 ^ bits - 1
 local now = now_ms()
-if redis.call('HGET', state, 'topic_id') ~= ARGV[13] then return {-3, 0, 0, 0, 0, now, -1, -1} end
+if redis.call('HGET', state, 'topic_id') ~= ARGV[13] then return {-3, 0, 0, 0, 0, now, -1, -1, ''} end
 
 local function log_start()
   local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
@@ -49,37 +52,42 @@ if pid >= 0 then
       pbatches[#pbatches + 1] = b -- {first seq, last seq, base ms, base seq, last ms, last seq}
     end
     if epoch < saved_epoch then
-      return {-47, 0, 0, 0, 0, now, -1, -1}
+      return {-47, 0, 0, 0, 0, now, -1, -1, ''}
     elseif epoch > saved_epoch then
-      if base_seq ~= 0 then return {-45, 0, 0, 0, 0, now, -1, -1} end
+      if base_seq ~= 0 then return {-45, 0, 0, 0, 0, now, -1, -1, ''} end
       pbatches = {}
     else
       for _, b in ipairs(pbatches) do
         if b[1] == base_seq and b[2] == last_seq then
           local sms, sseq = log_start()
-          return {1, b[3], b[4], b[5], b[6], now, sms, sseq}
+          return {1, b[3], b[4], b[5], b[6], now, sms, sseq, ''}
         end
       end
       local expected = 0
       if #pbatches > 0 then
         expected = pbatches[#pbatches][2] + 1
         if expected > 2147483647 then expected = 0 end
-        if base_seq ~= expected then return {-45, 0, 0, 0, 0, now, -1, -1} end
+        if base_seq ~= expected then return {-45, 0, 0, 0, 0, now, -1, -1, ''} end
       end
     end
   end
 end
 
 -- The next ID: after both our own last ID and the stream's tail (a native writer may have added).
+local tail = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+if dense and tail and string.sub(tail[1], 1, 2) ~= '0-' then
+  redis.call('HSET', state, 'foreign_id', tail[1])
+  return {-56, 0, 0, 0, 0, now, -1, -1, tail[1]}
+end
 local saved_ids = redis.call('HMGET', state, 'last_ms', 'last_seq', 'max_ts')
 local last_ms, last_seq = tonumber(saved_ids[1] or -1), tonumber(saved_ids[2] or -1)
-local tail = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
 if tail then
   local tms, tseq = parse_id(tail[1])
   if id_less(last_ms, last_seq, tms, tseq) then last_ms, last_seq = tms, tseq end
 end
 
 local function first_id_after(ms, seq)
+  if dense then return 0, math.max(seq, 0) + 1 end
   if now > ms then return now, 0 end
   seq = seq + 1
   if seq > mask then return ms + 1, 0 end
@@ -119,13 +127,21 @@ local function add(id, at)
 end
 
 -- The first XADD fails when a native writer deleted the tail after a higher ID: then the batch
--- starts after the stream's last generated ID. The rest run without pcall, which costs.
+-- starts after the stream's last generated ID (on a dense topic, unless that was a deleted `*` entry).
+-- The rest run without pcall, which costs.
 local ok, after_first = pcall(add, ms .. '-' .. seq, i)
 if not ok then
   local info = redis.call('XINFO', 'STREAM', stream)
+  local gen_ms, gen_seq = 0, 0
   for k = 1, #info, 2 do
-    if info[k] == 'last-generated-id' then last_ms, last_seq = parse_id(info[k + 1]) end
+    if info[k] == 'last-generated-id' then gen_ms, gen_seq = parse_id(info[k + 1]) end
   end
+  if dense and gen_ms > 0 then
+    local gen_id = gen_ms .. '-' .. gen_seq
+    redis.call('HSET', state, 'foreign_id', gen_id)
+    return {-56, 0, 0, 0, 0, now, -1, -1, gen_id}
+  end
+  last_ms, last_seq = gen_ms, gen_seq
   ms, seq = first_id_after(last_ms, last_seq)
   base_ms, base_seq_id = ms, seq
   after_first = add(ms .. '-' .. seq, i)
@@ -169,7 +185,8 @@ redis.call('HINCRBY', state, 'bytes', tonumber(ARGV[10]))
 redis.call('HINCRBY', state, 'records', n)
 if batch_max_ts > max_ts then
   redis.call('HSET', state, 'max_ts', batch_max_ts, 'max_ts_id', batch_max_ms .. '-' .. batch_max_seq)
-  if not log_append_time then
+  -- A timestamp-encoded LogAppendTime topic needs no index: its IDs are the append times.
+  if dense or not log_append_time then
     redis.call('ZADD', tindex, batch_max_ts, base_ms .. '-' .. base_seq_id)
   end
 end
@@ -186,9 +203,9 @@ if pid >= 0 then
   redis.call('HSET', state, pfield, table.concat(parts, ';'))
 end
 
-apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', now)
+apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', now, dense)
 
 if ARGV[11] ~= '' then redis.call('PUBLISH', ARGV[11], ARGV[12]) end
 
 local sms, sseq = log_start()
-return {0, base_ms, base_seq_id, last_ms, last_seq, now, sms, sseq}
+return {0, base_ms, base_seq_id, last_ms, last_seq, now, sms, sseq, ''}

@@ -2,5 +2,8 @@
 -- log_retention.lua: applies a topic's retention to one partition that may receive no writes.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
 -- ARGV[1] retention.ms (-1: none)   ARGV[2] retention.bytes (-1: none)   ARGV[3] '1' to trim with ~
+-- ARGV[4] '1' for a dense topic
 -- Returns the number of entries removed.
-return apply_retention(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1', now_ms())
+return apply_retention(
+  KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1', now_ms(), ARGV[4] == '1'
+)

@@ -7,11 +7,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from ..offsets import DEFAULT_SEQUENCE_BITS, MAX_SEQUENCE_BITS
+from ..offsets import DEFAULT_SEQUENCE_BITS, DENSE, ENCODINGS, MAX_SEQUENCE_BITS
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 SEQUENCE_BITS = "schooner.sequence.bits"
+OFFSET_ENCODING = "schooner.offset.encoding"
 TRIM_APPROXIMATE = "schooner.trim.approximate"
 
 
@@ -101,7 +102,9 @@ _DOC = {
     "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
     "max.message.bytes": "The largest record batch a producer may send to this topic.",
     "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
-    SEQUENCE_BITS: "Low bits of an offset holding the entry ID's sequence; fixed when the topic is created.",
+    OFFSET_ENCODING: "How offsets map to entry IDs: dense (offset n is ID 0-(n+1), offsets count records) or "
+    "timestamp ((ms << bits) | seq); fixed when the topic is created.",
+    SEQUENCE_BITS: "Low bits of a timestamp-encoded offset holding the ID's sequence; fixed at creation.",
     TRIM_APPROXIMATE: "Trim retention with '~' (approximate and cheaper) rather than exactly.",
 }
 LONG_MAX = str(2**63 - 1)
@@ -141,6 +144,7 @@ _DEFS = [
         kind=ConfigType.STRING,
         synonym="log.message.timestamp.type",
     ),
+    ConfigDef(OFFSET_ENCODING, DENSE, _one_of(*ENCODINGS), True, read_only=True, kind=ConfigType.STRING),
     ConfigDef(
         SEQUENCE_BITS,
         str(DEFAULT_SEQUENCE_BITS),

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..keys import Keyspace
-from ..offsets import DEFAULT_SEQUENCE_BITS
+from ..offsets import DEFAULT_SEQUENCE_BITS, DENSE, TIMESTAMP, OffsetCodec, codec_for
 from ..redis.calls import Call, Steps, command, script, text, together
-from .config import SEQUENCE_BITS, TRIM_APPROXIMATE, effective
+from .config import OFFSET_ENCODING, SEQUENCE_BITS, TRIM_APPROXIMATE, effective
 
 _CONFIG_PREFIX = "config."
 
@@ -33,9 +33,14 @@ class Topic:
     name: str
     id: uuid.UUID
     partitions: int
-    sequence_bits: int
+    offsets: OffsetCodec
     overrides: Mapping[str, str]
     configs: Mapping[str, str] = field(default_factory=dict)  # effective values
+
+    @property
+    def fixed_configs(self) -> dict[str, str]:
+        """The configs set once, when the topic was created."""
+        return {OFFSET_ENCODING: self.offsets.encoding, SEQUENCE_BITS: self.configs[SEQUENCE_BITS]}
 
     @property
     def retention_ms(self) -> int:
@@ -66,16 +71,27 @@ def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Top
     values = {k.decode(): v.decode() for k, v in raw.items()}
     overrides = {k[len(_CONFIG_PREFIX) :]: v for k, v in values.items() if k.startswith(_CONFIG_PREFIX)}
     bits = int(values.get("sequence_bits", DEFAULT_SEQUENCE_BITS))
+    # Topics made before dense offsets existed have no offset_encoding field: they keep the seeds'.
+    encoding = values.get("offset_encoding", TIMESTAMP)
     configs = effective(overrides, defaults)
     configs[SEQUENCE_BITS] = str(bits)
+    configs[OFFSET_ENCODING] = encoding
     return Topic(
         name=values["name"],
         id=uuid.UUID(values["id"]),
         partitions=int(values["partitions"]),
-        sequence_bits=bits,
+        offsets=codec_for(encoding, bits),
         overrides=overrides,
         configs=configs,
     )
+
+
+def fixed_configs(overrides: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str]:
+    """What Topic.fixed_configs will be for a topic created with these overrides."""
+    return {
+        OFFSET_ENCODING: overrides.get(OFFSET_ENCODING, defaults.get(OFFSET_ENCODING, DENSE)),
+        SEQUENCE_BITS: str(overrides.get(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS))),
+    }
 
 
 def create(
@@ -85,9 +101,13 @@ def create(
     topic_id = uuid.uuid4()
     overrides = dict(overrides)
     bits = int(overrides.pop(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
+    encoding = overrides.pop(OFFSET_ENCODING, defaults.get(OFFSET_ENCODING, DENSE))
+    codec_for(encoding, bits)  # refuses an unknown encoding before anything is written
     fields: list[Any] = [
         "partitions",
         partitions,
+        "offset_encoding",
+        encoding,
         "sequence_bits",
         bits,
         "created_ms",
@@ -105,6 +125,7 @@ def create(
             b"name": name.encode(),
             b"id": str(topic_id).encode(),
             b"partitions": str(partitions).encode(),
+            b"offset_encoding": encoding.encode(),
             b"sequence_bits": str(bits).encode(),
             **{(_CONFIG_PREFIX + k).encode(): v.encode() for k, v in overrides.items()},
         },

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -14,11 +14,15 @@ from schooner.storage.log import append as log_append
 from schooner.storage.log import entry, lookup, retention
 from schooner.storage.log import read as log_read
 from schooner.storage.log.append import APPENDED, DUPLICATE, UNKNOWN_PARTITION, AppendResult, RecordBatch
-from schooner.storage.offsets import id_of
+from schooner.storage.offsets import timestamp_offsets
 from schooner.storage.redis import calls, client
 from schooner.storage.redis.calls import drive_sync, run_sync
 from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class R:
@@ -44,8 +48,21 @@ def run(redis_server, keyspace) -> Callable[[Callable[..., Awaitable[Any]]], Any
     return runner
 
 
+pytestmark = pytest.mark.both_encodings
+DEFAULTS: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _encoding(topic_defaults: dict[str, str]) -> Iterator[None]:
+    DEFAULTS.update(topic_defaults)
+    yield
+    DEFAULTS.clear()
+
+
 async def _topic(redis: Any, ks: Keyspace, name: str = "t", **overrides: str) -> Topic:
-    return await calls.drive(redis, metadata.create(ks, name, 1, overrides, {}))
+    # No time retention unless asked: these records carry made-up timestamps, which a dense topic's
+    # retention (by record time, as Kafka's) would trim at once.
+    return await calls.drive(redis, metadata.create(ks, name, 1, {"retention.ms": "-1", **overrides}, DEFAULTS))
 
 
 async def _append(
@@ -56,7 +73,7 @@ async def _append(
 
 def test_batch_gets_contiguous_offsets_and_carries_past_the_sequence_bits(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
-        t = await _topic(redis, ks, **{"schooner.sequence.bits": "2"})
+        t = await _topic(redis, ks, **{"schooner.offset.encoding": "timestamp", "schooner.sequence.bits": "2"})
         result = await _append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
         assert result.status == APPENDED
         assert result.last_offset == result.base_offset + 9
@@ -64,7 +81,7 @@ def test_batch_gets_contiguous_offsets_and_carries_past_the_sequence_bits(run) -
         ids = [e[0] for e in read.entries]
         offsets = [(int(i.split(b"-")[0]) << 2) | int(i.split(b"-")[1]) for i in ids]
         assert offsets == list(range(result.base_offset, result.base_offset + 10))
-        assert {id_of(o, 2)[1] for o in offsets} <= {0, 1, 2, 3}
+        assert {timestamp_offsets(2).id_of(o)[1] for o in offsets} <= {0, 1, 2, 3}
         assert read.high_watermark == result.last_offset + 1
         assert read.log_start_offset == result.base_offset
 
@@ -127,14 +144,14 @@ def test_append_to_a_deleted_or_recreated_topic_is_refused(run) -> None:
 def test_retention_ms_trims_on_append_and_when_idle(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks, **{"retention.ms": "300"})
-        await _append(redis, ks, t, 0, [R(b"old")] * 5)
+        await _append(redis, ks, t, 0, [R(b"old", now_ms())] * 5)
         await asyncio.sleep(0.4)
         assert await calls.run(redis, retention.apply_retention(ks, t, 0)) == 5  # an idle partition
         bounds = await calls.drive(redis, log_read.bounds(ks, t, 0))
         assert bounds.log_start_offset == bounds.high_watermark  # empty, but the watermark stays
-        await _append(redis, ks, t, 0, [R(b"a")])
+        await _append(redis, ks, t, 0, [R(b"a", now_ms())])
         await asyncio.sleep(0.4)
-        r = await _append(redis, ks, t, 0, [R(b"b")])
+        r = await _append(redis, ks, t, 0, [R(b"b", now_ms())])
         read = await calls.drive(redis, log_read.read(ks, t, 0, 0, 10))
         assert [e[1][-1] for e in read.entries] == [b"b"]
         assert read.log_start_offset == r.base_offset
@@ -195,7 +212,8 @@ def test_delete_records_moves_the_log_start(run) -> None:
 
 def test_an_offset_in_the_gap_after_removed_records_stays_valid(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
-        t = await _topic(redis, ks)
+        # Batches leave gaps between their offsets only in the timestamp encoding.
+        t = await _topic(redis, ks, **{"schooner.offset.encoding": "timestamp"})
         first = await _append(redis, ks, t, 0, [R(b"a")])
         await asyncio.sleep(0.01)
         second = await _append(redis, ks, t, 0, [R(b"b")])
@@ -212,7 +230,7 @@ def test_an_offset_in_the_gap_after_removed_records_stays_valid(run) -> None:
 def test_the_blocking_runner_runs_the_same_round_trips(redis_server, keyspace) -> None:
     ks = Keyspace(keyspace)
     redis = client.connect_sync(redis_server.url)
-    t = drive_sync(redis, metadata.create(ks, "blocking", 1, {}, {}))
+    t = drive_sync(redis, metadata.create(ks, "blocking", 1, {"retention.ms": "-1"}, DEFAULTS))
     result = run_sync(redis, log_append.append(ks, t, 0, RecordBatch([R(b"a"), R(b"b", key=b"k")])))
     assert result.status == APPENDED and result.last_offset == result.base_offset + 1
     read = drive_sync(redis, log_read.read(ks, t, 0, result.base_offset, 10))
@@ -238,5 +256,63 @@ def test_null_fields_are_left_out_and_empty_ones_kept(run) -> None:
         assert b"key" not in got[1] and entry.decode_headers(got[1][b"headers"]) == [("h", None)]
         assert (got[2][b"key"], got[2][b"value"]) == (b"k", b"x") and b"headers" not in got[2]
         assert set(got[3]) == {b"timestamp"}
+
+    run(body)
+
+
+def test_dense_offsets_count_records_from_zero(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"schooner.offset.encoding": "dense"})
+        results = [await _append(redis, ks, t, 0, [R(b"%d" % i)]) for i in range(5)]
+        assert [r.base_offset for r in results] == [0, 1, 2, 3, 4]
+        batch = await _append(redis, ks, t, 0, [R(b"x")] * 3)
+        assert (batch.base_offset, batch.last_offset) == (5, 7)
+        entries = await redis.xrange(ks.stream("t", 0))
+        assert [e[0] for e in entries] == [b"0-%d" % n for n in range(1, 9)]  # offset n is ID 0-(n+1)
+        # A plain Redis writer appends with 0-*, and the broker's next append follows it.
+        assert await redis.xadd(ks.stream("t", 0), {"value": b"native"}, id="0-*") == b"0-9"
+        assert (await _append(redis, ks, t, 0, [R(b"after")])).base_offset == 9
+        read = await calls.drive(redis, log_read.read(ks, t, 0, 8, 10))
+        assert [e[1][-1] for e in read.entries] == [b"native", b"after"]
+        assert (read.log_start_offset, read.high_watermark) == (0, 10)
+
+    run(body)
+
+
+def test_a_star_entry_on_a_dense_topic_stops_appends_but_no_reader_sees_it(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"schooner.offset.encoding": "dense"})
+        await _append(redis, ks, t, 0, [R(b"a"), R(b"b")])
+        foreign = (await redis.xadd(ks.stream("t", 0), {"value": b"star"})).decode()
+        refused = await _append(redis, ks, t, 0, [R(b"c")])
+        assert (refused.status, refused.foreign_id) == (log_append.FOREIGN_ID, foreign)
+        assert await redis.hget(ks.partition_state("t", 0), "foreign_id") == foreign.encode()
+        read = await calls.drive(redis, log_read.read(ks, t, 0, 0, 10))
+        assert [e[1][-1] for e in read.entries] == [b"a", b"b"]  # nothing lost, nothing made up
+        assert (read.log_start_offset, read.high_watermark) == (0, 2)
+
+    run(body)
+
+
+def test_dense_time_retention_and_lookups_use_the_time_index(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"schooner.offset.encoding": "dense", "retention.ms": "60000"})
+        now = now_ms()
+        # An old batch (a backfill) is trimmed by its record time, as Kafka trims by the largest timestamp.
+        await _append(redis, ks, t, 0, [R(b"old", now - 120_000)])
+        kept = await _append(redis, ks, t, 0, [R(b"new", now)])
+        read = await calls.drive(redis, log_read.read(ks, t, 0, 0, 10))
+        assert [e[1][-1] for e in read.entries] == [b"new"] and read.log_start_offset == kept.base_offset == 1
+        found = await calls.drive(redis, lookup.offset_for_timestamp(ks, t, 0, now - 1))
+        assert found == (1, now)
+        appended = await _topic(redis, ks, "lat", **{"schooner.offset.encoding": "dense",
+                                                     "message.timestamp.type": "LogAppendTime"})  # fmt: skip
+        first = await _append(redis, ks, appended, 0, [R(b"x", 5)])
+        await asyncio.sleep(0.01)
+        second = await _append(redis, ks, appended, 0, [R(b"y", 5)])
+        assert await calls.drive(redis, lookup.offset_for_timestamp(ks, appended, 0, first.append_time + 1)) == (
+            1,
+            second.append_time,
+        )
 
     run(body)

@@ -52,7 +52,7 @@ def run(redis: Any, call: calls.Call[Any]) -> Any:
 
 
 def append(redis: Any, ks: Keyspace, topic: Topic, *values: bytes, partition: int = 0) -> list[bytes]:
-    records = [Record(1_700_000_000_000, b"k", v, [("h", b"1")]) for v in values]
+    records = [Record(int(time.time() * 1000), b"k", v, [("h", b"1")]) for v in values]
     result = run(redis, log_append.append(ks, topic, partition, RecordBatch(records)))
     assert result.status == APPENDED
     entries = redis.execute_command("XRANGE", ks.stream(topic.name, partition), "-", "+")
@@ -134,7 +134,7 @@ def test_read_needs_the_lease_and_the_group(redis: Any, ks: Keyspace, topic: Top
 
 
 def test_group_is_not_created_for_a_deleted_topic(redis: Any, ks: Keyspace, topic: Topic) -> None:
-    stale = Topic(topic.name, __import__("uuid").uuid4(), 2, topic.sequence_bits, {}, topic.configs)
+    stale = Topic(topic.name, __import__("uuid").uuid4(), 2, topic.offsets, {}, topic.configs)
     assert run(redis, queue.create_group(ks, stale, 0, GROUP)) == queue.NOT_THIS_TOPIC
 
 
