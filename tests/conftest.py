@@ -43,7 +43,9 @@ ENCODINGS = ("dense", "timestamp")
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests in modules marked `both_encodings` run once per offset encoding (see docs/key-layout.md)."""
-    if "offset_encoding" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_encodings"):
+    if "offset_encoding" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_encodings"
+    ):
         metafunc.parametrize("offset_encoding", ENCODINGS)
 
 

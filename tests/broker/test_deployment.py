@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schooner.storage.keys import Keyspace
-from schooner.storage.offsets import offset_of_id
+from schooner.storage.offsets import codec_for
 from tests.clients import Rec, confluent_consume, confluent_produce, kcat
 
 
@@ -84,14 +85,20 @@ def test_redis_client_reads_what_kafka_wrote(broker, redis_client: redis.Redis) 
     assert b"key" not in second and b"value" not in second  # nulls are left out
 
 
-def test_kafka_consumer_reads_what_redis_appended(broker, redis_client: redis.Redis) -> None:
+@pytest.mark.both_encodings
+def test_kafka_consumer_reads_what_redis_appended(broker, redis_client: redis.Redis, offset_encoding) -> None:
     confluent_produce(broker.bootstrap, "native", [Rec(None, b"from kafka")])
     stream = Keyspace(broker.settings.keyspace).stream("native", 0)
-    entry_id = redis_client.xadd(stream, {"key": b"rk", "value": b"from redis"})
+    # The plain-Redis recipe of each encoding (docs/key-layout.md): 0-* on dense topics, * on the other.
+    entry_id = redis_client.xadd(
+        stream, {"key": b"rk", "value": b"from redis"}, id="0-*" if offset_encoding == "dense" else "*"
+    )
     got = confluent_consume(broker.bootstrap, "native", 2)
     assert [m.value() for m in got] == [b"from kafka", b"from redis"]
     assert got[1].key() == b"rk"
-    assert got[1].offset() == offset_of_id(entry_id, 10)
+    assert got[1].offset() == codec_for(offset_encoding).offset_of_id(entry_id)
+    if offset_encoding == "dense":
+        assert got[1].offset() == 1 and entry_id == b"0-2"
     # The broker's next append goes after the native entry.
     confluent_produce(broker.bootstrap, "native", [Rec(None, b"after")])
     assert [m.value() for m in confluent_consume(broker.bootstrap, "native", 3)][2] == b"after"

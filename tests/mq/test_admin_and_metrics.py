@@ -10,7 +10,6 @@ from prometheus_client import CollectorRegistry
 
 from schooner.mq import Admin, Consumer, ConsumerConfig, Message, OutgoingMessage, Producer, Retry
 from schooner.storage.keys import Keyspace
-from schooner.storage.offsets import offset_of_id
 
 from .conftest import wait_until
 
@@ -45,7 +44,7 @@ def test_topic_stats_lag_and_trimming(url: str, ks: Keyspace, redis: Any, make_t
     redis.execute_command("XACK", stream, "slow", *ids[:4])  # 4 acked, 2 pending
     assert [x.messages for x in admin.lag("orders", "slow")] == [6, 0]
     removed = admin.trim("orders")
-    assert removed[0] == (4, offset_of_id(ids[4], topic.sequence_bits)) and removed[1][0] == 0
+    assert removed[0] == (4, topic.offsets.offset_of_id(ids[4])) and removed[1][0] == 0
     assert admin.topic_stats("orders").partitions[0].first_offset == sent[4].offset
     assert admin.trim("orders", before_offset=sent[2].offset)[0][0] == 0  # below what is gone already
     assert {g.name for g in admin.groups("orders")} == {"slow"}

@@ -25,7 +25,6 @@ from schooner.mq import (
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import entry
 from schooner.storage.log import read as log_read
-from schooner.storage.offsets import id_text
 from schooner.storage.redis.calls import drive_sync
 from schooner.storage.topics.metadata import UnknownTopic
 
@@ -43,7 +42,7 @@ def test_send_places_by_key_and_returns_kafka_offsets(
     sent = producer.send("orders", b"value", key=b"order-7", headers=headers, timestamp_ms=1234)
     assert sent.partition == partition_for_key(b"order-7", 4)
     got = drive_sync(redis, log_read.read(ks, topic, sent.partition, sent.offset, 10))
-    assert got.entries[0][0] == id_text(sent.offset, topic.sequence_bits)
+    assert got.entries[0][0] == topic.offsets.id_text(sent.offset)
     assert entry.parse_fields(got.entries[0][1]) == (1234, b"order-7", b"value", headers)
     assert got.high_watermark == sent.offset + 1
     explicit = producer.send("orders", None, key=None, partition=3)

@@ -18,7 +18,6 @@ from schooner.storage.log import append as log_append
 from schooner.storage.log import read as log_read
 from schooner.storage.log.append import RecordBatch
 from schooner.storage.log.entry import parse_fields
-from schooner.storage.offsets import offset_of_id
 from schooner.storage.redis import client
 from schooner.storage.redis.calls import drive_sync, run_sync
 from schooner.storage.topics import metadata
@@ -117,7 +116,7 @@ class Log:
                     break
                 for entry_id, fields in got.entries:
                     ts, key, value, headers = parse_fields(fields)
-                    offset = offset_of_id(entry_id, topic.sequence_bits)
+                    offset = topic.offsets.offset_of_id(entry_id)
                     out.append(Stored(p, offset, ts, key, value, headers))
                 offset += 1
         return out

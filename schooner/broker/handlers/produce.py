@@ -16,11 +16,12 @@ from kio.static.protocol import ResponsePayload
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
 from ...protocol.request_types import ProduceRequest
-from ...storage.log.append import DUPLICATE, UNKNOWN_PARTITION, AppendResult
+from ...storage.log.append import DUPLICATE, FOREIGN_ID, UNKNOWN_PARTITION, AppendResult
 from ...storage.redis import server_info
 from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..metrics import FOREIGN_ENTRY_REFUSALS
 from ..sequencer import Turn
 from .common import (
     APPEND_UNANSWERED,
@@ -153,6 +154,8 @@ async def _in_turn(
     except STORAGE_ERRORS as exc:
         return _storage_failure(topic, data.index, exc)
     for r in results:
+        if r.status == FOREIGN_ID:
+            return _foreign_entry(topic, data.index, r.foreign_id)
         if r.status < 0:
             return _PartitionResult(ErrorCode(-r.status))  # the append script's refusals are Kafka codes
     append_time = results[-1].append_time if topic.log_append_time else -1
@@ -175,6 +178,18 @@ def _storage_failure(topic: Topic, partition: int, exc: BaseException) -> _Parti
             partition,
         )
     return _PartitionResult(LOG_UNAVAILABLE, message=_FULL_MESSAGE)
+
+
+def _foreign_entry(topic: Topic, partition: int, entry_id: str) -> _PartitionResult:
+    """A plain `XADD key *` on a dense topic: no later entry can have ID 0-n, so appends stop here."""
+    FOREIGN_ENTRY_REFUSALS.labels(topic.name, str(partition)).inc()
+    message = (
+        f"partition {partition} of dense topic {topic.name!r} holds entry {entry_id}, appended by a plain "
+        "Redis client with '*' rather than '0-*'; Redis accepts no dense ID after it. Records up to it stay "
+        "readable; see docs/key-layout.md to repair the partition"
+    )
+    log.warning("refusing produce: %s", message)
+    return _PartitionResult(ErrorCode.kafka_storage_error, message=message)
 
 
 _FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"

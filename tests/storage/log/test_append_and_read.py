@@ -62,7 +62,9 @@ def _encoding(topic_defaults: dict[str, str]) -> Iterator[None]:
 async def _topic(redis: Any, ks: Keyspace, name: str = "t", **overrides: str) -> Topic:
     # No time retention unless asked: these records carry made-up timestamps, which a dense topic's
     # retention (by record time, as Kafka's) would trim at once.
-    return await calls.drive(redis, metadata.create(ks, name, 1, {"retention.ms": "-1", **overrides}, DEFAULTS))
+    return await calls.drive(
+        redis, metadata.create(ks, name, 1, {"retention.ms": "-1", **overrides}, DEFAULTS)
+    )
 
 
 async def _append(
@@ -73,7 +75,9 @@ async def _append(
 
 def test_batch_gets_contiguous_offsets_and_carries_past_the_sequence_bits(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
-        t = await _topic(redis, ks, **{"schooner.offset.encoding": "timestamp", "schooner.sequence.bits": "2"})
+        t = await _topic(
+            redis, ks, **{"schooner.offset.encoding": "timestamp", "schooner.sequence.bits": "2"}
+        )
         result = await _append(redis, ks, t, 0, [R(b"%d" % i) for i in range(10)])
         assert result.status == APPENDED
         assert result.last_offset == result.base_offset + 9
@@ -310,7 +314,9 @@ def test_dense_time_retention_and_lookups_use_the_time_index(run) -> None:
         first = await _append(redis, ks, appended, 0, [R(b"x", 5)])
         await asyncio.sleep(0.01)
         second = await _append(redis, ks, appended, 0, [R(b"y", 5)])
-        assert await calls.drive(redis, lookup.offset_for_timestamp(ks, appended, 0, first.append_time + 1)) == (
+        assert await calls.drive(
+            redis, lookup.offset_for_timestamp(ks, appended, 0, first.append_time + 1)
+        ) == (
             1,
             second.append_time,
         )
