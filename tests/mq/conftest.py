@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -18,11 +18,16 @@ from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic
 
 
-def create_topic(url: str, ks: Keyspace, name: str, partitions: int, **overrides: str) -> Topic:
+def create_topic(
+    url: str, ks: Keyspace, name: str, partitions: int, defaults: Mapping[str, str], **overrides: str
+) -> Topic:
+    """Creates a topic through storage, with `defaults` as the broker's topic defaults (the
+    `topic_defaults` fixture: its offset encoding)."""
+
     async def make() -> Topic:
         redis = client.connect(url)
         try:
-            return await calls.drive(redis, metadata.create(ks, name, partitions, overrides, {}))
+            return await calls.drive(redis, metadata.create(ks, name, partitions, overrides, defaults))
         finally:
             await redis.aclose()
 
@@ -58,9 +63,11 @@ def redis(redis_server: EmbeddedRedis) -> Iterator[Any]:
 
 
 @pytest.fixture
-def make_topic(redis_server: EmbeddedRedis, ks: Keyspace) -> Callable[..., Topic]:
+def make_topic(
+    redis_server: EmbeddedRedis, ks: Keyspace, topic_defaults: dict[str, str]
+) -> Callable[..., Topic]:
     def make(name: str = "orders", partitions: int = 1, **overrides: str) -> Topic:
-        return create_topic(redis_server.url, ks, name, partitions, **overrides)
+        return create_topic(redis_server.url, ks, name, partitions, topic_defaults, **overrides)
 
     return make
 

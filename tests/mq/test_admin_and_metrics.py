@@ -6,6 +6,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from schooner.mq import Admin, Consumer, ConsumerConfig, Message, OutgoingMessage, Producer, Retry
@@ -14,6 +15,8 @@ from schooner.storage.keys import Keyspace
 from .conftest import wait_until
 
 CONFIG = ConsumerConfig(start="earliest", lease_ms=1500, poll_ms=10, retry_poll_ms=20)
+
+pytestmark = pytest.mark.both_encodings
 
 
 def test_topic_stats_lag_and_trimming(url: str, ks: Keyspace, redis: Any, make_topic: Any) -> None:

@@ -36,7 +36,9 @@ class Lag:
     undelivered: int
     exact: bool  # False when the count stopped at the limit
     pending: int  # delivered, not yet acked
-    oldest_unconsumed_ms: int | None  # append time (entry ID ms) of the oldest unconsumed entry
+    # When the oldest unconsumed entry was appended: its ID's ms, or on a dense topic (whose IDs carry
+    # no time) its timestamp field.
+    oldest_unconsumed_ms: int | None
 
     @property
     def messages(self) -> int:
@@ -117,6 +119,8 @@ def _parse_groups(reply: Any) -> list[GroupInfo]:
 def _parse_lag(reply: Any) -> Lag | None:
     if isinstance(reply, int):
         return None
-    undelivered, exact, pending, oldest = reply
+    undelivered, exact, pending, oldest, timestamp = reply
     oldest_ms = int(oldest.split(b"-")[0]) if oldest else None
+    if oldest_ms == 0:
+        oldest_ms = int(timestamp) if timestamp.lstrip(b"-").isdigit() else None
     return Lag(int(undelivered), bool(int(exact)), int(pending), oldest_ms)

@@ -2,7 +2,8 @@
 -- queue_lag.lua: how far one group is behind on one partition.
 -- KEYS[1] stream   ARGV[1] group   ARGV[2] most entries to count when Redis does not know the lag
 -- Returns -2 when the group (or stream) does not exist, else
--- {undelivered, 1 if that count is exact else 0, pending, ID of the oldest unconsumed entry or ''}.
+-- {undelivered, 1 if that count is exact else 0, pending, ID of the oldest unconsumed entry or '',
+--  that entry's timestamp field or ''}: a dense topic's IDs carry no time.
 local stream, group = KEYS[1], ARGV[1]
 local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', stream)
 if not ok then return -2 end
@@ -26,11 +27,12 @@ if not undelivered then
   end
   if undelivered >= limit then exact = 0 end
 end
-local oldest = ''
+local first
 if g['pending'] > 0 then
-  oldest = redis.call('XPENDING', stream, group)[2]
+  local id = redis.call('XPENDING', stream, group)[2]
+  first = redis.call('XRANGE', stream, id, id)[1] or {id, {}}
 elseif undelivered > 0 then
-  local first = redis.call('XRANGE', stream, '(' .. last, '+', 'COUNT', 1)[1]
-  if first then oldest = first[1] end
+  first = redis.call('XRANGE', stream, '(' .. last, '+', 'COUNT', 1)[1]
 end
-return {undelivered, exact, g['pending'], oldest}
+if not first then return {undelivered, exact, g['pending'], '', ''} end
+return {undelivered, exact, g['pending'], first[1], fields_of(first[2])['timestamp'] or ''}

@@ -36,11 +36,11 @@ def redis(redis_server: Any) -> Any:
 
 
 @pytest.fixture
-def topic(redis_server: Any, ks: Keyspace) -> Topic:
+def topic(redis_server: Any, ks: Keyspace, topic_defaults: dict[str, str]) -> Topic:
     async def make() -> Topic:
         r = client.connect(redis_server.url)
         try:
-            return await calls.drive(r, metadata.create(ks, "jobs", 2, {}, {}))
+            return await calls.drive(r, metadata.create(ks, "jobs", 2, {}, topic_defaults))
         finally:
             await r.aclose()
 
@@ -279,18 +279,26 @@ def test_trim_never_passes_what_a_group_still_needs(redis: Any, ks: Keyspace, to
     assert redis.hget(ks.partition_state("jobs", 0), "valid_from") == ids[6]
 
 
+@pytest.mark.both_encodings
 def test_lag_counts_and_ages(redis: Any, ks: Keyspace, topic: Topic) -> None:
     run(redis, queue.create_group(ks, topic, 0, GROUP, queue.EARLIEST))
-    ids = append(redis, ks, topic, *[b"%d" % i for i in range(5)])
+    ids = append(redis, ks, topic, b"0")
+    time.sleep(0.01)
+    ids += append(redis, ks, topic, *[b"%d" % i for i in range(1, 5)])
+    stamps = [int(f[1]) for _, f in redis.execute_command("XRANGE", ks.stream("jobs", 0), "-", "+")]
+    # The oldest unconsumed entry's append time: its ID's ms, or on a dense topic its timestamp.
+    when = [int(i.split(b"-")[0]) for i in ids] if not topic.offsets.dense else stamps
+    assert when[1] > when[0] > 0
     lag = run(redis, queue_admin.lag(ks, "jobs", 0, GROUP))
     assert (lag.undelivered, lag.pending, lag.exact) == (5, 0, True)
-    assert lag.oldest_unconsumed_ms == int(ids[0].split(b"-")[0])
+    assert lag.oldest_unconsumed_ms == when[0]
     got = run(redis, leases.acquire(ks, "jobs", 0, GROUP, "m", 10_000)) and run(
         redis, queue.read(ks, "jobs", 0, GROUP, "m", 2)
     )
     run(redis, queue.ack(ks, "jobs", 0, GROUP, [got.entries[0].entry_id]))
     lag = run(redis, queue_admin.lag(ks, "jobs", 0, GROUP))
     assert (lag.undelivered, lag.pending, lag.messages) == (3, 1, 4)
+    assert lag.oldest_unconsumed_ms == when[1]  # the pending one
     # After an XDEL Redis no longer knows the lag: it is counted, up to the limit.
     redis.execute_command("XDEL", ks.stream("jobs", 0), ids[4])
     counted = run(redis, queue_admin.lag(ks, "jobs", 0, GROUP))
