@@ -152,7 +152,7 @@ def _produce(broker: Any, name: str, count: int) -> list[int]:
     producer = Producer({"bootstrap.servers": broker.bootstrap, "broker.address.family": "v4"})
     for i in range(count):
         producer.produce(name, b"v%d" % i, partition=0, on_delivery=lambda e, m: offsets.append(m.offset()))
-        producer.flush(T)  # a batch per record: offsets then have gaps between them
+        producer.flush(T)  # a batch per record: timestamp-encoded offsets then have gaps between them
     assert len(offsets) == count
     return offsets
 
@@ -169,6 +169,7 @@ def _entries_left(broker: Any, name: str) -> int:
     return int(broker.call(ctx.store.redis.xlen(ctx.ks.stream(name, 0))))
 
 
+@pytest.mark.both_encodings
 def test_delete_records_moves_the_low_watermark(broker: Any, admin: AdminClient) -> None:
     name = _name()
     _create(admin, NewTopic(name, num_partitions=1))
@@ -411,15 +412,24 @@ def test_requests_that_clients_guard_against(broker: Any) -> None:
     assert _describe_req(broker, 4, "root", kind=8).error_code == ErrorCode.invalid_request
     assert {c.name for c in _describe_req(broker, 4, "", kind=4).configs} >= {"broker.id", "num.partitions"}
     assert _describe_req(broker, 4, str(me + 100), kind=4).error_code == ErrorCode.invalid_request
+    # Sequence bits shape the offsets of timestamp-encoded topics only: such a topic keeps them.
     bits = _name()
-    wide = (_part(CREATE, 7, "CreatableTopicConfig", name="schooner.sequence.bits", value="12"),)
+    wide = tuple(
+        _part(CREATE, 7, "CreatableTopicConfig", name=key, value=value)
+        for key, value in (("schooner.offset.encoding", "timestamp"), ("schooner.sequence.bits", "12"))
+    )
     assert _create_req(broker, 7, bits, configs=wide).topics[0].error_code == ErrorCode.none
-    described = {c.name: c for c in _describe_req(broker, 4, bits).configs}["schooner.sequence.bits"]
-    assert (described.value, described.config_source, described.read_only) == ("12", 1, True)
+    described = {c.name: c for c in _describe_req(broker, 4, bits).configs}
+    for key, value in (("schooner.sequence.bits", "12"), ("schooner.offset.encoding", "timestamp")):
+        shown = described[key]
+        assert (shown.value, shown.config_source, shown.read_only) == (value, 1, True)
     same, other = (dict(name="schooner.sequence.bits", value=value) for value in ("12", "11"))
     assert _alter_req(broker, ALTER, 2, bits, same).error_code == ErrorCode.none
     assert _alter_req(broker, ALTER, 2, bits, other).error_code == ErrorCode.invalid_config
-    assert _stored(broker, bits).offsets.bits == 12
+    dense = dict(name="schooner.offset.encoding", value="dense")
+    assert _alter_req(broker, ALTER, 2, bits, dense).error_code == ErrorCode.invalid_config
+    stored = _stored(broker, bits).offsets
+    assert (stored.encoding, stored.bits) == ("timestamp", 12)
     static = _alter_req(broker, ALTER, 2, str(me), dict(name="num.partitions", value="3"), kind=4)
     assert static.error_code == ErrorCode.invalid_request and "static" in static.error_message
     throttled = "leader.replication.throttled.replicas"

@@ -6,6 +6,7 @@ import datetime
 import threading
 import time
 
+import pytest
 import redis
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v13.request import FetchPartition as FetchPartition13
@@ -17,7 +18,11 @@ from schooner.storage.offsets import timestamp_offsets
 from tests.clients import Rec, confluent_consume, confluent_produce, kafka_python_consume
 from tests.wire import call, fetch_request
 
+# Each test that takes the broker's default encoding runs on both (see tests/conftest.py).
+both_encodings = pytest.mark.both_encodings
 
+
+@both_encodings
 def test_fetch_from_an_offset_inside_a_batch(broker) -> None:
     delivered = confluent_produce(
         broker.bootstrap, "inside", [Rec(None, b"%d" % i) for i in range(10)], **{"linger.ms": 100}
@@ -49,6 +54,7 @@ def test_records_far_apart_are_split_so_offset_deltas_fit_int32(
     ]
 
 
+@both_encodings
 def test_long_poll_waits_for_data_and_wakes_on_append(broker) -> None:
     delivered = confluent_produce(broker.bootstrap, "poll", [Rec(None, b"first")])
     end = delivered[0].offset() + 1
@@ -64,6 +70,7 @@ def test_long_poll_waits_for_data_and_wakes_on_append(broker) -> None:
     assert time.monotonic() - start < 10
 
 
+@both_encodings
 def test_first_batch_is_returned_even_when_larger_than_max_bytes(broker) -> None:
     delivered = confluent_produce(broker.bootstrap, "kip74", [Rec(None, b"x" * 50_000)])
     response = call(broker.port, fetch_request("kip74", delivered[0].offset(), max_bytes=1000))
@@ -71,6 +78,7 @@ def test_first_batch_is_returned_even_when_larger_than_max_bytes(broker) -> None
     assert part.error_code == ErrorCode.none and len(part.records) > 50_000
 
 
+@both_encodings
 def test_out_of_range_and_unknown(broker) -> None:
     delivered = confluent_produce(broker.bootstrap, "range", [Rec(None, b"x")])
     high = delivered[0].offset() + 1
@@ -88,6 +96,7 @@ def test_out_of_range_and_unknown(broker) -> None:
     )
 
 
+@both_encodings
 def test_fetch_by_topic_id(broker) -> None:
     import uuid
 

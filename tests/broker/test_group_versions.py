@@ -100,6 +100,7 @@ def test_group_admin_apis_every_version(broker, api: int) -> None:
             assert response.results[0].error_code == ErrorCode.group_id_not_found
 
 
+@pytest.mark.both_encodings
 def test_offset_commit_and_fetch_every_version(broker) -> None:
     from tests.clients import Rec, confluent_produce
 

@@ -6,12 +6,15 @@ import threading
 import time
 from collections import Counter
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.broker.helpers import fill, wait
 from tests.clients import Rec, confluent_produce
 from tests.group_clients import GroupMember
+
+pytestmark = pytest.mark.both_encodings
 
 
 def test_three_clients_share_a_topic_exactly_once_across_a_rebalance(broker) -> None:

@@ -18,6 +18,14 @@ from tests.clients import Rec, confluent_consume, confluent_produce, kafka_pytho
 from tests.proxy import DroppingProxy
 from tests.wire import call, connect, decode_response, encode_request, read_frame
 
+pytestmark = pytest.mark.both_encodings
+
+
+def _recent_ms() -> int:
+    """A timestamp base an hour ago: recent enough that the default retention keeps the records
+    (a dense topic applies retention.ms to record timestamps, as Kafka does)."""
+    return int(time.time() * 1000) - 3_600_000
+
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 def test_acks(broker, acks: str) -> None:
@@ -67,12 +75,13 @@ def test_idempotent_producer_retry_after_dropped_response_writes_once(broker_fac
 
 def test_seek_to_offset_and_timestamp(broker) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap})
-    base = 1_700_000_000_000
+    base = _recent_ms()
     for i in range(30):
         producer.produce("seek", value=b"%d" % i, timestamp=base + i * 1000)
-        producer.flush(10)  # one batch per record: offsets with gaps between batches
+        producer.flush(10)  # one batch per record: timestamp-encoded offsets have gaps between them
     delivered = confluent_consume(broker.bootstrap, "seek", 30)
     offsets = [m.offset() for m in delivered]
+    assert len(offsets) == 30
 
     middle = offsets[17]
     got = confluent_consume(broker.bootstrap, "seek", 3, offset=middle)
@@ -94,15 +103,18 @@ def test_seek_to_offset_and_timestamp(broker) -> None:
 
 def test_out_of_order_timestamps_are_found_by_kafkas_rule(broker) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap})
+    base = _recent_ms()
     stamps = [5000, 1000, 9000, 2000, 12000]
     for ts in stamps:
-        producer.produce("backfill", value=str(ts).encode(), timestamp=ts)
+        producer.produce("backfill", value=str(ts).encode(), timestamp=base + ts)
         producer.flush(10)
     offsets = [m.offset() for m in confluent_consume(broker.bootstrap, "backfill", 5)]
+    assert len(offsets) == 5
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "x"})
     try:
         for target, expected_index in [(0, 0), (5000, 0), (6000, 2), (9000, 2), (9001, 4)]:
-            found = consumer.offsets_for_times([TopicPartition("backfill", 0, target)], timeout=10)
+            where = TopicPartition("backfill", 0, base + target)
+            found = consumer.offsets_for_times([where], timeout=10)
             assert found[0].offset == offsets[expected_index], target
     finally:
         consumer.close()
@@ -113,15 +125,17 @@ def test_kafka_python_offsets_for_times_and_max_timestamp(broker) -> None:
     from kafka import TopicPartition as KTP
 
     producer = Producer({"bootstrap.servers": broker.bootstrap})
+    base = _recent_ms()
     for ts in (3000, 8000, 4000):
-        producer.produce("kp-times", value=b"x", timestamp=ts)
+        producer.produce("kp-times", value=b"x", timestamp=base + ts)
         producer.flush(10)
     offsets = [m.offset() for m in confluent_consume(broker.bootstrap, "kp-times", 3)]
+    assert len(offsets) == 3
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
     try:
         tp = KTP("kp-times", 0)
-        found = consumer.offsets_for_times({tp: 3500})[tp]
-        assert found.offset == offsets[1] and found.timestamp == 8000
+        found = consumer.offsets_for_times({tp: base + 3500})[tp]
+        assert found.offset == offsets[1] and found.timestamp == base + 8000
         assert consumer.beginning_offsets([tp])[tp] == offsets[0]
         assert consumer.end_offsets([tp])[tp] == offsets[2] + 1
     finally:
@@ -130,7 +144,7 @@ def test_kafka_python_offsets_for_times_and_max_timestamp(broker) -> None:
 
 def _produce_v13(topic_id: uuid.UUID, acks: int, value: bytes) -> ProduceV13:
     b = BatchBuilder(0, 0)
-    b.append(0, 1_700_000_000_000, None, value, [])
+    b.append(0, int(time.time() * 1000), None, value, [])
     partition = PartitionProduceDataV13(index=0, records=b.build())
     return ProduceV13(
         transactional_id=None,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.clients import Rec, confluent_consume, confluent_produce
+
+pytestmark = pytest.mark.both_encodings
 
 
 def test_idle_topic_is_trimmed_by_the_sweeper(broker_factory, redis_client) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -32,6 +33,8 @@ from .conftest import wait_until
 
 FAST = ConsumerConfig(start="earliest", lease_ms=1500, poll_ms=10, retry_poll_ms=20)
 
+pytestmark = pytest.mark.both_encodings
+
 
 def test_send_places_by_key_and_returns_kafka_offsets(
     url: str, ks: Keyspace, redis: Any, make_topic: Any, registry: CollectorRegistry
@@ -39,11 +42,12 @@ def test_send_places_by_key_and_returns_kafka_offsets(
     topic = make_topic("orders", 4)
     producer = Producer(url, keyspace=ks, registry=registry)
     headers = [("trace", b"1"), ("trace", b"2"), ("none", None)]
-    sent = producer.send("orders", b"value", key=b"order-7", headers=headers, timestamp_ms=1234)
+    stamp = int(time.time() * 1000) - 60_000  # a given timestamp, recent enough for retention to keep
+    sent = producer.send("orders", b"value", key=b"order-7", headers=headers, timestamp_ms=stamp)
     assert sent.partition == partition_for_key(b"order-7", 4)
     got = drive_sync(redis, log_read.read(ks, topic, sent.partition, sent.offset, 10))
     assert got.entries[0][0] == topic.offsets.id_text(sent.offset)
-    assert entry.parse_fields(got.entries[0][1]) == (1234, b"order-7", b"value", headers)
+    assert entry.parse_fields(got.entries[0][1]) == (stamp, b"order-7", b"value", headers)
     assert got.high_watermark == sent.offset + 1
     explicit = producer.send("orders", None, key=None, partition=3)
     assert explicit.partition == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,10 @@ from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The record timestamps the helpers write: an hour ago, on a minute boundary. A dense topic applies
+# retention.ms to record timestamps, as Kafka does, so made-up old ones would be trimmed at once.
+BASE_MS = (int(time.time() * 1000) // 60_000 - 60) * 60_000
 
 
 @pytest.fixture(scope="session")
@@ -72,8 +77,8 @@ class Stored:
 class Log:
     """A keyspace on the test Redis, driven through schooner.storage only."""
 
-    def __init__(self, url: str, keyspace: str) -> None:
-        self.url, self.keyspace = url, keyspace
+    def __init__(self, url: str, keyspace: str, offset_encoding: str = "dense") -> None:
+        self.url, self.keyspace, self.offset_encoding = url, keyspace, offset_encoding
         self.ks = Keyspace(keyspace)
         self.redis = client.connect_sync(url)
 
@@ -82,7 +87,10 @@ class Log:
         return {"redis.url": self.url, "keyspace": self.keyspace}
 
     def topic(self, name: str, partitions: int = 1, **configs: str) -> Topic:
-        return ensure_topic(self.options, name, partitions, configs)
+        """The topic, created with the test's offset encoding unless configs name one."""
+        return ensure_topic(
+            self.options, name, partitions, {"schooner.offset.encoding": self.offset_encoding, **configs}
+        )
 
     def load(self, name: str) -> Topic:
         topic = run_sync(self.redis, metadata.load(self.ks, name, {}))
@@ -99,9 +107,7 @@ class Log:
         return [first + i for i in range(len(records))]
 
     def values(self, name: str, partition: int, n: int, prefix: str = "v", ts: int = 0) -> list[int]:
-        records = [
-            Rec(ts or 1_700_000_000_000 + i, f"k{i}".encode(), f"{prefix}{i}".encode()) for i in range(n)
-        ]
+        records = [Rec(ts or BASE_MS + i, f"k{i}".encode(), f"{prefix}{i}".encode()) for i in range(n)]
         return self.append(name, partition, records)
 
     def read(self, name: str) -> list[Stored]:
@@ -123,7 +129,7 @@ class Log:
 
 
 @pytest.fixture
-def log(redis_server: Any, keyspace: str) -> Iterator[Log]:
-    store = Log(redis_server.url, keyspace)
+def log(redis_server: Any, keyspace: str, offset_encoding: str) -> Iterator[Log]:
+    store = Log(redis_server.url, keyspace, offset_encoding)
     yield store
     store.redis.close()

@@ -15,7 +15,9 @@ from schooner.spark.source import SchoonerBatchReader
 from schooner.storage.log import retention
 from schooner.storage.redis import client
 from schooner.storage.redis.calls import run_sync
-from tests.spark.conftest import Log, Rec
+from tests.spark.conftest import BASE_MS, Log, Rec
+
+pytestmark = pytest.mark.both_encodings
 
 
 def _read(spark: Any, log: Log, **options: str) -> list[Any]:
@@ -45,20 +47,20 @@ def test_topics_are_chosen_by_subscribe_pattern_or_assign(spark: Any, log: Log) 
 
 def test_offset_and_timestamp_bounds(spark: Any, log: Log) -> None:
     log.topic("bounded", 2)
-    first = log.values("bounded", 0, 10, ts=1_000)
-    second = log.values("bounded", 0, 10, ts=2_000)
-    other = log.values("bounded", 1, 5, ts=1_500)
+    first = log.values("bounded", 0, 10, ts=BASE_MS + 1_000)
+    second = log.values("bounded", 0, 10, ts=BASE_MS + 2_000)
+    other = log.values("bounded", 1, 5, ts=BASE_MS + 1_500)
     starting = json.dumps({"bounded": {"0": first[4], "1": -2}})
     ending = json.dumps({"bounded": {"0": second[2], "1": -1}})
     rows = _read(spark, log, subscribe="bounded", startingOffsets=starting, endingOffsets=ending)
     assert sorted((r.partition, r.offset) for r in rows) == sorted(
         [(0, o) for o in first[4:] + second[:2]] + [(1, o) for o in other]
     )
-    by_time = _read(spark, log, subscribe="bounded", startingTimestamp="1500")
+    by_time = _read(spark, log, subscribe="bounded", startingTimestamp=str(BASE_MS + 1_500))
     assert sorted((r.partition, r.offset) for r in by_time) == sorted(
         [(0, o) for o in second] + [(1, o) for o in other]
     )
-    until = _read(spark, log, subscribe="bounded", endingTimestamp="1500")
+    until = _read(spark, log, subscribe="bounded", endingTimestamp=str(BASE_MS + 1_500))
     assert sorted((r.partition, r.offset) for r in until) == [(0, o) for o in first]
     with pytest.raises(Exception, match="no record at or after timestamp"):
         _read(spark, log, subscribe="bounded", startingTimestamp="9999999999999")
@@ -68,13 +70,19 @@ def test_offset_and_timestamp_bounds(spark: Any, log: Log) -> None:
 
 
 def test_rows_carry_nulls_headers_and_entries_of_plain_redis_clients(spark: Any, log: Log) -> None:
-    log.topic("mixed", 1)
+    # These timestamps are made up and old: no time retention, or a dense topic would drop them.
+    log.topic("mixed", 1, **{"retention.ms": "-1"})
     log.append("mixed", 0, [
         Rec(111, None, b"no key"),
         Rec(222, b"tombstone", None),
         Rec(333, b"h", b"with headers", [("a", b"1"), ("a", None), ("bin", bytes([0, 255]))]),
     ])  # fmt: skip
-    log.redis.xadd(log.ks.stream("mixed", 0), {"value": b"from redis-cli"}, id="4000000000000-0")
+    # A plain writer's entry, without a timestamp field: on a dense topic it takes the next offset
+    # with XADD 0-*, and its timestamp is its ID's milliseconds, 0; on a timestamp-encoded topic
+    # its ID is its offset and its time.
+    dense = log.offset_encoding == "dense"
+    plain_id = "0-*" if dense else "4000000000000-0"
+    log.redis.xadd(log.ks.stream("mixed", 0), {"value": b"from redis-cli"}, id=plain_id)
     rows = sorted(_read(spark, log, subscribe="mixed", includeHeaders="true"), key=lambda r: r.offset)
     assert [(r.key, r.value) for r in rows] == [
         (None, b"no key"),
@@ -84,8 +92,11 @@ def test_rows_carry_nulls_headers_and_entries_of_plain_redis_clients(spark: Any,
     ]
     assert [r.headers for r in rows[:2]] == [None, None]
     assert [(h.key, h.value) for h in rows[2].headers] == [("a", b"1"), ("a", None), ("bin", bytes([0, 255]))]
-    assert [round(r.timestamp.timestamp() * 1000) for r in rows] == [111, 222, 333, 4_000_000_000_000]
-    assert rows[3].offset == 4_000_000_000_000 << 10
+    plain_ms = 0 if dense else 4_000_000_000_000
+    assert [round(r.timestamp.timestamp() * 1000) for r in rows] == [111, 222, 333, plain_ms]
+    assert rows[3].offset == (3 if dense else 4_000_000_000_000 << 10)
+    if dense:
+        assert [r.offset for r in rows] == [0, 1, 2, 3]
     assert "headers" not in _read(spark, log, subscribe="mixed")[0].asDict()
 
 

@@ -15,19 +15,20 @@ from typing import Any
 
 import pytest
 
-from tests.spark.conftest import Log, Rec
+from tests.spark.conftest import BASE_MS, Log, Rec
 from tests.spark.crashing import CrashingSchooner
 
 PIPELINE = Path(__file__).with_name("pipelines") / "copy_upper.py"
 
 
 def _fill(log: Log, topic: str, partitions: int, per_partition: int, batch: int) -> list[bytes]:
-    """Distinct values in several appends per partition (so offsets have gaps); returns them all."""
+    """Distinct values in several appends per partition (on a timestamp-encoded topic, offsets with
+    gaps between them); returns them all."""
     values = []
     for p in range(partitions):
         for first in range(0, per_partition, batch):
             records = [
-                Rec(1_700_000_000_000, f"k{p}-{i}".encode(), f"v{p}-{i}".encode())
+                Rec(BASE_MS, f"k{p}-{i}".encode(), f"v{p}-{i}".encode())
                 for i in range(first, min(first + batch, per_partition))
             ]
             log.append(topic, p, records)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from schooner.spark.pipeline import load
-from tests.spark.conftest import Log, Rec
+from tests.spark.conftest import BASE_MS, Log, Rec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-T0 = 1_700_000_040_000  # a minute boundary, in ms
+T0 = BASE_MS  # a minute boundary, in ms, recent enough that retention keeps every record
 
 
 def _run_example(name: str, spark: Any, log: Log, tmp_path: Path, **options: str) -> None:

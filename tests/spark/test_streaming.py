@@ -45,7 +45,7 @@ def test_max_offsets_per_trigger_gives_batches_of_exactly_that_size(
 ) -> None:
     log.topic("events", 3)
     for p, n in ((0, 130), (1, 45), (2, 12)):
-        for done in range(0, n, 20):  # several appends, so the offsets have gaps between them
+        for done in range(0, n, 20):  # several appends: on a timestamp-encoded topic, offsets with gaps
             log.values("events", p, min(20, n - done))
     q = _to_memory(_stream(spark, log, "events", maxOffsetsPerTrigger=50), "mopt", tmp_path / "cp")
     q.awaitTermination(120)
