@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import Keyspace
-from ..offsets import OffsetCodec
+from ..offsets import LAST_DENSE_ID, OffsetCodec
 from ..redis.calls import Call, Steps, command
 from ..topics.metadata import Topic
 from . import entry
@@ -40,7 +40,7 @@ def bounds_from_info(info: Any, offsets: OffsetCodec, state: Any = None) -> Part
 
     state is the state hash's [valid_from, last_seq]: valid_from records the lowest ID not yet
     removed by retention or DeleteRecords (XTRIM leaves no trace in the stream itself); last_seq is
-    the last ID the append script gave, which bounds a dense topic whose last ID came from a
+    the last dense sequence (see _dense_state), which bounds a dense topic whose last ID came from a
     plain `XADD key *` (see log/append.FOREIGN_ID).
     """
     if not info:
@@ -69,21 +69,41 @@ def _bounds_calls(ks: Keyspace, topic: Topic, partition: int) -> list[Call[Any]]
     ]
 
 
+def _dense_state(ks: Keyspace, topic: Topic, partition: int, info: Any, state: Any) -> Steps[Any]:
+    """The state's marks, with last_seq raised to the stream's last dense entry when a `*` entry ends a
+    dense stream: `0-*` entries a plain writer added before it are not in last_seq. One more round
+    trip, for such a stream only."""
+    if not info or not topic.offsets.dense:
+        return state
+    fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
+    if topic.offsets.numbered(fields.get(b"last-generated-id") or b"0-0"):
+        return state
+    stream = ks.stream(topic.name, partition)
+    (last,) = yield [command("XREVRANGE", stream, LAST_DENSE_ID, "-", "COUNT", 1)]
+    valid_from, last_seq = state if state else (None, None)
+    if last:
+        last_seq = max(int(last_seq or 0), int(last[0][0].split(b"-")[1]))
+    return [valid_from, last_seq]
+
+
 def bounds(ks: Keyspace, topic: Topic, partition: int) -> Steps[PartitionBounds]:
-    """One round trip."""
+    """One round trip (and _dense_state's)."""
     info, state = yield _bounds_calls(ks, topic, partition)
+    state = yield from _dense_state(ks, topic, partition, info, state)
     return bounds_from_info(info, topic.offsets, state)
 
 
 def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[list[PartitionBounds]]:
-    """The bounds of many partitions in one round trip."""
+    """The bounds of many partitions in one round trip (and _dense_state's)."""
     if not partitions:
         return []
     replies = yield [c for topic, p in partitions for c in _bounds_calls(ks, topic, p)]
-    return [
-        bounds_from_info(replies[2 * i], topic.offsets, replies[2 * i + 1])
-        for i, (topic, _) in enumerate(partitions)
-    ]
+    out = []
+    for i, (topic, p) in enumerate(partitions):
+        info = replies[2 * i]
+        state = yield from _dense_state(ks, topic, p, info, replies[2 * i + 1])
+        out.append(bounds_from_info(info, topic.offsets, state))
+    return out
 
 
 def read(ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int) -> Steps[PartitionRead]:
@@ -95,6 +115,7 @@ def read(ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: i
         command("XRANGE", stream, start, topic.offsets.last_id, "COUNT", max_entries),
         *_bounds_calls(ks, topic, partition),
     ]
+    state = yield from _dense_state(ks, topic, partition, info, state)
     b = bounds_from_info(info, topic.offsets, state)
     return PartitionRead(entries or [], b.log_start_offset, b.high_watermark, b.first_valid_offset)
 
@@ -144,6 +165,7 @@ def read_range_and_bounds(
         read_range(ks, topic, partition, range_start(topic, start), end, count),
         *_bounds_calls(ks, topic, partition),
     ]
+    state = yield from _dense_state(ks, topic, partition, info, state)
     return entries, bounds_from_info(info, topic.offsets, state)
 
 
