@@ -41,3 +41,18 @@ def test_log_append_time_topic(broker) -> None:
     kind, ts = msg.timestamp()
     assert kind == 2  # TIMESTAMP_LOG_APPEND_TIME
     assert ts >= before - 1000
+
+
+def test_time_retention_goes_by_record_time_on_dense_topics(broker, offset_encoding: str) -> None:
+    """Dense topics apply retention.ms to record timestamps, as Kafka does: a batch stamped two hours
+    ago is past a one-hour retention at once. Timestamp-encoded topics go by append time (the ID)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("aged", 1, 1, config={"retention.ms": "3600000"})])["aged"].result(10)
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for value, ts in ((b"stale", now - 7_200_000), (b"fresh", now)):
+        producer.produce("aged", value=value, timestamp=ts)
+        assert producer.flush(10) == 0
+    kept = [b"fresh"] if offset_encoding == "dense" else [b"stale", b"fresh"]
+    got = confluent_consume(broker.bootstrap, "aged", len(kept))  # from the log start, in order
+    assert [m.value() for m in got] == kept

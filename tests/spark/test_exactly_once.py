@@ -20,6 +20,8 @@ from tests.spark.crashing import CrashingSchooner
 
 PIPELINE = Path(__file__).with_name("pipelines") / "copy_upper.py"
 
+pytestmark = pytest.mark.both_encodings
+
 
 def _fill(log: Log, topic: str, partitions: int, per_partition: int, batch: int) -> list[bytes]:
     """Distinct values in several appends per partition (on a timestamp-encoded topic, offsets with

@@ -15,6 +15,8 @@ from schooner.storage.redis.calls import drive_sync, run_sync
 from schooner.storage.topics import metadata
 from tests.spark.conftest import Log
 
+pytestmark = pytest.mark.both_encodings
+
 
 def _stream(spark: Any, log: Log, topic: str, **options: Any) -> Any:
     reader = spark.readStream.format("schooner").options(**log.options).option("subscribe", topic)
