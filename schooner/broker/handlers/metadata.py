@@ -114,7 +114,7 @@ async def _topic_entry(
             return error(ErrorCode.unknown_topic_or_partition)
     partitions = []
     for p in range(topic.partitions):
-        leader = ctx.leader_for(brokers, topic.name, p)
+        leader = ctx.leader_for(brokers, topic, p)
         partitions.append(
             make(
                 mod.MetadataResponsePartition,
