@@ -2,9 +2,10 @@
 answered as Kafka answers them for a cluster where every partition has one replica.
 
 That replica is on the broker Metadata names as the partition's leader (ctx.leader_for), and Redis
-holds its data. So each broker has one log dir, LOG_DIR, holding the partitions it leads; no leader
-election is ever needed; a reassignment to one live broker takes effect at once (the topic hash
-records it and Metadata follows), so none is ever in progress; and there are no features to finalize.
+holds its data. So each broker has one log dir, log_dir() = /redis/<keyspace>, holding the partitions
+it leads; no leader election is ever needed; a reassignment to one live broker takes effect at once
+(the topic hash records it and Metadata follows), so none is ever in progress; and there are no
+features to finalize.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
-from .common import ADMIN_UNAVAILABLE, LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+from .common import ADMIN_UNAVAILABLE, LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, all_topics
 
 # The one log dir of every broker: Redis, under the deployment's keyspace. A fixed name rather than
 # the Redis URL, which may carry a password and changes when Redis moves.
@@ -58,13 +59,6 @@ class _NamedPartitions(Protocol):
 
 async def _topic(ctx: BrokerContext, name: str) -> Topic | None:
     return await ctx.topic(name) if valid_topic_name(name) else None
-
-
-async def _all_topics(ctx: BrokerContext) -> list[Topic]:
-    found = await ctx.store.topics(ctx.topic_defaults)
-    for t in found:
-        ctx.remember_topic(t)
-    return found
 
 
 def _grouped(named: Iterable[_NamedPartitions]) -> dict[str, list[int]]:
@@ -105,7 +99,7 @@ async def _describe_log_dir(
     brokers = await ctx.live_brokers()
     wanted: list[tuple[Topic, Iterable[int]]] = []
     if requested is None:
-        wanted = [(t, range(t.partitions)) for t in await _all_topics(ctx)]
+        wanted = [(t, range(t.partitions)) for t in await all_topics(ctx)]
     else:
         for name, indexes in _grouped(requested).items():
             topic = await _topic(ctx, name)
@@ -223,7 +217,7 @@ async def _elections(
     results = []
     if requested is None:
         # All partitions: as Kafka, only those an election changed or failed on are listed.
-        for t in await _all_topics(ctx):
+        for t in await all_topics(ctx):
             outcomes = [(p, _election(brokers, t, p, election)) for p in range(t.partitions)]
             needed = [o for o in outcomes if o[1][0] != ErrorCode.election_not_needed]
             results.append(_election_result(mod, t.name, needed))
