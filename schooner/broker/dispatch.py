@@ -38,6 +38,7 @@ from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader
 from .handlers.metadata import handle_metadata
 from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
+from .handlers.producers import handle_describe_producers
 
 R = TypeVar("R")
 Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
@@ -74,6 +75,7 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.OFFSET_DELETE: handle_offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
 }
 
 

@@ -66,6 +66,7 @@ from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsV4
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as DescribeGroupsV5
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest as DescribeGroupsV6
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersV0
 from kio.schema.fetch.v4.request import FetchRequest as FetchV4
 from kio.schema.fetch.v5.request import FetchRequest as FetchV5
 from kio.schema.fetch.v6.request import FetchRequest as FetchV6
@@ -355,3 +356,4 @@ ProduceRequest: TypeAlias = (
 SyncGroupRequest: TypeAlias = (
     SyncGroupV0 | SyncGroupV1 | SyncGroupV2 | SyncGroupV3 | SyncGroupV4 | SyncGroupV5
 )
+DescribeProducersRequest: TypeAlias = DescribeProducersV0
