@@ -86,15 +86,23 @@ def test_idle_producers_expire_and_active_ones_stay(conn: BlockingRedis, ks: Key
     assert not [f for f in state if f.startswith(b"producer:")]
 
 
-def test_expiry_runs_in_chunks(conn: BlockingRedis, ks: Keyspace, topic: Topic) -> None:
+def test_expiry_runs_in_chunks_and_compacts_what_is_left(
+    conn: BlockingRedis, ks: Keyspace, topic: Topic
+) -> None:
     count = producers.EXPIRE_CHUNK * 2 + 5
     pipe = conn.pipeline(transaction=False)
     for pid in range(count):  # entries as the append script writes them, a minute old
         pipe.hset(ks.partition_state("t", 0), f"producer:{pid}", "0,1;0,0,1,0,1,0")
         pipe.zadd(ks.producers("t", 0), {str(pid): _redis_ms(conn) - 60_000})
     pipe.execute()
+    assert _send(conn, ks, topic, count, 0, 0) == APPENDED  # one that stays
+    state, index = ks.partition_state("t", 0), ks.producers("t", 0)
+    assert (conn.object("encoding", state), conn.object("encoding", index)) == (b"hashtable", b"skiplist")
     assert drive_sync(conn, producers.expire(ks, topic, 0, 1000)) == count
-    assert run_sync(conn, producers.states(ks, topic, 0)) == []
+    assert [s.producer_id for s in run_sync(conn, producers.states(ks, topic, 0))] == [count]
+    # What is left is written anew: compact again, not a table sized for thousands.
+    assert (conn.object("encoding", state), conn.object("encoding", index)) == (b"listpack", b"listpack")
+    assert conn.hget(state, "topic_id") == str(topic.id).encode()
 
 
 def test_entries_written_before_expiry_are_dated_on_first_sight(
