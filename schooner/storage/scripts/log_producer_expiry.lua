@@ -43,4 +43,24 @@ local fields = {}
 for i, pid in ipairs(idle) do fields[i] = 'producer:' .. pid end
 redis.call('HDEL', state, unpack(fields))
 redis.call('ZREM', producers, unpack(idle))
+
+-- Redis shrinks the table of a hash or sorted set that held many producers only step by step as it is
+-- used afterwards, and never back to the compact encoding; written anew, a small one is sized to what
+-- it holds. SMALL is Redis's default hash-max-listpack-entries (and zset-max-listpack-entries).
+local SMALL = 128
+if redis.call('OBJECT', 'ENCODING', state) ~= 'listpack' and redis.call('HLEN', state) <= SMALL then
+  local all = redis.call('HGETALL', state)
+  redis.call('DEL', state)
+  redis.call('HSET', state, unpack(all))
+end
+local left = redis.call('ZCARD', producers)
+if left > 0 and left <= SMALL and redis.call('OBJECT', 'ENCODING', producers) ~= 'listpack' then
+  local scored = redis.call('ZRANGE', producers, 0, -1, 'WITHSCORES')
+  local args = {}
+  for i = 1, #scored, 2 do
+    args[i], args[i + 1] = scored[i + 1], scored[i] -- ZADD takes the score first
+  end
+  redis.call('DEL', producers)
+  redis.call('ZADD', producers, unpack(args))
+end
 return #idle
