@@ -46,6 +46,7 @@ from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader
 from .handlers.metadata import handle_metadata
 from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
+from .handlers.producers import handle_describe_producers
 
 R = TypeVar("R")
 Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
@@ -88,6 +89,7 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
     ApiKey.UPDATE_FEATURES: handle_update_features,
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
 }
 
 

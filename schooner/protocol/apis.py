@@ -48,6 +48,7 @@ class ApiKey(IntEnum):
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
     UPDATE_FEATURES = 57
+    DESCRIBE_PRODUCERS = 61
 
 
 # api key -> (min, max) of the versions this broker serves.
@@ -86,6 +87,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.UPDATE_FEATURES: (0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
 }
 
 

@@ -79,6 +79,7 @@ from kio.schema.describe_log_dirs.v2.request import DescribeLogDirsRequest as De
 from kio.schema.describe_log_dirs.v3.request import DescribeLogDirsRequest as DescribeLogDirsV3
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest as DescribeLogDirsV4
 from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest as DescribeLogDirsV5
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersV0
 from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersV0
 from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersV1
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersV2
@@ -385,3 +386,4 @@ ElectLeadersRequest: TypeAlias = ElectLeadersV0 | ElectLeadersV1 | ElectLeadersV
 AlterPartitionReassignmentsRequest: TypeAlias = AlterPartitionReassignmentsV0 | AlterPartitionReassignmentsV1
 ListPartitionReassignmentsRequest: TypeAlias = ListPartitionReassignmentsV0
 UpdateFeaturesRequest: TypeAlias = UpdateFeaturesV0 | UpdateFeaturesV1 | UpdateFeaturesV2
+DescribeProducersRequest: TypeAlias = DescribeProducersV0

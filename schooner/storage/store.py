@@ -15,8 +15,9 @@ from .cluster import BrokerInfo
 from .groups import commits, state
 from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
-from .log import append, lookup, read, retention, sizes
+from .log import append, lookup, producers, read, retention, sizes
 from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
+from .log.producers import ProducerState
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
 from .redis.calls import Call, Redis, Steps, StorageError, drive, run
@@ -191,3 +192,10 @@ class Store:
     # -- log dirs -----------------------------------------------------------------------------------
     async def partition_sizes(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         return await self.drive(sizes.partition_sizes(self.ks, partitions))
+
+    # -- idempotent producers -----------------------------------------------------------------------
+    async def producer_states(self, topic: Topic, partition: int) -> list[ProducerState]:
+        return await self.run(producers.states(self.ks, topic, partition))
+
+    async def expire_producers(self, topic: Topic, partition: int, expiration_ms: int) -> int:
+        return await self.drive(producers.expire(self.ks, topic, partition, expiration_ms))
