@@ -27,6 +27,7 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.stream("orders", 0),
         ks.partition_state("orders", 0),
         ks.time_index("orders", 0),
+        ks.producers("orders", 0),
         ks.topic("orders"),
         ks.topic_names,
         ks.topic_ids,

@@ -10,8 +10,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from aiokafka.record._crecords import DefaultRecordBatchBuilder
 from kio.index import load_response_schema
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
@@ -84,13 +86,22 @@ def decode_response(frame: bytes, api_key: int, version: int, flexible_header: b
 def call(port: int, body: Any) -> Any:
     """Sends one request on a new connection and returns the decoded response body."""
     with connect(port) as sock:
-        sock.sendall(encode_request(body, correlation_id=7))
+        (response,) = exchange(sock, [body])
+        return response
+
+
+def exchange(sock: socket.socket, bodies: Sequence[Any]) -> list[Any]:
+    """Sends the requests together on one connection (pipelined) and returns their decoded responses."""
+    sock.sendall(b"".join(encode_request(body, correlation_id=i) for i, body in enumerate(bodies)))
+    responses = []
+    for i, body in enumerate(bodies):
         frame = read_frame(sock)
         assert frame is not None, "connection closed"
         flexible = body.__flexible__ and body.__api_key__ != 18
         correlation_id, response = decode_response(frame, body.__api_key__, body.__version__, flexible)
-        assert correlation_id == 7
-        return response
+        assert correlation_id == i
+        responses.append(response)
+    return responses
 
 
 def is_closed(sock: socket.socket) -> bool:
@@ -144,3 +155,19 @@ def produce_request(
             ),
         ),
     )
+
+
+def idempotent_batch(
+    values: Sequence[bytes], producer_id: int, producer_epoch: int, base_sequence: int
+) -> bytes:
+    """One uncompressed batch of value-only records, stamped now, as an idempotent producer sends it."""
+    stamp = int(time.time() * 1000)
+    builder = DefaultRecordBatchBuilder(2, 0, 0, producer_id, producer_epoch, base_sequence, 2**31 - 1)
+    for i, value in enumerate(values):
+        builder.append(i, stamp, None, value, [])
+    return bytes(builder.build())
+
+
+def init_producer_id_request() -> InitProducerIdRequest:
+    """An InitProducerId (v4) for an idempotent producer: no transactional id, no current id."""
+    return InitProducerIdRequest(transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60))

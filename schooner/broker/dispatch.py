@@ -12,6 +12,14 @@ from typing import Any, TypeAlias, TypeVar
 from ..protocol.apis import ApiKey
 from ..protocol.messages import Answer, Request
 from .context import BrokerContext
+from .handlers.admin_cluster import (
+    handle_alter_partition_reassignments,
+    handle_alter_replica_log_dirs,
+    handle_describe_log_dirs,
+    handle_elect_leaders,
+    handle_list_partition_reassignments,
+    handle_update_features,
+)
 from .handlers.admin_configs import (
     handle_alter_configs,
     handle_describe_configs,
@@ -38,6 +46,7 @@ from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader
 from .handlers.metadata import handle_metadata
 from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
+from .handlers.producers import handle_describe_producers
 
 R = TypeVar("R")
 Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
@@ -74,6 +83,13 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.OFFSET_DELETE: handle_offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: handle_alter_replica_log_dirs,
+    ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
+    ApiKey.ELECT_LEADERS: handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.UPDATE_FEATURES: handle_update_features,
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
 }
 
 

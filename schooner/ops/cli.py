@@ -34,6 +34,9 @@ def main() -> None:
 @click.option("--keyspace", help="Prefix of every Redis key [schooner].")
 @click.option("--broker-id", type=int, help="Fixed broker id (default: allocated from Redis).")
 @click.option("--default-partitions", type=int, help="Partitions of auto-created topics [1].")
+@click.option(
+    "--producer-id-expiration-ms", type=int, help="Forget idempotent producers idle this long [86400000]."
+)
 @click.option("--log-level", default="INFO", show_default=True)
 def broker(config_file: str | None, log_level: str, **flags: Any) -> None:
     """Run a broker. Without --redis-url, starts an embedded redis-server (AOF on), restarts it if it

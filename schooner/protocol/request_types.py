@@ -13,6 +13,14 @@ from typing import TypeAlias
 from kio.schema.alter_configs.v0.request import AlterConfigsRequest as AlterConfigsV0
 from kio.schema.alter_configs.v1.request import AlterConfigsRequest as AlterConfigsV1
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest as AlterConfigsV2
+from kio.schema.alter_partition_reassignments.v0.request import (
+    AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsV0,
+)
+from kio.schema.alter_partition_reassignments.v1.request import (
+    AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsV1,
+)
+from kio.schema.alter_replica_log_dirs.v1.request import AlterReplicaLogDirsRequest as AlterReplicaLogDirsV1
+from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest as AlterReplicaLogDirsV2
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v1.request import ApiVersionsRequest as ApiVersionsV1
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsV2
@@ -66,6 +74,15 @@ from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsV4
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as DescribeGroupsV5
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest as DescribeGroupsV6
+from kio.schema.describe_log_dirs.v1.request import DescribeLogDirsRequest as DescribeLogDirsV1
+from kio.schema.describe_log_dirs.v2.request import DescribeLogDirsRequest as DescribeLogDirsV2
+from kio.schema.describe_log_dirs.v3.request import DescribeLogDirsRequest as DescribeLogDirsV3
+from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest as DescribeLogDirsV4
+from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest as DescribeLogDirsV5
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersV0
+from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersV0
+from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersV1
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersV2
 from kio.schema.fetch.v4.request import FetchRequest as FetchV4
 from kio.schema.fetch.v5.request import FetchRequest as FetchV5
 from kio.schema.fetch.v6.request import FetchRequest as FetchV6
@@ -139,6 +156,9 @@ from kio.schema.list_offsets.v8.request import ListOffsetsRequest as ListOffsets
 from kio.schema.list_offsets.v9.request import ListOffsetsRequest as ListOffsetsV9
 from kio.schema.list_offsets.v10.request import ListOffsetsRequest as ListOffsetsV10
 from kio.schema.list_offsets.v11.request import ListOffsetsRequest as ListOffsetsV11
+from kio.schema.list_partition_reassignments.v0.request import (
+    ListPartitionReassignmentsRequest as ListPartitionReassignmentsV0,
+)
 from kio.schema.metadata.v0.request import MetadataRequest as MetadataV0
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v2.request import MetadataRequest as MetadataV2
@@ -199,6 +219,9 @@ from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupV2
 from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupV3
 from kio.schema.sync_group.v4.request import SyncGroupRequest as SyncGroupV4
 from kio.schema.sync_group.v5.request import SyncGroupRequest as SyncGroupV5
+from kio.schema.update_features.v0.request import UpdateFeaturesRequest as UpdateFeaturesV0
+from kio.schema.update_features.v1.request import UpdateFeaturesRequest as UpdateFeaturesV1
+from kio.schema.update_features.v2.request import UpdateFeaturesRequest as UpdateFeaturesV2
 
 AlterConfigsRequest: TypeAlias = AlterConfigsV0 | AlterConfigsV1 | AlterConfigsV2
 ApiVersionsRequest: TypeAlias = ApiVersionsV0 | ApiVersionsV1 | ApiVersionsV2 | ApiVersionsV3 | ApiVersionsV4
@@ -355,3 +378,12 @@ ProduceRequest: TypeAlias = (
 SyncGroupRequest: TypeAlias = (
     SyncGroupV0 | SyncGroupV1 | SyncGroupV2 | SyncGroupV3 | SyncGroupV4 | SyncGroupV5
 )
+AlterReplicaLogDirsRequest: TypeAlias = AlterReplicaLogDirsV1 | AlterReplicaLogDirsV2
+DescribeLogDirsRequest: TypeAlias = (
+    DescribeLogDirsV1 | DescribeLogDirsV2 | DescribeLogDirsV3 | DescribeLogDirsV4 | DescribeLogDirsV5
+)
+ElectLeadersRequest: TypeAlias = ElectLeadersV0 | ElectLeadersV1 | ElectLeadersV2
+AlterPartitionReassignmentsRequest: TypeAlias = AlterPartitionReassignmentsV0 | AlterPartitionReassignmentsV1
+ListPartitionReassignmentsRequest: TypeAlias = ListPartitionReassignmentsV0
+UpdateFeaturesRequest: TypeAlias = UpdateFeaturesV0 | UpdateFeaturesV1 | UpdateFeaturesV2
+DescribeProducersRequest: TypeAlias = DescribeProducersV0

@@ -26,11 +26,16 @@ class Keyspace:
         """Sorted set: batch start ID scored by the highest record timestamp seen up to that batch."""
         return f"{self.prefix}:tindex:{{{topic}:{partition}}}"
 
+    def producers(self, topic: str, partition: int) -> str:
+        """Sorted set: idempotent producer id scored by the time (ms) of its last append, for expiry."""
+        return f"{self.prefix}:producers:{{{topic}:{partition}}}"
+
     def partition_keys(self, topic: str, partition: int) -> list[str]:
         return [
             self.stream(topic, partition),
             self.partition_state(topic, partition),
             self.time_index(topic, partition),
+            self.producers(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------
