@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-import time
 import pytest
 
 from schooner.storage.keys import Keyspace
