@@ -35,6 +35,8 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.broker_id_counter,
         ks.producer_id_counter,
         ks.appended_channel,
+        ks.quota_entities,
+        ks.quota_entity("user=alice,client-id=app-1"),
     ]:
         assert f"`{key}`" in text, key
     assert "`schooner:broker:<id>`" in text and ks.broker(7) == "schooner:broker:7"
@@ -87,3 +89,19 @@ def test_operations_has_failure_modes_for_every_fault() -> None:
         "mutated",
     ):
         assert fault in section, fault
+
+
+def test_quota_entity_ids_in_key_layout_are_the_ids_the_code_builds() -> None:
+    from schooner.storage.quotas import entity_id
+
+    text = (DOCS / "key-layout.md").read_text()
+    section = text[text.index("## Client quotas") :]
+    for entity in [
+        (("user", "alice"),),
+        (("user", None),),
+        (("user", "alice"), ("client-id", None)),
+        (("client-id", "app,1"),),
+        (("ip", "10.0.0.1"),),
+        (("ip", None),),
+    ]:
+        assert f"`{entity_id(entity)}`" in section, entity

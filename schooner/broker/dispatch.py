@@ -12,6 +12,7 @@ from typing import Any, TypeAlias, TypeVar
 from ..protocol.apis import ApiKey
 from ..protocol.messages import Answer, Request
 from .context import BrokerContext
+from .handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .handlers.admin_configs import (
     handle_alter_configs,
     handle_describe_configs,
@@ -38,6 +39,7 @@ from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader
 from .handlers.metadata import handle_metadata
 from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
+from .handlers.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 
 R = TypeVar("R")
 Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
@@ -74,6 +76,11 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.OFFSET_DELETE: handle_offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+    ApiKey.DESCRIBE_ACLS: handle_describe_acls,
+    ApiKey.CREATE_ACLS: handle_create_acls,
+    ApiKey.DELETE_ACLS: handle_delete_acls,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: handle_alter_client_quotas,
 }
 
 

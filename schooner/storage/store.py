@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from . import cluster
+from . import cluster, quotas
 from .cluster import BrokerInfo
 from .groups import commits, state
 from .groups.commits import CommittedOffset, Owner
@@ -19,7 +19,7 @@ from .log import append, lookup, read, retention
 from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
-from .redis.calls import Call, Redis, Steps, StorageError, drive, run
+from .redis.calls import Call, Redis, Steps, StorageError, drive, run, together
 from .redis.lane import PipelinedLane
 from .redis.server_info import Durability, Memory
 from .topic_partition import TopicPartition
@@ -182,3 +182,11 @@ class Store:
 
     async def memory(self) -> Memory:
         return await self.run(server_info.memory())
+
+    # -- client quotas (stored, not enforced) -------------------------------------------------------
+    async def client_quotas(self) -> dict[quotas.Entity, dict[str, float]]:
+        return await self.drive(quotas.load_all(self.ks))
+
+    async def alter_client_quotas(self, changes: Sequence[quotas.QuotaChange]) -> None:
+        """Each entity's change is one script, all sent in one pipelined round trip."""
+        await self.drive(together([quotas.alter(self.ks, c.entity, c.set_values, c.remove) for c in changes]))
