@@ -1,7 +1,9 @@
 """API key -> handler.
 
 A handler takes the broker context and its API's request (the union of versions in
-protocol/request_types.py) and returns the response, or NO_RESPONSE when none is due.
+protocol/request_types.py) and returns the response, or NO_RESPONSE when none is due. A request of
+an API with no handler (decoded only when kio has its schema) gets UNSUPPORTED_VERSION in its own
+response (protocol/unsupported.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from ..protocol.apis import ApiKey
 from ..protocol.messages import Answer, Request
+from ..protocol.unsupported import unsupported_response
 from .context import BrokerContext
 from .handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .handlers.admin_configs import (
@@ -86,6 +89,9 @@ HANDLERS: dict[int, Handler[Any]] = {
 
 def dispatcher(ctx: BrokerContext) -> Callable[[Request], Awaitable[Answer]]:
     async def handle(request: Request) -> Answer:
-        return await HANDLERS[request.header.api_key](ctx, request.body)
+        handler = HANDLERS.get(request.header.api_key)
+        if handler is None:  # an API kio knows that this broker does not serve: see protocol/unsupported.py
+            return unsupported_response(request.body)
+        return await handler(ctx, request.body)
 
     return handle

@@ -68,6 +68,14 @@ class ProducedBatch:
     is_transactional: bool
     records: list[Any]  # aiokafka records: .timestamp, .key, .value, .headers (storage's RecordLike)
     size_bytes: int
+    # What max.message.bytes limits when it is not the whole batch: the largest message of a legacy
+    # message set (legacy_records.py), as Kafka checks each of those. 0: the whole batch.
+    largest_message_bytes: int = 0
+
+    @property
+    def checked_bytes(self) -> int:
+        """The size Kafka compares with the topic's max.message.bytes."""
+        return self.largest_message_bytes or self.size_bytes
 
     @property
     def last_sequence(self) -> int:

@@ -2,7 +2,8 @@
 
 One alias per API, named like kio's class (`ProduceRequest` is every Produce version served), so a
 handler's attribute access is checked by mypy against every version it may receive: a field that
-some version lacks must be read with getattr() or after narrowing. Generated from SUPPORTED_VERSIONS;
+some version lacks must be read with getattr() or after narrowing. Produce v0-v2 come from
+legacy_produce/, which kio lacks. Generated from SUPPORTED_VERSIONS;
 tests/protocol/test_request_types.py fails when the two disagree.
 """
 
@@ -213,6 +214,10 @@ from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupV3
 from kio.schema.sync_group.v4.request import SyncGroupRequest as SyncGroupV4
 from kio.schema.sync_group.v5.request import SyncGroupRequest as SyncGroupV5
 
+from .legacy_produce.v0 import ProduceRequest as ProduceV0
+from .legacy_produce.v1 import ProduceRequest as ProduceV1
+from .legacy_produce.v2 import ProduceRequest as ProduceV2
+
 AlterConfigsRequest: TypeAlias = AlterConfigsV0 | AlterConfigsV1 | AlterConfigsV2
 ApiVersionsRequest: TypeAlias = ApiVersionsV0 | ApiVersionsV1 | ApiVersionsV2 | ApiVersionsV3 | ApiVersionsV4
 ConsumerGroupDescribeRequest: TypeAlias = ConsumerGroupDescribeV0 | ConsumerGroupDescribeV1
@@ -353,7 +358,10 @@ OffsetForLeaderEpochRequest: TypeAlias = (
     OffsetForLeaderEpochV2 | OffsetForLeaderEpochV3 | OffsetForLeaderEpochV4
 )
 ProduceRequest: TypeAlias = (
-    ProduceV3
+    ProduceV0
+    | ProduceV1
+    | ProduceV2
+    | ProduceV3
     | ProduceV4
     | ProduceV5
     | ProduceV6
