@@ -98,11 +98,12 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
             raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch header")
         _, length = _BASE_OFFSET_AND_LENGTH.unpack_from(data, pos)
         size = 12 + length
-        if length < _MIN_BATCH_SIZE - 12 or pos + size > end:
-            raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch")
-        magic = data[pos + _MAGIC_OFFSET]
+        # The magic first: a legacy message (magic 0 or 1) is shorter than any v2 batch.
+        magic = data[pos + _MAGIC_OFFSET] if end - pos > _MAGIC_OFFSET else 2
         if magic != 2:
             raise InvalidRecords(UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {magic} is not 2")
+        if length < _MIN_BATCH_SIZE - 12 or pos + size > end:
+            raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch")
         raw = bytes(view[pos : pos + size])
         batch = DefaultRecordBatch(raw)
         if not batch.validate_crc():
