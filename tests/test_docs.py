@@ -105,3 +105,14 @@ def test_quota_entity_ids_in_key_layout_are_the_ids_the_code_builds() -> None:
         (("ip", None),),
     ]:
         assert f"`{entity_id(entity)}`" in section, entity
+
+
+def test_compatibility_describes_what_unserved_apis_get() -> None:
+    from schooner.protocol.unsupported import __doc__ as rule
+
+    text = (DOCS / "compatibility.md").read_text()
+    section = text[text.index("### APIs the broker does not serve") : text.index("## Clients tested")]
+    assert "`UNSUPPORTED_VERSION` (35)" in section and "schooner/protocol/unsupported.py" in section
+    assert rule is not None and "UNSUPPORTED_VERSION" in rule
+    for closing in ("outside the table's range", "no schema for", "cannot be parsed", "KIP-511"):
+        assert closing in section, closing
