@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiokafka.record._crecords import DefaultRecordBatchBuilder
-from kio.index import load_response_schema
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -19,6 +18,7 @@ from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_reader, entity_writer
 
+from schooner.protocol.apis import response_type
 from schooner.protocol.records import BatchBuilder
 
 # Counts and sizes a hostile or broken client might declare: legacy int32 and int16 maxima,
@@ -79,7 +79,7 @@ def read_exact(sock: socket.socket, n: int) -> bytes | None:
 def decode_response(frame: bytes, api_key: int, version: int, flexible_header: bool) -> tuple[int, Any]:
     (correlation_id,) = struct.unpack_from(">i", frame, 0)
     pos = 4 + (1 if flexible_header else 0)
-    body, _ = entity_reader(load_response_schema(api_key, version))(frame, pos)
+    body, _ = entity_reader(response_type(api_key, version))(frame, pos)
     return correlation_id, body
 
 

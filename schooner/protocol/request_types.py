@@ -2,7 +2,8 @@
 
 One alias per API, named like kio's class (`ProduceRequest` is every Produce version served), so a
 handler's attribute access is checked by mypy against every version it may receive: a field that
-some version lacks must be read with getattr() or after narrowing. Generated from SUPPORTED_VERSIONS;
+some version lacks must be read with getattr() or after narrowing. Produce v0-v2 come from
+legacy_produce/, which kio lacks. Generated from SUPPORTED_VERSIONS;
 tests/protocol/test_request_types.py fails when the two disagree.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from kio.schema.alter_client_quotas.v0.request import AlterClientQuotasRequest as AlterClientQuotasV0
+from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest as AlterClientQuotasV1
 from kio.schema.alter_configs.v0.request import AlterConfigsRequest as AlterConfigsV0
 from kio.schema.alter_configs.v1.request import AlterConfigsRequest as AlterConfigsV1
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest as AlterConfigsV2
@@ -38,6 +41,9 @@ from kio.schema.consumer_group_heartbeat.v0.request import (
 from kio.schema.consumer_group_heartbeat.v1.request import (
     ConsumerGroupHeartbeatRequest as ConsumerGroupHeartbeatV1,
 )
+from kio.schema.create_acls.v1.request import CreateAclsRequest as CreateAclsV1
+from kio.schema.create_acls.v2.request import CreateAclsRequest as CreateAclsV2
+from kio.schema.create_acls.v3.request import CreateAclsRequest as CreateAclsV3
 from kio.schema.create_partitions.v0.request import CreatePartitionsRequest as CreatePartitionsV0
 from kio.schema.create_partitions.v1.request import CreatePartitionsRequest as CreatePartitionsV1
 from kio.schema.create_partitions.v2.request import CreatePartitionsRequest as CreatePartitionsV2
@@ -48,6 +54,9 @@ from kio.schema.create_topics.v4.request import CreateTopicsRequest as CreateTop
 from kio.schema.create_topics.v5.request import CreateTopicsRequest as CreateTopicsV5
 from kio.schema.create_topics.v6.request import CreateTopicsRequest as CreateTopicsV6
 from kio.schema.create_topics.v7.request import CreateTopicsRequest as CreateTopicsV7
+from kio.schema.delete_acls.v1.request import DeleteAclsRequest as DeleteAclsV1
+from kio.schema.delete_acls.v2.request import DeleteAclsRequest as DeleteAclsV2
+from kio.schema.delete_acls.v3.request import DeleteAclsRequest as DeleteAclsV3
 from kio.schema.delete_groups.v0.request import DeleteGroupsRequest as DeleteGroupsV0
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest as DeleteGroupsV1
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest as DeleteGroupsV2
@@ -60,6 +69,11 @@ from kio.schema.delete_topics.v3.request import DeleteTopicsRequest as DeleteTop
 from kio.schema.delete_topics.v4.request import DeleteTopicsRequest as DeleteTopicsV4
 from kio.schema.delete_topics.v5.request import DeleteTopicsRequest as DeleteTopicsV5
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest as DeleteTopicsV6
+from kio.schema.describe_acls.v1.request import DescribeAclsRequest as DescribeAclsV1
+from kio.schema.describe_acls.v2.request import DescribeAclsRequest as DescribeAclsV2
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest as DescribeAclsV3
+from kio.schema.describe_client_quotas.v0.request import DescribeClientQuotasRequest as DescribeClientQuotasV0
+from kio.schema.describe_client_quotas.v1.request import DescribeClientQuotasRequest as DescribeClientQuotasV1
 from kio.schema.describe_cluster.v0.request import DescribeClusterRequest as DescribeClusterV0
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterV1
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest as DescribeClusterV2
@@ -223,6 +237,10 @@ from kio.schema.update_features.v0.request import UpdateFeaturesRequest as Updat
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest as UpdateFeaturesV1
 from kio.schema.update_features.v2.request import UpdateFeaturesRequest as UpdateFeaturesV2
 
+from .legacy_produce.v0 import ProduceRequest as ProduceV0
+from .legacy_produce.v1 import ProduceRequest as ProduceV1
+from .legacy_produce.v2 import ProduceRequest as ProduceV2
+
 AlterConfigsRequest: TypeAlias = AlterConfigsV0 | AlterConfigsV1 | AlterConfigsV2
 ApiVersionsRequest: TypeAlias = ApiVersionsV0 | ApiVersionsV1 | ApiVersionsV2 | ApiVersionsV3 | ApiVersionsV4
 ConsumerGroupDescribeRequest: TypeAlias = ConsumerGroupDescribeV0 | ConsumerGroupDescribeV1
@@ -363,7 +381,10 @@ OffsetForLeaderEpochRequest: TypeAlias = (
     OffsetForLeaderEpochV2 | OffsetForLeaderEpochV3 | OffsetForLeaderEpochV4
 )
 ProduceRequest: TypeAlias = (
-    ProduceV3
+    ProduceV0
+    | ProduceV1
+    | ProduceV2
+    | ProduceV3
     | ProduceV4
     | ProduceV5
     | ProduceV6
@@ -387,3 +408,8 @@ AlterPartitionReassignmentsRequest: TypeAlias = AlterPartitionReassignmentsV0 | 
 ListPartitionReassignmentsRequest: TypeAlias = ListPartitionReassignmentsV0
 UpdateFeaturesRequest: TypeAlias = UpdateFeaturesV0 | UpdateFeaturesV1 | UpdateFeaturesV2
 DescribeProducersRequest: TypeAlias = DescribeProducersV0
+CreateAclsRequest: TypeAlias = CreateAclsV1 | CreateAclsV2 | CreateAclsV3
+DescribeAclsRequest: TypeAlias = DescribeAclsV1 | DescribeAclsV2 | DescribeAclsV3
+DeleteAclsRequest: TypeAlias = DeleteAclsV1 | DeleteAclsV2 | DeleteAclsV3
+DescribeClientQuotasRequest: TypeAlias = DescribeClientQuotasV0 | DescribeClientQuotasV1
+AlterClientQuotasRequest: TypeAlias = AlterClientQuotasV0 | AlterClientQuotasV1

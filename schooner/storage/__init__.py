@@ -8,6 +8,7 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   keys.py    every key name;  offsets.py  Kafka offset <-> stream entry ID
   topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)
   cluster.py brokers' registrations and the cluster-wide counters
+  quotas.py  client quotas (AlterClientQuotas/DescribeClientQuotas): Kafka's rules, stored, not enforced
   log/       the Kafka log, one stream per partition: entry.py (record <-> entry fields),
              append.py, read.py, lookup.py (by time), retention.py, producers.py (idempotent
              producers' state: DescribeProducers and expiry)

@@ -125,3 +125,13 @@ class Keyspace:
     def mq_groups(self, topic: str) -> str:
         """Set: the MQ groups that consume the topic."""
         return f"{self.prefix}:mq:groups:{{{topic}}}"
+
+    # -- client quotas: every key shares the tag {quotas}, so one script updates an entity and the index
+    @property
+    def quota_entities(self) -> str:
+        """Set: the id of every quota entity that has at least one quota (storage/quotas.py builds ids)."""
+        return f"{self.prefix}:{{quotas}}:entities"
+
+    def quota_entity(self, entity_id: str) -> str:
+        """Hash: quota key (producer_byte_rate, ...) -> value, as decimal text, of one entity."""
+        return f"{self.prefix}:{{quotas}}:entity:{entity_id}"

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from . import cluster
+from . import cluster, quotas
 from .cluster import BrokerInfo
 from .groups import commits, state
 from .groups.commits import CommittedOffset, Owner
@@ -20,7 +20,7 @@ from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
 from .log.producers import ProducerState
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
-from .redis.calls import Call, Redis, Steps, StorageError, drive, run
+from .redis.calls import Call, Redis, Steps, StorageError, drive, run, together
 from .redis.lane import PipelinedLane
 from .redis.server_info import Durability, Memory
 from .topic_partition import TopicPartition
@@ -199,3 +199,11 @@ class Store:
 
     async def expire_producers(self, topic: Topic, partition: int, expiration_ms: int) -> int:
         return await self.drive(producers.expire(self.ks, topic, partition, expiration_ms))
+
+    # -- client quotas (stored, not enforced) -------------------------------------------------------
+    async def client_quotas(self) -> dict[quotas.Entity, dict[str, float]]:
+        return await self.drive(quotas.load_all(self.ks))
+
+    async def alter_client_quotas(self, changes: Sequence[quotas.QuotaChange]) -> None:
+        """Each entity's change is one script, all sent in one pipelined round trip."""
+        await self.drive(together([quotas.alter(self.ks, c.entity, c.set_values, c.remove) for c in changes]))
