@@ -15,6 +15,7 @@ from .. import config
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
 from .pipeline import pipeline
+from .topics_cli import topics
 
 
 @click.group()
@@ -108,6 +109,7 @@ def _run(settings: config.Settings, redis_url: str, embedded: EmbeddedRedis | No
 
 main.add_command(pipeline)
 main.add_command(groups)
+main.add_command(topics)
 
 if __name__ == "__main__":
     main()
