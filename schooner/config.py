@@ -7,7 +7,8 @@ Config file (TOML), all keys optional:
     max_request_bytes = 104857600
     connections_max_idle_ms, request_timeout_ms, max_connections, max_connections_per_ip,
     max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
-    redis_maxmemory = "2gb", allow_evicting_redis = false   (docs/configuration.md)
+    redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
+    (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
     "retention.ms" = "604800000"
 Each key has an environment variable: SCHOONER_<KEY IN CAPITALS>; topic defaults use
@@ -41,6 +42,9 @@ class Settings:
     heartbeat_ms: int = 1000
     session_ms: int = 5000  # a broker that misses heartbeats this long leaves Metadata
     retention_check_ms: int = 30000  # how often idle partitions are trimmed
+    # Kafka's producer.id.expiration.ms: an idempotent producer that has not appended for this long is
+    # forgotten by the sweep that runs every retention_check_ms.
+    producer_id_expiration_ms: int = 86_400_000
     group_min_session_ms: int = 6000
     group_max_session_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 3000  # a new group waits this long for more members

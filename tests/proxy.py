@@ -1,7 +1,8 @@
 """TCP proxies for fault tests.
 
 DroppingProxy sits between a Kafka client and the broker and drops chosen responses, to force a
-producer to retry a batch the broker already appended (idempotence tests).
+producer to retry a batch the broker already appended (idempotence tests). It also records the API
+key and version of every request, so with no drops it shows which versions a client chose.
 FaultProxy sits in front of any TCP server (redis-server, the broker) and simulates network faults:
 a stall holds every byte but keeps connections open, a cut closes them and refuses new ones.
 """
@@ -33,6 +34,7 @@ class DroppingProxy:
         self.drop_api_key = drop_api_key
         self.drops_left = drops
         self.dropped = 0
+        self.requests: list[tuple[int, int]] = []  # (api key, version) of every request, in order
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -57,8 +59,10 @@ class DroppingProxy:
     def _pump_requests(self, src: socket.socket, dst: socket.socket, api_keys: dict[int, int]) -> None:
         try:
             while (frame := read_frame(src)) is not None:
-                api_key, _, correlation = struct.unpack_from(">hhi", frame, 4)
+                api_key, version, correlation = struct.unpack_from(">hhi", frame, 4)
                 api_keys[correlation] = api_key
+                with self._lock:
+                    self.requests.append((api_key, version))
                 dst.sendall(frame)
         except OSError:
             pass

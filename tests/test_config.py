@@ -31,3 +31,20 @@ def test_unknown_setting_in_file_is_an_error(tmp_path: Path) -> None:
 def test_advertised_address() -> None:
     assert config.Settings(host="0.0.0.0", port=1).advertised_host_port == ("127.0.0.1", 1)
     assert config.Settings(advertise="kafka.local:19092").advertised_host_port == ("kafka.local", 19092)
+
+
+def test_producer_id_expiration_from_default_file_env_and_flag(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from schooner.ops import cli
+
+    assert config.load(env={}).producer_id_expiration_ms == 86_400_000  # Kafka's one day
+    path = tmp_path / "schooner.toml"
+    path.write_text("producer_id_expiration_ms = 3600000\n")
+    assert config.load(path, env={}).producer_id_expiration_ms == 3_600_000
+    env = {"SCHOONER_PRODUCER_ID_EXPIRATION_MS": "60000"}
+    assert config.load(path, env=env).producer_id_expiration_ms == 60_000
+    flags = {"producer_id_expiration_ms": 1000}
+    assert config.load(path, env=env, overrides=flags).producer_id_expiration_ms == 1000
+    usage = CliRunner().invoke(cli.main, ["broker", "--help"]).output
+    assert "--producer-id-expiration-ms" in usage

@@ -27,6 +27,7 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.stream("orders", 0),
         ks.partition_state("orders", 0),
         ks.time_index("orders", 0),
+        ks.producers("orders", 0),
         ks.topic("orders"),
         ks.topic_names,
         ks.topic_ids,
@@ -35,6 +36,8 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.broker_id_counter,
         ks.producer_id_counter,
         ks.appended_channel,
+        ks.quota_entities,
+        ks.quota_entity("user=alice,client-id=app-1"),
     ]:
         assert f"`{key}`" in text, key
     assert "`schooner:broker:<id>`" in text and ks.broker(7) == "schooner:broker:7"
@@ -87,3 +90,30 @@ def test_operations_has_failure_modes_for_every_fault() -> None:
         "mutated",
     ):
         assert fault in section, fault
+
+
+def test_quota_entity_ids_in_key_layout_are_the_ids_the_code_builds() -> None:
+    from schooner.storage.quotas import entity_id
+
+    text = (DOCS / "key-layout.md").read_text()
+    section = text[text.index("## Client quotas") :]
+    for entity in [
+        (("user", "alice"),),
+        (("user", None),),
+        (("user", "alice"), ("client-id", None)),
+        (("client-id", "app,1"),),
+        (("ip", "10.0.0.1"),),
+        (("ip", None),),
+    ]:
+        assert f"`{entity_id(entity)}`" in section, entity
+
+
+def test_compatibility_describes_what_unserved_apis_get() -> None:
+    from schooner.protocol.unsupported import __doc__ as rule
+
+    text = (DOCS / "compatibility.md").read_text()
+    section = text[text.index("### APIs the broker does not serve") : text.index("## Clients tested")]
+    assert "`UNSUPPORTED_VERSION` (35)" in section and "schooner/protocol/unsupported.py" in section
+    assert rule is not None and "UNSUPPORTED_VERSION" in rule
+    for closing in ("outside the table's range", "no schema for", "cannot be parsed", "KIP-511"):
+        assert closing in section, closing

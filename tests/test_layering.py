@@ -168,7 +168,7 @@ SUBPACKAGE_RULES = [
     *floors(
         "schooner.storage",
         ("redis", "keys", "offsets", "topic_partition"),
-        ("topics", "cluster"),
+        ("topics", "cluster", "quotas"),
         "log",
         ("mq", "groups"),
         "store",

@@ -10,13 +10,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kio.index import load_response_schema
+from aiokafka.record._crecords import DefaultRecordBatchBuilder
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_reader, entity_writer
 
+from schooner.protocol.apis import response_type
 from schooner.protocol.records import BatchBuilder
 
 # Counts and sizes a hostile or broken client might declare: legacy int32 and int16 maxima,
@@ -77,20 +79,29 @@ def read_exact(sock: socket.socket, n: int) -> bytes | None:
 def decode_response(frame: bytes, api_key: int, version: int, flexible_header: bool) -> tuple[int, Any]:
     (correlation_id,) = struct.unpack_from(">i", frame, 0)
     pos = 4 + (1 if flexible_header else 0)
-    body, _ = entity_reader(load_response_schema(api_key, version))(frame, pos)
+    body, _ = entity_reader(response_type(api_key, version))(frame, pos)
     return correlation_id, body
 
 
 def call(port: int, body: Any) -> Any:
     """Sends one request on a new connection and returns the decoded response body."""
     with connect(port) as sock:
-        sock.sendall(encode_request(body, correlation_id=7))
+        (response,) = exchange(sock, [body])
+        return response
+
+
+def exchange(sock: socket.socket, bodies: Sequence[Any]) -> list[Any]:
+    """Sends the requests together on one connection (pipelined) and returns their decoded responses."""
+    sock.sendall(b"".join(encode_request(body, correlation_id=i) for i, body in enumerate(bodies)))
+    responses = []
+    for i, body in enumerate(bodies):
         frame = read_frame(sock)
         assert frame is not None, "connection closed"
         flexible = body.__flexible__ and body.__api_key__ != 18
         correlation_id, response = decode_response(frame, body.__api_key__, body.__version__, flexible)
-        assert correlation_id == 7
-        return response
+        assert correlation_id == i
+        responses.append(response)
+    return responses
 
 
 def is_closed(sock: socket.socket) -> bool:
@@ -144,3 +155,19 @@ def produce_request(
             ),
         ),
     )
+
+
+def idempotent_batch(
+    values: Sequence[bytes], producer_id: int, producer_epoch: int, base_sequence: int
+) -> bytes:
+    """One uncompressed batch of value-only records, stamped now, as an idempotent producer sends it."""
+    stamp = int(time.time() * 1000)
+    builder = DefaultRecordBatchBuilder(2, 0, 0, producer_id, producer_epoch, base_sequence, 2**31 - 1)
+    for i, value in enumerate(values):
+        builder.append(i, stamp, None, value, [])
+    return bytes(builder.build())
+
+
+def init_producer_id_request() -> InitProducerIdRequest:
+    """An InitProducerId (v4) for an idempotent producer: no transactional id, no current id."""
+    return InitProducerIdRequest(transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60))

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from ..protocol.apis import ApiKey
+from ..protocol.apis import ApiKey, api_name
 from ..protocol.errors import ProtocolError, UnsupportedRequest
 from ..protocol.framing import FrameDecoder
 from ..protocol.messages import (
@@ -340,4 +340,4 @@ class Connection:
 
 
 def _name(header: RequestHeader) -> str:
-    return ApiKey(header.api_key).name
+    return api_name(header.api_key)

@@ -80,8 +80,14 @@ class BrokerContext:
     def remember_topic(self, topic: Topic) -> None:
         self._topics[topic.name] = (time.monotonic(), topic)
 
-    async def create_topic(self, name: str, partitions: int, overrides: Mapping[str, str]) -> Topic:
-        created = await self.store.create_topic(name, partitions, overrides, self.topic_defaults)
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        overrides: Mapping[str, str],
+        leaders: Mapping[int, int] | None = None,
+    ) -> Topic:
+        created = await self.store.create_topic(name, partitions, overrides, self.topic_defaults, leaders)
         self.remember_topic(created)
         return created
 
@@ -105,9 +111,13 @@ class BrokerContext:
             return found
 
     @staticmethod
-    def leader_for(brokers: list[BrokerInfo], topic: str, partition: int) -> int:
-        """Spreads partition leaders over the live brokers; any broker can serve any partition."""
-        return brokers[(zlib.crc32(topic.encode()) + partition) % len(brokers)].broker_id
+    def leader_for(brokers: list[BrokerInfo], topic: Topic, partition: int) -> int:
+        """The broker a replica assignment placed the partition on while it is live; otherwise leaders
+        are spread over the live brokers. Any broker can serve any partition either way."""
+        placed = topic.leaders.get(partition)
+        if placed is not None and any(b.broker_id == placed for b in brokers):
+            return placed
+        return brokers[(zlib.crc32(topic.name.encode()) + partition) % len(brokers)].broker_id
 
     def controller_id(self, brokers: list[BrokerInfo]) -> int:
         return brokers[0].broker_id if brokers else self.me.broker_id

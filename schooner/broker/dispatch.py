@@ -1,7 +1,9 @@
 """API key -> handler.
 
 A handler takes the broker context and its API's request (the union of versions in
-protocol/request_types.py) and returns the response, or NO_RESPONSE when none is due.
+protocol/request_types.py) and returns the response, or NO_RESPONSE when none is due. A request of
+an API with no handler (decoded only when kio has its schema) gets UNSUPPORTED_VERSION in its own
+response (protocol/unsupported.py).
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ from typing import Any, TypeAlias, TypeVar
 
 from ..protocol.apis import ApiKey
 from ..protocol.messages import Answer, Request
+from ..protocol.unsupported import unsupported_response
 from .context import BrokerContext
+from .handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
+from .handlers.admin_cluster import (
+    handle_alter_partition_reassignments,
+    handle_alter_replica_log_dirs,
+    handle_describe_log_dirs,
+    handle_elect_leaders,
+    handle_list_partition_reassignments,
+    handle_update_features,
+)
 from .handlers.admin_configs import (
     handle_alter_configs,
     handle_describe_configs,
@@ -38,6 +50,8 @@ from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader
 from .handlers.metadata import handle_metadata
 from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
+from .handlers.producers import handle_describe_producers
+from .handlers.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 
 R = TypeVar("R")
 Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
@@ -74,11 +88,26 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.OFFSET_DELETE: handle_offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: handle_alter_replica_log_dirs,
+    ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
+    ApiKey.ELECT_LEADERS: handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.UPDATE_FEATURES: handle_update_features,
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
+    ApiKey.DESCRIBE_ACLS: handle_describe_acls,
+    ApiKey.CREATE_ACLS: handle_create_acls,
+    ApiKey.DELETE_ACLS: handle_delete_acls,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: handle_alter_client_quotas,
 }
 
 
 def dispatcher(ctx: BrokerContext) -> Callable[[Request], Awaitable[Answer]]:
     async def handle(request: Request) -> Answer:
-        return await HANDLERS[request.header.api_key](ctx, request.body)
+        handler = HANDLERS.get(request.header.api_key)
+        if handler is None:  # an API kio knows that this broker does not serve: see protocol/unsupported.py
+            return unsupported_response(request.body)
+        return await handler(ctx, request.body)
 
     return handle

@@ -203,15 +203,18 @@ class Broker:
                     log.warning("group upkeep failed: %s", exc)
 
     async def _sweep_retention(self) -> None:
-        """Applies retention to every partition, so topics that get no writes are trimmed too."""
+        """Applies retention to every partition, so topics that get no writes are trimmed too, and
+        forgets idempotent producers idle longer than producer_id_expiration_ms."""
         assert self.ctx is not None
         ctx = self.ctx
+        expiration_ms = self.settings.producer_id_expiration_ms
         while True:
             await asyncio.sleep(self.settings.retention_check_ms / 1000)
             try:
                 for topic in await ctx.store.topics(ctx.topic_defaults):
                     for p in range(topic.partitions):
                         await ctx.store.apply_retention(topic, p)
+                        await ctx.store.expire_producers(topic, p, expiration_ms)
             except (StorageError, OSError) as exc:
                 log.warning("retention sweep failed: %s", exc)
 

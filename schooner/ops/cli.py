@@ -15,6 +15,7 @@ from .. import config
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
 from .pipeline import pipeline
+from .topics_cli import topics
 
 
 @click.group()
@@ -34,6 +35,9 @@ def main() -> None:
 @click.option("--keyspace", help="Prefix of every Redis key [schooner].")
 @click.option("--broker-id", type=int, help="Fixed broker id (default: allocated from Redis).")
 @click.option("--default-partitions", type=int, help="Partitions of auto-created topics [1].")
+@click.option(
+    "--producer-id-expiration-ms", type=int, help="Forget idempotent producers idle this long [86400000]."
+)
 @click.option("--log-level", default="INFO", show_default=True)
 def broker(config_file: str | None, log_level: str, **flags: Any) -> None:
     """Run a broker. Without --redis-url, starts an embedded redis-server (AOF on), restarts it if it
@@ -105,6 +109,7 @@ def _run(settings: config.Settings, redis_url: str, embedded: EmbeddedRedis | No
 
 main.add_command(pipeline)
 main.add_command(groups)
+main.add_command(topics)
 
 if __name__ == "__main__":
     main()

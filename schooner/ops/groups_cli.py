@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -13,34 +12,7 @@ from ..storage.keys import Keyspace
 from ..storage.redis.calls import drive_sync, run_sync
 from ..storage.redis.client import connect_sync
 from ..storage.topics import metadata
-
-
-def _redis_url(redis_url: str | None, data_dir: str) -> str:
-    if redis_url:
-        return redis_url
-    saved = Path(data_dir) / "redis" / "url"
-    if saved.exists():
-        return saved.read_text().strip()
-    raise click.UsageError("give --redis-url, or run where the embedded broker keeps its data (--data-dir)")
-
-
-_common = [
-    click.option("--redis-url", envvar="SCHOONER_REDIS_URL", help="Redis of the deployment."),
-    click.option(
-        "--data-dir",
-        envvar="SCHOONER_DATA_DIR",
-        default=".data",
-        show_default=True,
-        help="Data folder of an embedded broker (its Redis URL is read from there).",
-    ),  # fmt: skip
-    click.option("--keyspace", envvar="SCHOONER_KEYSPACE", default="schooner", show_default=True),
-]
-
-
-def _options(fn):  # type: ignore[no-untyped-def]
-    for option in reversed(_common):
-        fn = option(fn)
-    return fn
+from .redis_options import redis_url_of, with_redis_options
 
 
 @click.group()
@@ -49,10 +21,10 @@ def groups() -> None:
 
 
 @groups.command("list")
-@_options
+@with_redis_options
 def list_groups(redis_url: str | None, data_dir: str, keyspace: str) -> None:
     """Every group with its state, generation and member count."""
-    redis = connect_sync(_redis_url(redis_url, data_dir))
+    redis = connect_sync(redis_url_of(redis_url, data_dir))
     ks = Keyspace(keyspace)
     click.echo(f"{'GROUP':30} {'STATE':20} {'GENERATION':>10} {'MEMBERS':>7}")
     for group_id in run_sync(redis, state.list_ids(ks)):
@@ -65,14 +37,15 @@ def list_groups(redis_url: str | None, data_dir: str, keyspace: str) -> None:
 
 @groups.command("lag")
 @click.argument("group_id")
-@_options
+@with_redis_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per partition.")
 def lag(group_id: str, redis_url: str | None, data_dir: str, keyspace: str, as_json: bool) -> None:
     """Per partition: committed offset, end offset, lag in records, and how old the oldest unread record is.
 
-    Offsets have gaps (they come from entry IDs), so lag is counted in records, not offset differences.
+    On dense topics lag is end offset - committed offset; on timestamp-encoded ones, whose offsets
+    have gaps, the records are counted.
     """
-    redis = connect_sync(_redis_url(redis_url, data_dir))
+    redis = connect_sync(redis_url_of(redis_url, data_dir))
     ks = Keyspace(keyspace)
     committed = drive_sync(redis, commits.fetch(ks, group_id))
     topics = {t.name: t for t in drive_sync(redis, metadata.load_all(ks, {}))}

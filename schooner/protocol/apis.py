@@ -1,7 +1,7 @@
 """Which APIs and versions the broker serves, and the kio message types for each.
 
 Only versions that have a handler are advertised (KIP-511). The ranges follow Kafka 4.0's minimums
-and Kafka 4.1's maximums as generated in kio.
+and Kafka 4.1's maximums as generated in kio, except Produce, served from v0 (legacy_produce/).
 """
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ from __future__ import annotations
 from enum import IntEnum
 from functools import cache
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.index import api_key_map
 from kio.static.protocol import RequestPayload, ResponsePayload
+
+from . import legacy_produce
 
 
 class ApiKey(IntEnum):
@@ -42,11 +45,23 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    ELECT_LEADERS = 43
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    UPDATE_FEATURES = 57
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
 
 
 # api key -> (min, max) of the versions this broker serves.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 13),
+    ApiKey.PRODUCE: (0, 13),
     ApiKey.FETCH: (4, 18),
     ApiKey.LIST_OFFSETS: (1, 11),
     ApiKey.METADATA: (0, 13),
@@ -74,6 +89,18 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 5),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.UPDATE_FEATURES: (0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 
@@ -82,14 +109,40 @@ def is_supported(api_key: int, api_version: int) -> bool:
     return bounds is not None and bounds[0] <= api_version <= bounds[1]
 
 
+def is_served(api_key: int) -> bool:
+    return api_key in SUPPORTED_VERSIONS
+
+
 @cache
 def request_type(api_key: int, api_version: int) -> type[RequestPayload]:
-    return load_request_schema(api_key, api_version)
+    """The request class of an API version. Raises KioIndexError when there is none."""
+    legacy = legacy_produce.REQUESTS.get((api_key, api_version))
+    return legacy if legacy is not None else load_request_schema(api_key, api_version)
 
 
 @cache
 def response_type(api_key: int, api_version: int) -> type[ResponsePayload]:
-    return load_response_schema(api_key, api_version)
+    legacy = legacy_produce.RESPONSES.get((api_key, api_version))
+    return legacy if legacy is not None else load_response_schema(api_key, api_version)
+
+
+def has_schema(api_key: int, api_version: int) -> bool:
+    """Whether the request and response of this API version can be read and built at all."""
+    try:
+        request_type(api_key, api_version)
+        response_type(api_key, api_version)
+    except KioIndexError:
+        return False
+    return True
+
+
+def api_name(api_key: int) -> str:
+    """The API's name for logs: ours, else kio's, else the bare key."""
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        name = api_key_map.get(api_key)
+        return name.upper() if name else f"api key {api_key}"
 
 
 def is_flexible(api_key: int, api_version: int) -> bool:

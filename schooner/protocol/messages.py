@@ -12,17 +12,17 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final, TypeAlias, TypeVar
 
-from kio.index import load_request_schema, load_response_schema
-from kio.schema.index import schema_name_map
+from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
-from .apis import ApiKey, is_flexible, is_supported, request_type
+from .apis import api_name, has_schema, is_flexible, is_served, is_supported, request_type, response_type
 from .errors import MalformedRequest, UnsupportedRequest
 from .framing import frame
 from .lengths import check_lengths, skip_tagged_fields
 
 _HEADER = struct.Struct(">hhi")
+_API_VERSIONS = 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +70,20 @@ def read_header(data: bytes) -> tuple[RequestHeader, int]:
         client_id = data[pos : pos + client_len].decode("utf-8", "replace")
         pos += client_len
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
-    if not is_supported(api_key, api_version):
+    if not is_decodable(api_key, api_version):
         raise UnsupportedRequest(api_key, api_version, correlation_id)
     if is_flexible(api_key, api_version):
         pos = skip_tagged_fields(data, pos, len(data))
     return header, pos
+
+
+def is_decodable(api_key: int, api_version: int) -> bool:
+    """A served version, or any version kio knows of an API this broker does not serve (which is then
+    answered with UNSUPPORTED_VERSION in its own schema: protocol/unsupported.py). A served API at a
+    version out of its range is not: Kafka closes the connection on it (ApiVersions aside, KIP-511)."""
+    if is_served(api_key):
+        return is_supported(api_key, api_version)
+    return has_schema(api_key, api_version)
 
 
 def decode_request(data: bytes) -> Request:
@@ -88,7 +97,7 @@ def decode_request(data: bytes) -> Request:
         body, _ = entity_reader(body_type)(data, pos)
     except Exception as exc:  # kio raises several types for bad bytes; all mean the same here
         raise MalformedRequest(
-            f"cannot decode {ApiKey(header.api_key).name} v{header.api_version}: {exc}"
+            f"cannot decode {api_name(header.api_key)} v{header.api_version}: {exc}"
         ) from exc
     # Trailing bytes are ignored, as Kafka's own parser does: librdkafka sends some after Metadata v13.
     return Request(header, body)
@@ -102,7 +111,7 @@ def encode_response(header: RequestHeader, body: ResponsePayload | Entity) -> by
     """
     buf = io.BytesIO()
     buf.write(header.correlation_id.to_bytes(4, "big", signed=True))
-    if header.api_key != ApiKey.API_VERSIONS and is_flexible(header.api_key, header.api_version):
+    if header.api_key != _API_VERSIONS and is_flexible(header.api_key, header.api_version):
         buf.write(b"\x00")
     entity_writer(type(body))(buf, body)
     return frame(buf.getvalue())
@@ -143,18 +152,19 @@ def _field_names(cls: type) -> frozenset[str]:
 
 
 def _names_in_any_version(cls: type) -> frozenset[str]:
-    """The fields of every version of the entity: the class of that name in each version's module."""
+    """The fields of every version of the entity: the class of that name in each version's module
+    (kio's, and the hand-written legacy_produce ones, which carry the same markers)."""
     names = _ANY_VERSION_NAMES.get(cls)
     if names is None:
         names = _field_names(cls)
-        found = _KIO_MODULE.fullmatch(cls.__module__)
-        if found is not None:
-            api, kind = found.groups()
-            load = load_request_schema if kind == "request" else load_response_schema
+        api_key = getattr(cls, "__api_key__", None)
+        header = getattr(cls, "__header_schema__", None)
+        api = api_key_map.get(api_key) if api_key is not None else None
+        if api is not None and header is not None:
+            is_request = header.__name__ == "RequestHeader"
             for version in schema_name_map.get(api, {}):
-                # kio's index loads the version's module; its nested classes sit beside the top one.
-                module = sys.modules[load(cls.__api_key__, version).__module__]  # type: ignore[attr-defined]
-                other = getattr(module, cls.__name__, None)
+                top = request_type(api_key, version) if is_request else response_type(api_key, version)
+                other = getattr(sys.modules[top.__module__], cls.__name__, None)
                 if isinstance(other, type):
                     names |= _field_names(other)
         _ANY_VERSION_NAMES[cls] = names
@@ -178,6 +188,4 @@ def sibling(entity_or_type: object, name: str) -> type[Any]:
 
 def response_module_of(request_body: RequestPayload) -> ModuleType:
     """The kio module holding the response types that match a request's API and version."""
-    from .apis import response_type
-
     return sys.modules[response_type(request_body.__api_key__, request_body.__version__).__module__]

@@ -68,6 +68,14 @@ class ProducedBatch:
     is_transactional: bool
     records: list[Any]  # aiokafka records: .timestamp, .key, .value, .headers (storage's RecordLike)
     size_bytes: int
+    # What max.message.bytes limits when it is not the whole batch: the largest message of a legacy
+    # message set (legacy_records.py), as Kafka checks each of those. 0: the whole batch.
+    largest_message_bytes: int = 0
+
+    @property
+    def checked_bytes(self) -> int:
+        """The size Kafka compares with the topic's max.message.bytes."""
+        return self.largest_message_bytes or self.size_bytes
 
     @property
     def last_sequence(self) -> int:
@@ -90,11 +98,12 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
             raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch header")
         _, length = _BASE_OFFSET_AND_LENGTH.unpack_from(data, pos)
         size = 12 + length
-        if length < _MIN_BATCH_SIZE - 12 or pos + size > end:
-            raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch")
-        magic = data[pos + _MAGIC_OFFSET]
+        # The magic first: a legacy message (magic 0 or 1) is shorter than any v2 batch.
+        magic = data[pos + _MAGIC_OFFSET] if end - pos > _MAGIC_OFFSET else 2
         if magic != 2:
             raise InvalidRecords(UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {magic} is not 2")
+        if length < _MIN_BATCH_SIZE - 12 or pos + size > end:
+            raise InvalidRecords(CORRUPT_MESSAGE, "truncated record batch")
         raw = bytes(view[pos : pos + size])
         batch = DefaultRecordBatch(raw)
         if not batch.validate_crc():

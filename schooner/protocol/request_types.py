@@ -2,7 +2,8 @@
 
 One alias per API, named like kio's class (`ProduceRequest` is every Produce version served), so a
 handler's attribute access is checked by mypy against every version it may receive: a field that
-some version lacks must be read with getattr() or after narrowing. Generated from SUPPORTED_VERSIONS;
+some version lacks must be read with getattr() or after narrowing. Produce v0-v2 come from
+legacy_produce/, which kio lacks. Generated from SUPPORTED_VERSIONS;
 tests/protocol/test_request_types.py fails when the two disagree.
 """
 
@@ -10,9 +11,19 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from kio.schema.alter_client_quotas.v0.request import AlterClientQuotasRequest as AlterClientQuotasV0
+from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest as AlterClientQuotasV1
 from kio.schema.alter_configs.v0.request import AlterConfigsRequest as AlterConfigsV0
 from kio.schema.alter_configs.v1.request import AlterConfigsRequest as AlterConfigsV1
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest as AlterConfigsV2
+from kio.schema.alter_partition_reassignments.v0.request import (
+    AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsV0,
+)
+from kio.schema.alter_partition_reassignments.v1.request import (
+    AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsV1,
+)
+from kio.schema.alter_replica_log_dirs.v1.request import AlterReplicaLogDirsRequest as AlterReplicaLogDirsV1
+from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest as AlterReplicaLogDirsV2
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v1.request import ApiVersionsRequest as ApiVersionsV1
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsV2
@@ -30,6 +41,9 @@ from kio.schema.consumer_group_heartbeat.v0.request import (
 from kio.schema.consumer_group_heartbeat.v1.request import (
     ConsumerGroupHeartbeatRequest as ConsumerGroupHeartbeatV1,
 )
+from kio.schema.create_acls.v1.request import CreateAclsRequest as CreateAclsV1
+from kio.schema.create_acls.v2.request import CreateAclsRequest as CreateAclsV2
+from kio.schema.create_acls.v3.request import CreateAclsRequest as CreateAclsV3
 from kio.schema.create_partitions.v0.request import CreatePartitionsRequest as CreatePartitionsV0
 from kio.schema.create_partitions.v1.request import CreatePartitionsRequest as CreatePartitionsV1
 from kio.schema.create_partitions.v2.request import CreatePartitionsRequest as CreatePartitionsV2
@@ -40,6 +54,9 @@ from kio.schema.create_topics.v4.request import CreateTopicsRequest as CreateTop
 from kio.schema.create_topics.v5.request import CreateTopicsRequest as CreateTopicsV5
 from kio.schema.create_topics.v6.request import CreateTopicsRequest as CreateTopicsV6
 from kio.schema.create_topics.v7.request import CreateTopicsRequest as CreateTopicsV7
+from kio.schema.delete_acls.v1.request import DeleteAclsRequest as DeleteAclsV1
+from kio.schema.delete_acls.v2.request import DeleteAclsRequest as DeleteAclsV2
+from kio.schema.delete_acls.v3.request import DeleteAclsRequest as DeleteAclsV3
 from kio.schema.delete_groups.v0.request import DeleteGroupsRequest as DeleteGroupsV0
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest as DeleteGroupsV1
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest as DeleteGroupsV2
@@ -52,6 +69,11 @@ from kio.schema.delete_topics.v3.request import DeleteTopicsRequest as DeleteTop
 from kio.schema.delete_topics.v4.request import DeleteTopicsRequest as DeleteTopicsV4
 from kio.schema.delete_topics.v5.request import DeleteTopicsRequest as DeleteTopicsV5
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest as DeleteTopicsV6
+from kio.schema.describe_acls.v1.request import DescribeAclsRequest as DescribeAclsV1
+from kio.schema.describe_acls.v2.request import DescribeAclsRequest as DescribeAclsV2
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest as DescribeAclsV3
+from kio.schema.describe_client_quotas.v0.request import DescribeClientQuotasRequest as DescribeClientQuotasV0
+from kio.schema.describe_client_quotas.v1.request import DescribeClientQuotasRequest as DescribeClientQuotasV1
 from kio.schema.describe_cluster.v0.request import DescribeClusterRequest as DescribeClusterV0
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterV1
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest as DescribeClusterV2
@@ -66,6 +88,15 @@ from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsV4
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as DescribeGroupsV5
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest as DescribeGroupsV6
+from kio.schema.describe_log_dirs.v1.request import DescribeLogDirsRequest as DescribeLogDirsV1
+from kio.schema.describe_log_dirs.v2.request import DescribeLogDirsRequest as DescribeLogDirsV2
+from kio.schema.describe_log_dirs.v3.request import DescribeLogDirsRequest as DescribeLogDirsV3
+from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest as DescribeLogDirsV4
+from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest as DescribeLogDirsV5
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersV0
+from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersV0
+from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersV1
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersV2
 from kio.schema.fetch.v4.request import FetchRequest as FetchV4
 from kio.schema.fetch.v5.request import FetchRequest as FetchV5
 from kio.schema.fetch.v6.request import FetchRequest as FetchV6
@@ -139,6 +170,9 @@ from kio.schema.list_offsets.v8.request import ListOffsetsRequest as ListOffsets
 from kio.schema.list_offsets.v9.request import ListOffsetsRequest as ListOffsetsV9
 from kio.schema.list_offsets.v10.request import ListOffsetsRequest as ListOffsetsV10
 from kio.schema.list_offsets.v11.request import ListOffsetsRequest as ListOffsetsV11
+from kio.schema.list_partition_reassignments.v0.request import (
+    ListPartitionReassignmentsRequest as ListPartitionReassignmentsV0,
+)
 from kio.schema.metadata.v0.request import MetadataRequest as MetadataV0
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v2.request import MetadataRequest as MetadataV2
@@ -199,6 +233,13 @@ from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupV2
 from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupV3
 from kio.schema.sync_group.v4.request import SyncGroupRequest as SyncGroupV4
 from kio.schema.sync_group.v5.request import SyncGroupRequest as SyncGroupV5
+from kio.schema.update_features.v0.request import UpdateFeaturesRequest as UpdateFeaturesV0
+from kio.schema.update_features.v1.request import UpdateFeaturesRequest as UpdateFeaturesV1
+from kio.schema.update_features.v2.request import UpdateFeaturesRequest as UpdateFeaturesV2
+
+from .legacy_produce.v0 import ProduceRequest as ProduceV0
+from .legacy_produce.v1 import ProduceRequest as ProduceV1
+from .legacy_produce.v2 import ProduceRequest as ProduceV2
 
 AlterConfigsRequest: TypeAlias = AlterConfigsV0 | AlterConfigsV1 | AlterConfigsV2
 ApiVersionsRequest: TypeAlias = ApiVersionsV0 | ApiVersionsV1 | ApiVersionsV2 | ApiVersionsV3 | ApiVersionsV4
@@ -340,7 +381,10 @@ OffsetForLeaderEpochRequest: TypeAlias = (
     OffsetForLeaderEpochV2 | OffsetForLeaderEpochV3 | OffsetForLeaderEpochV4
 )
 ProduceRequest: TypeAlias = (
-    ProduceV3
+    ProduceV0
+    | ProduceV1
+    | ProduceV2
+    | ProduceV3
     | ProduceV4
     | ProduceV5
     | ProduceV6
@@ -355,3 +399,17 @@ ProduceRequest: TypeAlias = (
 SyncGroupRequest: TypeAlias = (
     SyncGroupV0 | SyncGroupV1 | SyncGroupV2 | SyncGroupV3 | SyncGroupV4 | SyncGroupV5
 )
+AlterReplicaLogDirsRequest: TypeAlias = AlterReplicaLogDirsV1 | AlterReplicaLogDirsV2
+DescribeLogDirsRequest: TypeAlias = (
+    DescribeLogDirsV1 | DescribeLogDirsV2 | DescribeLogDirsV3 | DescribeLogDirsV4 | DescribeLogDirsV5
+)
+ElectLeadersRequest: TypeAlias = ElectLeadersV0 | ElectLeadersV1 | ElectLeadersV2
+AlterPartitionReassignmentsRequest: TypeAlias = AlterPartitionReassignmentsV0 | AlterPartitionReassignmentsV1
+ListPartitionReassignmentsRequest: TypeAlias = ListPartitionReassignmentsV0
+UpdateFeaturesRequest: TypeAlias = UpdateFeaturesV0 | UpdateFeaturesV1 | UpdateFeaturesV2
+DescribeProducersRequest: TypeAlias = DescribeProducersV0
+CreateAclsRequest: TypeAlias = CreateAclsV1 | CreateAclsV2 | CreateAclsV3
+DescribeAclsRequest: TypeAlias = DescribeAclsV1 | DescribeAclsV2 | DescribeAclsV3
+DeleteAclsRequest: TypeAlias = DeleteAclsV1 | DeleteAclsV2 | DeleteAclsV3
+DescribeClientQuotasRequest: TypeAlias = DescribeClientQuotasV0 | DescribeClientQuotasV1
+AlterClientQuotasRequest: TypeAlias = AlterClientQuotasV0 | AlterClientQuotasV1

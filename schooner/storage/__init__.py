@@ -8,8 +8,10 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   keys.py    every key name;  offsets.py  Kafka offset <-> stream entry ID
   topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)
   cluster.py brokers' registrations and the cluster-wide counters
+  quotas.py  client quotas (AlterClientQuotas/DescribeClientQuotas): Kafka's rules, stored, not enforced
   log/       the Kafka log, one stream per partition: entry.py (record <-> entry fields),
-             append.py, read.py, lookup.py (by time), retention.py
+             append.py, read.py, lookup.py (by time), retention.py, producers.py (idempotent
+             producers' state: DescribeProducers and expiry)
   groups/    Kafka consumer groups: state.py (the group hash, owner-fenced), commits.py, lag.py
   mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace

@@ -26,11 +26,16 @@ class Keyspace:
         """Sorted set: batch start ID scored by the highest record timestamp seen up to that batch."""
         return f"{self.prefix}:tindex:{{{topic}:{partition}}}"
 
+    def producers(self, topic: str, partition: int) -> str:
+        """Sorted set: idempotent producer id scored by the time (ms) of its last append, for expiry."""
+        return f"{self.prefix}:producers:{{{topic}:{partition}}}"
+
     def partition_keys(self, topic: str, partition: int) -> list[str]:
         return [
             self.stream(topic, partition),
             self.partition_state(topic, partition),
             self.time_index(topic, partition),
+            self.producers(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------
@@ -120,3 +125,13 @@ class Keyspace:
     def mq_groups(self, topic: str) -> str:
         """Set: the MQ groups that consume the topic."""
         return f"{self.prefix}:mq:groups:{{{topic}}}"
+
+    # -- client quotas: every key shares the tag {quotas}, so one script updates an entity and the index
+    @property
+    def quota_entities(self) -> str:
+        """Set: the id of every quota entity that has at least one quota (storage/quotas.py builds ids)."""
+        return f"{self.prefix}:{{quotas}}:entities"
+
+    def quota_entity(self, entity_id: str) -> str:
+        """Hash: quota key (producer_byte_rate, ...) -> value, as decimal text, of one entity."""
+        return f"{self.prefix}:{{quotas}}:entity:{entity_id}"

@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from . import cluster
+from . import cluster, quotas
 from .cluster import BrokerInfo
 from .groups import commits, state
 from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
-from .log import append, lookup, read, retention
+from .log import append, lookup, producers, read, retention, sizes
 from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
+from .log.producers import ProducerState
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
-from .redis.calls import Call, Redis, Steps, StorageError, drive, run
+from .redis.calls import Call, Redis, Steps, StorageError, drive, run, together
 from .redis.lane import PipelinedLane
 from .redis.server_info import Durability, Memory
 from .topic_partition import TopicPartition
@@ -58,15 +59,20 @@ class Store:
         return await self.run(metadata.name_of(self.ks, topic_id))
 
     async def create_topic(
-        self, name: str, partitions: int, overrides: Mapping[str, str], defaults: Mapping[str, str]
+        self,
+        name: str,
+        partitions: int,
+        overrides: Mapping[str, str],
+        defaults: Mapping[str, str],
+        leaders: Mapping[int, int] | None = None,
     ) -> Topic:
-        return await self.drive(metadata.create(self.ks, name, partitions, overrides, defaults))
+        return await self.drive(metadata.create(self.ks, name, partitions, overrides, defaults, leaders))
 
     async def delete_topic(self, name: str, expected_id: uuid.UUID | None = None) -> None:
         await self.drive(metadata.delete(self.ks, name, expected_id))
 
     async def update_topic(self, name: str, **changes: Any) -> int:
-        """metadata.update's changes (partitions, set_configs, delete_configs, replace_configs)."""
+        """metadata.update's changes (partitions, set_configs, delete_configs, replace_configs, leaders)."""
         return await self.run(metadata.update(self.ks, name, **changes))
 
     async def stamp_partitions(self, name: str, topic_id: uuid.UUID, partitions: range) -> None:
@@ -182,3 +188,22 @@ class Store:
 
     async def memory(self) -> Memory:
         return await self.run(server_info.memory())
+
+    # -- log dirs -----------------------------------------------------------------------------------
+    async def partition_sizes(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return await self.drive(sizes.partition_sizes(self.ks, partitions))
+
+    # -- idempotent producers -----------------------------------------------------------------------
+    async def producer_states(self, topic: Topic, partition: int) -> list[ProducerState]:
+        return await self.run(producers.states(self.ks, topic, partition))
+
+    async def expire_producers(self, topic: Topic, partition: int, expiration_ms: int) -> int:
+        return await self.drive(producers.expire(self.ks, topic, partition, expiration_ms))
+
+    # -- client quotas (stored, not enforced) -------------------------------------------------------
+    async def client_quotas(self) -> dict[quotas.Entity, dict[str, float]]:
+        return await self.drive(quotas.load_all(self.ks))
+
+    async def alter_client_quotas(self, changes: Sequence[quotas.QuotaChange]) -> None:
+        """Each entity's change is one script, all sent in one pipelined round trip."""
+        await self.drive(together([quotas.alter(self.ks, c.entity, c.set_values, c.remove) for c in changes]))

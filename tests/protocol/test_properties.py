@@ -34,13 +34,12 @@ from schooner.protocol.apis import (
     SUPPORTED_VERSIONS,
     ApiKey,
     is_flexible,
-    is_supported,
     request_type,
     response_type,
 )
 from schooner.protocol.errors import MalformedRequest, ProtocolError, UnsupportedRequest
 from schooner.protocol.framing import FrameDecoder, frame
-from schooner.protocol.messages import RequestHeader, decode_request, encode_response
+from schooner.protocol.messages import RequestHeader, decode_request, encode_response, is_decodable
 from schooner.protocol.records import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -162,7 +161,7 @@ def encode_header(
     else:
         raw = client_id.encode()
         out += struct.pack(">h", len(raw)) + raw
-    if is_supported(api_key, version) and is_flexible(api_key, version):
+    if is_decodable(api_key, version) and is_flexible(api_key, version):
         out += _uvarint(len(tags)) + b"".join(_uvarint(t) + _uvarint(len(d)) + d for t, d in tags)
     return out
 
@@ -249,13 +248,13 @@ def _decode_or_protocol_error(raw: bytes) -> None:
         request = decode_request(raw)
     except UnsupportedRequest as exc:
         api_key, version, correlation_id = struct.unpack_from(">hhi", raw)
-        assert not is_supported(api_key, version)
+        assert not is_decodable(api_key, version)
         assert (exc.api_key, exc.api_version, exc.correlation_id) == (api_key, version, correlation_id)
         return
     except MalformedRequest:
         return
     api_key, version, correlation_id = struct.unpack_from(">hhi", raw)
-    assert is_supported(api_key, version)
+    assert is_decodable(api_key, version)  # served, or an API kio knows that we answer as unsupported
     assert request.header.correlation_id == correlation_id
     assert type(request.body) is request_type(api_key, version)
     _assert_no_null_where_the_schema_has_none(request.body)

@@ -140,6 +140,14 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
             ConfigType.INT,
             settings.max_request_bytes == stock.max_request_bytes,
         ),
+        static(
+            "producer.id.expiration.ms",
+            str(settings.producer_id_expiration_ms),
+            ConfigType.INT,
+            settings.producer_id_expiration_ms == stock.producer_id_expiration_ms,
+            "An idempotent producer that has not appended to a partition for this long is forgotten "
+            "there (setting producer_id_expiration_ms).",
+        ),
     ]
     for name, definition in CONFIG_DEFS.items():
         if not definition.effective:

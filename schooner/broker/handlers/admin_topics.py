@@ -75,18 +75,32 @@ def _storage_failure(exc: BaseException) -> Outcome:
     return ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}"
 
 
-async def _assignment_error(ctx: BrokerContext, replica_lists: Sequence[Sequence[int]]) -> str | None:
-    """Kafka's checks of a manual assignment: replicas are given, distinct, and registered brokers."""
+async def _assignment_error(
+    ctx: BrokerContext, replica_lists: Sequence[Sequence[int]], first: int = 0, one_replica: bool = False
+) -> str | None:
+    """Kafka's checks of a manual assignment: replicas are given, distinct, and registered brokers.
+    With one_replica (CreatePartitions), a list must name one broker: Schooner partitions have one
+    replica. `first` is the index of the first partition assigned, for the messages."""
     live = {b.broker_id for b in await ctx.live_brokers()}
-    for index, broker_ids in enumerate(replica_lists):
+    for index, broker_ids in enumerate(replica_lists, start=first):
         if not broker_ids:
             return f"The manual partition assignment of partition {index} has an empty replica list."
         if len(set(broker_ids)) != len(broker_ids):
             return f"The manual partition assignment of partition {index} names a broker more than once."
+        if one_replica and len(broker_ids) > 1:
+            return (
+                f"Schooner partitions have one replica (Redis keeps the data), but the assignment of "
+                f"partition {index} names {len(broker_ids)} brokers."
+            )
         unknown = [b for b in broker_ids if b not in live]
         if unknown:
             return f"The manual partition assignment names broker {unknown[0]}, which is not registered."
     return None
+
+
+def _placed(first: int, replica_lists: Sequence[Sequence[int]]) -> dict[int, int]:
+    """Partition -> the broker a manual assignment puts it on: its first (Kafka's preferred) replica."""
+    return {first + i: broker_ids[0] for i, broker_ids in enumerate(replica_lists)}
 
 
 # -- CreateTopics ---------------------------------------------------------------------------------
@@ -135,6 +149,8 @@ async def _create_one(
     code, message, partitions = await _partition_count(ctx, requested)
     if code != ErrorCode.none:
         return _create_error(mod, name, code, message)
+    ordered = sorted(requested.assignments, key=lambda a: a.partition_index)  # checked: 0..n-1
+    leaders = _placed(0, [a.broker_ids for a in ordered])
     overrides: dict[str, str] = {}
     for config in requested.configs:
         try:
@@ -149,7 +165,7 @@ async def _create_one(
     if validate_only:
         return _created(mod, name, None, partitions, overrides, defaults, fixed_configs(overrides, defaults))
     try:
-        topic = await ctx.create_topic(name, partitions, overrides)
+        topic = await ctx.create_topic(name, partitions, overrides, leaders)
     except TopicExists:
         ctx.forget_topic(name)
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
@@ -331,19 +347,22 @@ async def _grow(ctx: BrokerContext, requested: _PartitionsTopic, validate_only: 
         return ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
     if count > MAX_PARTITIONS:
         return ErrorCode.invalid_partitions, f"Number of partitions must not exceed {MAX_PARTITIONS}."
+    leaders: dict[int, int] = {}
     if requested.assignments is not None:
         added = count - current
-        if len(requested.assignments) != added:
-            given = len(requested.assignments)
+        replica_lists = [list(a.broker_ids) for a in requested.assignments]
+        if len(replica_lists) != added:
+            given = len(replica_lists)
             message = f"Increasing the number of partitions by {added} but {given} assignments were given."
             return ErrorCode.invalid_replica_assignment, message
-        error = await _assignment_error(ctx, [list(a.broker_ids) for a in requested.assignments])
+        error = await _assignment_error(ctx, replica_lists, first=current, one_replica=True)
         if error:
             return ErrorCode.invalid_replica_assignment, error
+        leaders = _placed(current, replica_lists)
     if validate_only:
         return ErrorCode.none, None
     try:
-        old = await ctx.store.update_topic(name, partitions=count)
+        old = await ctx.store.update_topic(name, partitions=count, leaders=leaders)
     except UnknownTopic:
         return unknown
     except PartitionsNotIncreasing:

@@ -45,6 +45,14 @@ async def resolve_topic(
         return unavailable
 
 
+async def all_topics(ctx: BrokerContext) -> list[Topic]:
+    """Every topic, fresh from Redis (and so into the cache)."""
+    found = await ctx.store.topics(ctx.topic_defaults)
+    for t in found:
+        ctx.remember_topic(t)
+    return found
+
+
 async def topic_for_write(ctx: BrokerContext, name: str) -> Topic | None:
     """The topic, created with the default partition count when auto-creation is on."""
     topic = await ctx.topic(name)

@@ -15,7 +15,7 @@ from ...storage.cluster import BrokerInfo
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, topic_for_write
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, all_topics, topic_for_write
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -36,7 +36,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
     try:
         if body.topics is None or (version == 0 and not body.topics):
             wanted: list[tuple[str | None, Topic | uuid.UUID | None]] = [
-                (t.name, t) for t in await _all_topics(ctx)
+                (t.name, t) for t in await all_topics(ctx)
             ]
         else:
             wanted = []
@@ -75,13 +75,6 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
     )
 
 
-async def _all_topics(ctx: BrokerContext) -> list[Topic]:
-    found = await ctx.store.topics(ctx.topic_defaults)
-    for t in found:
-        ctx.remember_topic(t)
-    return found
-
-
 async def _topic_entry(
     ctx: BrokerContext,
     mod: ModuleType,
@@ -114,7 +107,7 @@ async def _topic_entry(
             return error(ErrorCode.unknown_topic_or_partition)
     partitions = []
     for p in range(topic.partitions):
-        leader = ctx.leader_for(brokers, topic.name, p)
+        leader = ctx.leader_for(brokers, topic, p)
         partitions.append(
             make(
                 mod.MetadataResponsePartition,

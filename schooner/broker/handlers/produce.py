@@ -13,6 +13,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from ...protocol.legacy_records import read_message_set
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
 from ...protocol.request_types import ProduceRequest
@@ -34,6 +35,7 @@ from .common import (
 
 log = logging.getLogger(__name__)
 
+_FIRST_V2_RECORDS_VERSION = 3
 _FULL_LOG_INTERVAL_SECONDS = 10.0
 _full_logged_at = -_FULL_LOG_INTERVAL_SECONDS
 
@@ -83,13 +85,15 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
     acks = body.acks
     if acks not in (0, 1, -1):
         return _response(mod, body, lambda t, p: _PartitionResult(ErrorCode.invalid_required_acks))
-    if body.transactional_id is not None:
+    if getattr(body, "transactional_id", None) is not None:  # v0-v2 have none
         return _response(
             mod, body, lambda t, p: _PartitionResult(ErrorCode.transactional_id_authorization_failed)
         )
 
     # enumerate() would join the versions' classes into `object`; the protocol keeps them checked.
     topics: Sequence[_TopicData] = body.topic_data
+    # v0-v2 carry legacy message sets (magic 0 and 1), v3 and later v2 record batches only.
+    legacy_ms = int(time.time() * 1000) if body.__version__ < _FIRST_V2_RECORDS_VERSION else None
     # Claim each partition's turn before the first await, so appends keep request order.
     turns = {
         (ti, pd.index): ctx.sequencer.claim((_topic_key(td), pd.index))
@@ -102,7 +106,7 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
             topic = await _resolve(ctx, topic_data)
             for partition_data in topic_data.partition_data:
                 jobs[(ti, partition_data.index)] = asyncio.ensure_future(
-                    _in_turn(turns[(ti, partition_data.index)], ctx, topic, partition_data)
+                    _in_turn(turns[(ti, partition_data.index)], ctx, topic, partition_data, legacy_ms)
                 )
     finally:
         for key, turn in turns.items():
@@ -129,11 +133,11 @@ async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorC
 
 
 async def _in_turn(
-    turn: Turn, ctx: BrokerContext, topic: Topic | ErrorCode, data: _PartitionData
+    turn: Turn, ctx: BrokerContext, topic: Topic | ErrorCode, data: _PartitionData, legacy_ms: int | None
 ) -> _PartitionResult:
     """Decodes, then sends the appends in this partition's turn; the replies are awaited after it, so
     the next request's batches go out while Redis runs these (the lane keeps them in order)."""
-    prepared = _decode(topic, data)
+    prepared = _decode(topic, data, legacy_ms)
     async with turn:  # even a refused batch waits its turn, so that later ones cannot overtake
         if isinstance(prepared, _PartitionResult):
             return prepared
@@ -195,23 +199,27 @@ def _foreign_entry(topic: Topic, partition: int, entry_id: str) -> _PartitionRes
 _FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"
 
 
-def _decode(topic: Topic | ErrorCode, data: _PartitionData) -> list[ProducedBatch] | _PartitionResult:
+def _decode(
+    topic: Topic | ErrorCode, data: _PartitionData, legacy_ms: int | None
+) -> list[ProducedBatch] | _PartitionResult:
+    """The partition's batches; legacy_ms (v0-v2 only) stamps legacy records that have no timestamp."""
     if isinstance(topic, ErrorCode):
         return _PartitionResult(topic)
     if not 0 <= data.index < topic.partitions:
         return _PartitionResult(ErrorCode.unknown_topic_or_partition)
     try:
-        batches = read_batches(data.records or b"")
+        raw = data.records or b""
+        batches = read_batches(raw) if legacy_ms is None else read_message_set(raw, legacy_ms)
     except InvalidRecords as exc:
         return _PartitionResult(ErrorCode(exc.error_code), message=str(exc))
     if not batches:
         return _PartitionResult(ErrorCode.invalid_record, message="no record batch")
     limit = topic.max_message_bytes
     for batch in batches:
-        if batch.size_bytes > limit:
+        if batch.checked_bytes > limit:
             return _PartitionResult(
                 ErrorCode.message_too_large,
-                message=f"batch of {batch.size_bytes} bytes exceeds max.message.bytes={limit}",
+                message=f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}",
             )
     return batches
 

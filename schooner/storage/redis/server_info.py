@@ -47,6 +47,17 @@ class Memory:
     used: int
     maxmemory: int  # 0: no limit
     policy: str
+    system: int = 0  # the host's memory (total_system_memory), 0 when the server does not say
+
+    @property
+    def total(self) -> int:
+        """What Redis may fill: maxmemory when set, else the host's memory; -1 when unknown."""
+        return self.maxmemory or self.system or -1
+
+    @property
+    def usable(self) -> int:
+        """What is left of `total`; -1 when unknown."""
+        return max(self.total - self.used, 0) if self.total > 0 else -1
 
     @property
     def may_evict(self) -> bool:
@@ -59,6 +70,7 @@ def _memory(info: Any) -> Memory:
         int(info.get("used_memory", 0)),
         int(info.get("maxmemory", 0)),
         str(info.get("maxmemory_policy", "noeviction")),
+        int(info.get("total_system_memory", 0)),
     )
 
 

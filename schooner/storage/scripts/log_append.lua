@@ -1,6 +1,7 @@
 -- uses: _ids
 -- log_append.lua: appends one produce batch to one partition, atomically.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
+-- KEYS[4] producers: idempotent producer id -> last append ms (log_producer_expiry.lua reads it)
 -- ARGV[1] sequence bits (-1: dense) ARGV[2] timestamp type (0 CreateTime, 1 LogAppendTime)
 -- ARGV[3] producer id (-1: none) ARGV[4] producer epoch   ARGV[5] base sequence
 -- ARGV[6] record count n         ARGV[7] retention.ms (-1: none)   ARGV[8] retention.bytes (-1: none)
@@ -45,7 +46,8 @@ if pid >= 0 then
   if saved then
     local parts = {}
     for part in string.gmatch(saved, '[^;]+') do parts[#parts + 1] = part end
-    local saved_epoch = tonumber(parts[1])
+    -- parts[1] is "epoch,last append ms"; entries written before expiry existed have the epoch only.
+    local saved_epoch = tonumber(string.match(parts[1], '^[^,]+'))
     for i = 2, #parts do
       local b = {}
       for v in string.gmatch(parts[i], '[^,]+') do b[#b + 1] = tonumber(v) end
@@ -196,11 +198,12 @@ if pid >= 0 then
   if last_seq_no > 2147483647 then last_seq_no = last_seq_no - 2147483648 end
   pbatches[#pbatches + 1] = {base_seq, last_seq_no, base_ms, base_seq_id, last_ms, last_seq}
   while #pbatches > 5 do table.remove(pbatches, 1) end
-  local parts = {tostring(epoch)}
+  local parts = {string.format('%d,%d', epoch, now)}
   for _, b in ipairs(pbatches) do
     parts[#parts + 1] = string.format('%d,%d,%d,%d,%d,%d', b[1], b[2], b[3], b[4], b[5], b[6])
   end
   redis.call('HSET', state, pfield, table.concat(parts, ';'))
+  redis.call('ZADD', KEYS[4], now, ARGV[3])
 end
 
 apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', now, dense)

@@ -14,6 +14,7 @@ from ..redis.calls import Call, Steps, command, script, text, together
 from .config import OFFSET_ENCODING, SEQUENCE_BITS, TRIM_APPROXIMATE, effective
 
 _CONFIG_PREFIX = "config."
+_LEADER_PREFIX = "leader."
 
 
 class TopicExists(Exception):
@@ -36,6 +37,9 @@ class Topic:
     offsets: OffsetCodec
     overrides: Mapping[str, str]
     configs: Mapping[str, str] = field(default_factory=dict)  # effective values
+    # Partition -> the broker a replica assignment placed it on (CreateTopics, CreatePartitions,
+    # AlterPartitionReassignments); Metadata names that broker as the leader while it is live.
+    leaders: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def fixed_configs(self) -> dict[str, str]:
@@ -76,6 +80,8 @@ def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Top
     configs = effective(overrides, defaults)
     configs[SEQUENCE_BITS] = str(bits)
     configs[OFFSET_ENCODING] = encoding
+    cut = len(_LEADER_PREFIX)
+    leaders = {int(k[cut:]): int(v) for k, v in values.items() if k.startswith(_LEADER_PREFIX)}
     return Topic(
         name=values["name"],
         id=uuid.UUID(values["id"]),
@@ -83,6 +89,7 @@ def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Top
         offsets=codec_for(encoding, bits),
         overrides=overrides,
         configs=configs,
+        leaders=leaders,
     )
 
 
@@ -94,10 +101,20 @@ def fixed_configs(overrides: Mapping[str, str], defaults: Mapping[str, str]) -> 
     }
 
 
+def _leader_fields(leaders: Mapping[int, int]) -> list[Any]:
+    return [item for p, broker_id in sorted(leaders.items()) for item in (f"{_LEADER_PREFIX}{p}", broker_id)]
+
+
 def create(
-    ks: Keyspace, name: str, partitions: int, overrides: Mapping[str, str], defaults: Mapping[str, str]
+    ks: Keyspace,
+    name: str,
+    partitions: int,
+    overrides: Mapping[str, str],
+    defaults: Mapping[str, str],
+    leaders: Mapping[int, int] | None = None,
 ) -> Steps[Topic]:
-    """One script registers the topic; then one round trip stamps each partition with the topic id."""
+    """One script registers the topic; then one round trip stamps each partition with the topic id.
+    `leaders` places partitions on brokers (a manual replica assignment)."""
     topic_id = uuid.uuid4()
     overrides = dict(overrides)
     bits = int(overrides.pop(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
@@ -115,6 +132,7 @@ def create(
     ]
     for key, value in overrides.items():
         fields += [_CONFIG_PREFIX + key, value]
+    fields += _leader_fields(leaders or {})
     keys = [ks.topic(name), ks.topic_names, ks.topic_ids]
     (created,) = yield [script("topic_create", keys, [name, str(topic_id), *fields])]
     if not created:
@@ -128,6 +146,7 @@ def create(
             b"offset_encoding": encoding.encode(),
             b"sequence_bits": str(bits).encode(),
             **{(_CONFIG_PREFIX + k).encode(): v.encode() for k, v in overrides.items()},
+            **{f"{_LEADER_PREFIX}{p}".encode(): str(b).encode() for p, b in (leaders or {}).items()},
         },
         defaults,
     )
@@ -177,12 +196,14 @@ def update(
     set_configs: Mapping[str, str] | None = None,
     delete_configs: list[str] | tuple[str, ...] = (),
     replace_configs: bool = False,
+    leaders: Mapping[int, int] | None = None,
 ) -> Call[int]:
-    """Grows partitions and/or changes config overrides in one script. The reply is the old partition
-    count; raises UnknownTopic or PartitionsNotIncreasing."""
+    """Grows partitions, changes config overrides and/or places partitions on brokers (`leaders`) in
+    one script. The reply is the old partition count; raises UnknownTopic or PartitionsNotIncreasing."""
     fields: list[Any] = []
     for key, value in (set_configs or {}).items():
         fields += [_CONFIG_PREFIX + key, value]
+    fields += _leader_fields(leaders or {})
     deletes = [_CONFIG_PREFIX + k for k in delete_configs]
 
     def old_count(reply: Any) -> int:

@@ -56,6 +56,21 @@ def test_update_grows_partitions_and_changes_configs(redis: Any, keyspace: str) 
         run_sync(redis, metadata.update(ks, "nope", partitions=2))
 
 
+def test_manual_assignments_are_kept_per_partition(redis: Any, keyspace: str) -> None:
+    ks = Keyspace(keyspace)
+    created = drive_sync(redis, metadata.create(ks, "t", 2, {}, {}, leaders={1: 7}))
+    assert created.leaders == {1: 7}
+    assert run_sync(redis, metadata.update(ks, "t", partitions=3, leaders={2: 8, 1: 9})) == 2
+    t = run_sync(redis, metadata.load(ks, "t", {}))
+    assert t is not None and (t.partitions, t.leaders) == (3, {1: 9, 2: 8})
+    assert (
+        run_sync(redis, metadata.update(ks, "t", set_configs={"retention.ms": "5"}, replace_configs=True))
+        == 3
+    )
+    t = run_sync(redis, metadata.load(ks, "t", {}))
+    assert t is not None and t.leaders == {1: 9, 2: 8} and t.overrides == {"retention.ms": "5"}
+
+
 def test_delete_unlinks_every_partition_key_and_checks_the_id(redis: Any, keyspace: str) -> None:
     ks = Keyspace(keyspace)
     t = drive_sync(redis, metadata.create(ks, "gone", 2, {}, {}))

@@ -1,0 +1,63 @@
+"""DescribeProducers (KIP-664): the idempotent producers each partition remembers."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
+
+from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import DescribeProducersRequest
+from ...storage.topics.metadata import Topic
+from ..context import BrokerContext
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
+
+# No transactions yet: no producer has a coordinator epoch or an open transaction.
+NO_COORDINATOR_EPOCH = -1
+NO_TRANSACTION = -1
+
+
+async def handle_describe_producers(ctx: BrokerContext, body: DescribeProducersRequest) -> ResponsePayload:
+    mod = response_module_of(body)
+    topics = []
+    for requested in body.topics:
+        topic = await resolve_topic(ctx, requested.name)
+        partitions = tuple([await _describe(ctx, mod, topic, p) for p in requested.partition_indexes])
+        topics.append(make(mod.TopicResponse, name=requested.name, partitions=partitions))
+    return make(mod.DescribeProducersResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+async def _describe(ctx: BrokerContext, mod: ModuleType, topic: Topic | ErrorCode, partition: int) -> Entity:
+    def answer(code: ErrorCode, message: str | None = None, producers: tuple[Entity, ...] = ()) -> Entity:
+        return make(
+            mod.PartitionResponse,
+            partition_index=partition,
+            error_code=code,
+            error_message=message,
+            active_producers=producers,
+        )
+
+    if isinstance(topic, ErrorCode):
+        return answer(topic)
+    if not 0 <= partition < topic.partitions:
+        return answer(ErrorCode.unknown_topic_or_partition, f"{topic.name} has no partition {partition}")
+    try:
+        states = await ctx.store.producer_states(topic, partition)
+    except STORAGE_ERRORS as exc:
+        return answer(LOG_UNAVAILABLE, f"Redis is unavailable: {exc}")
+    return answer(
+        ErrorCode.none,
+        producers=tuple(
+            make(
+                mod.ProducerState,
+                producer_id=s.producer_id,
+                producer_epoch=s.producer_epoch,
+                last_sequence=s.last_sequence,
+                last_timestamp=s.last_append_ms,
+                coordinator_epoch=NO_COORDINATOR_EPOCH,
+                current_txn_start_offset=NO_TRANSACTION,
+            )
+            for s in states
+        ),
+    )

@@ -1,0 +1,147 @@
+"""DescribeClientQuotas and AlterClientQuotas (KIP-546): quotas are kept in Redis, not yet enforced.
+
+The rules (entity types and combinations, quota keys, match types, `strict`) are Kafka's and live in
+storage/quotas.py beside the keys; these handlers map them to the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
+
+from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from ...storage import quotas
+from ...storage.quotas import InvalidQuota, QuotaChange, UnknownEntityType
+from ..context import BrokerContext
+from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+
+
+class _EntityData(Protocol):
+    @property
+    def entity_type(self) -> str: ...
+    @property
+    def entity_name(self) -> str | None: ...
+
+
+class _OpData(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> float: ...
+    @property
+    def remove(self) -> bool: ...
+
+
+class _EntryData(Protocol):
+    """An AlterClientQuotas entry of either version."""
+
+    @property
+    def entity(self) -> Sequence[_EntityData]: ...
+    @property
+    def ops(self) -> Sequence[_OpData]: ...
+
+
+async def handle_describe_client_quotas(
+    ctx: BrokerContext, body: DescribeClientQuotasRequest
+) -> ResponsePayload:
+    mod = response_module_of(body)
+    try:
+        wanted = quotas.filter_of(
+            ((c.entity_type, c.match_type, c.match) for c in body.components), body.strict
+        )
+    except InvalidQuota as exc:
+        return _describe_failed(mod, ErrorCode.invalid_request, str(exc))
+    except UnknownEntityType as exc:  # Kafka answers an unknown entity type so
+        return _describe_failed(mod, ErrorCode.unsupported_version, str(exc))
+    try:
+        stored = await ctx.store.client_quotas()
+    except STORAGE_ERRORS as exc:
+        return _describe_failed(mod, ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
+    entries = tuple(
+        make(
+            mod.EntryData,
+            entity=tuple(make(mod.EntityData, entity_type=t, entity_name=name) for t, name in entity),
+            values=tuple(make(mod.ValueData, key=k, value=v) for k, v in sorted(values.items())),
+        )
+        for entity, values in sorted(stored.items(), key=lambda item: quotas.entity_id(item[0]))
+        if wanted.matches(entity)
+    )
+    return make(
+        mod.DescribeClientQuotasResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        entries=entries,
+    )
+
+
+def _describe_failed(mod: ModuleType, code: ErrorCode, message: str) -> ResponsePayload:
+    return make(
+        mod.DescribeClientQuotasResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        error_message=message,
+        entries=None,  # as Kafka answers a failed describe
+    )
+
+
+async def handle_alter_client_quotas(ctx: BrokerContext, body: AlterClientQuotasRequest) -> ResponsePayload:
+    mod = response_module_of(body)
+    requested: Sequence[_EntryData] = body.entries
+    outcomes: list[tuple[ErrorCode, str | None]] = []
+    changes: list[QuotaChange] = []
+    for entry in requested:
+        try:
+            change = _change_of(entry)
+            if any(c.entity == change.entity for c in changes):
+                raise InvalidQuota(f"Ignoring duplicate entity {quotas.entity_id(change.entity)}")
+        except InvalidQuota as exc:
+            outcomes.append((ErrorCode.invalid_request, str(exc)))
+            continue
+        changes.append(change)
+        outcomes.append((ErrorCode.none, None))
+    if changes and not body.validate_only:
+        try:
+            await ctx.store.alter_client_quotas(changes)
+        except STORAGE_ERRORS as exc:
+            failed = (ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
+            outcomes = [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
+    return make(
+        mod.AlterClientQuotasResponse,
+        throttle_time=NO_THROTTLE,
+        entries=tuple(
+            make(
+                mod.EntryData,
+                error_code=code,
+                error_message=message,
+                entity=tuple(
+                    make(mod.EntityData, entity_type=e.entity_type, entity_name=e.entity_name)
+                    for e in entry.entity
+                ),
+            )
+            for entry, (code, message) in zip(requested, outcomes, strict=True)
+        ),
+    )
+
+
+def _change_of(entry: _EntryData) -> QuotaChange:
+    """The entry's change, checked by Kafka's rules; raises InvalidQuota. A key that does not apply to
+    the entity is refused in a removal too, so a typo is reported rather than ignored."""
+    entity = quotas.entity_of((e.entity_type, e.entity_name) for e in entry.entity)
+    set_values: dict[str, float] = {}
+    remove: list[str] = []
+    for op in entry.ops:
+        if op.key in set_values or op.key in remove:
+            raise InvalidQuota(f"Duplicate quota key {op.key} not updating quota for this entity")
+        quotas.check_key(entity, op.key)
+        if op.remove:
+            remove.append(op.key)
+        else:
+            quotas.check_value(entity, op.key, op.value)
+            set_values[op.key] = op.value
+    return QuotaChange(entity, set_values, tuple(remove))

@@ -1,0 +1,29 @@
+"""What the MQ library sees of entries that plain Redis clients add to a dense topic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from schooner.mq import Consumer, Message, Producer
+from schooner.storage.keys import Keyspace
+
+from .conftest import wait_until
+from .test_produce_consume import FAST
+
+
+def test_zero_star_entries_get_the_next_offset_and_star_entries_none(
+    url: str, ks: Keyspace, redis: Any, make_topic: Any, registry: CollectorRegistry
+) -> None:
+    make_topic("orders", 1, **{"schooner.offset.encoding": "dense"})
+    producer = Producer(url, keyspace=ks, registry=registry)
+    assert producer.send("orders", b"first").offset == 0
+    stream = ks.stream("orders", 0)
+    redis.xadd(stream, {"value": b"zero-star"}, id="0-*")  # the dense recipe: the next offset, 1
+    redis.xadd(stream, {"value": b"star"})  # a plain `*`: no offset can be given to it
+    seen: list[Message] = []
+    with Consumer(url, "orders", "g", seen.append, keyspace=ks, config=FAST, registry=registry):
+        wait_until(lambda: len(seen) >= 3)
+    assert [(m.offset, m.value) for m in seen] == [(0, b"first"), (1, b"zero-star"), (-1, b"star")]
+    producer.close()
