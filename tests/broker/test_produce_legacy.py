@@ -66,7 +66,7 @@ def test_kafka_python_with_an_old_api_version_produces_for_confluent_kafka(
             compression_type=None if codec == "none" else codec,
             linger_ms=20,
         )
-        sent_at = 1_700_000_000_000
+        sent_at = _now_ms() - 60_000  # recent: a dense topic's retention goes by record time
         before = _now_ms()
         futures = [
             producer.send(
@@ -97,8 +97,9 @@ def test_kafka_python_with_an_old_api_version_produces_for_confluent_kafka(
 
 def _message_set(magic: int, records: list[tuple[bytes | None, bytes]], codec: str = "none") -> bytes:
     builder = LegacyRecordBatchBuilder(magic=magic, compression_type=CODECS[codec], batch_size=1 << 20)
+    stamp = _now_ms() - 60_000  # recent: a dense topic's retention goes by record time
     for offset, (key, value) in enumerate(records):
-        builder.append(offset, timestamp=1_700_000_000_000 + offset if magic else None, key=key, value=value)
+        builder.append(offset, timestamp=stamp + offset if magic else None, key=key, value=value)
     return bytes(builder.build())
 
 

@@ -6,11 +6,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from schooner.mq import Consumer, Message, Producer
+from schooner.mq import Consumer, ConsumerConfig, Message, Producer
 from schooner.storage.keys import Keyspace
 
 from .conftest import wait_until
-from .test_produce_consume import FAST
+
+FAST = ConsumerConfig(start="earliest", lease_ms=1500, poll_ms=10, retry_poll_ms=20)
 
 
 def test_zero_star_entries_get_the_next_offset_and_star_entries_none(
