@@ -53,7 +53,7 @@ def _timestamp_row(
     broker: float, raw: float, ratio: float, dense_vs: float | None = None
 ) -> tuple[str, str, str, str, str]:
     """The row under a dense figure with the same figure on a timestamp-encoded topic."""
-    versus = f"dense/timestamp {dense_vs:.3f}" if dense_vs is not None else ""
+    versus = f"dense/timestamp {dense_vs:.3f} (paired)" if dense_vs is not None else ""
     return ("  timestamp topic", _num(broker), _num(raw), f"{ratio:.3f}", versus)
 
 
