@@ -50,11 +50,16 @@ def _verdict(value: float, target: float) -> str:
 
 
 def _timestamp_row(
-    broker: float, raw: float, ratio: float, dense_vs: float | None = None
+    broker: float, raw: float, ratio: float, dense_vs: float
 ) -> tuple[str, str, str, str, str]:
     """The row under a dense figure with the same figure on a timestamp-encoded topic."""
-    versus = f"dense/timestamp {dense_vs:.3f} (paired)" if dense_vs is not None else ""
-    return ("  timestamp topic", _num(broker), _num(raw), f"{ratio:.3f}", versus)
+    return (
+        "  timestamp topic",
+        _num(broker),
+        _num(raw),
+        f"{ratio:.3f}",
+        f"dense/timestamp {dense_vs:.3f} (paired)",
+    )
 
 
 def table(results: dict[str, Any]) -> str:
@@ -94,7 +99,12 @@ def table(results: dict[str, Any]) -> str:
             f"{f['steady_ratio']:.3f}",
             "",
         ),
-        _timestamp_row(f["timestamp_steady_msgs_per_s"], f["raw_xrange_per_s"], f["timestamp_steady_ratio"]),
+        _timestamp_row(
+            f["timestamp_steady_msgs_per_s"],
+            f["raw_xrange_per_s"],
+            f["timestamp_steady_ratio"],
+            f["steady_dense_vs_timestamp"],
+        ),
         (
             f"e2e latency @{_num(lat['target_msgs_per_s'])}/s p50/p99/max",
             f"{lat['p50_ms']:.1f}/{lat['p99_ms']:.1f}/{lat['max_ms']:.1f} ms",

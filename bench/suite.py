@@ -214,6 +214,9 @@ def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
         "timestamp_ratio": report.ratio(stamped.median, raw.median),
         "timestamp_steady_ratio": report.ratio(stamped_steady, raw.median),
         "dense_vs_timestamp": paired_ratio(dense.rates, stamped.rates),
+        "steady_dense_vs_timestamp": paired_ratio(
+            [r.steady_msgs_per_s for r in dense.runs], [r.steady_msgs_per_s for r in stamped.runs]
+        ),
         "target_ratio": report.FETCH_TARGET,
         "aim_ratio": report.FETCH_AIM,
         "topic": topic,

@@ -65,6 +65,10 @@ def test_produce_fetch_and_memory_measure_both_encodings(
         assert figures["timestamp_msgs_per_s"] == report.median(stamped_rates) > 0
         assert figures["dense_vs_timestamp"] == paired_ratio(dense_rates, stamped_rates)
         assert set(figures["timestamp_cpu"]) == {"broker", "redis", "client", "other"}
+    steady = [
+        [r["steady_msgs_per_s"] for r in fetched[runs]] for runs in ("kcat_runs", "timestamp_kcat_runs")
+    ]
+    assert fetched["steady_dense_vs_timestamp"] == paired_ratio(*steady)
     assert all(r["messages"] == OPTS.messages for r in produced["timestamp_runs"])
     assert produced["timestamp_ratio"] == produced["timestamp_msgs_per_s"] / produced["raw_xadd_per_s"]
     assert fetched["timestamp_ratio"] == fetched["timestamp_msgs_per_s"] / fetched["raw_xrange_per_s"]
