@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 VALUE_SIZE = 100
 PRODUCER_CONFIG: dict[str, str | int] = {
@@ -53,6 +54,14 @@ def warm_up(producer: Producer, topic: str) -> None:
     found = metadata.topics.get(topic)
     if found is None or found.error is not None or 0 not in found.partitions:
         raise RuntimeError(f"topic {topic} was not created: {found.error if found else 'missing'}")
+
+
+def create_topics(bootstrap: str, topics: list[str], config: dict[str, str]) -> None:
+    """Creates one-partition topics with these configs (CreateTopics), rather than by auto-creation."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(t, 1, 1, config=config) for t in topics], operation_timeout=15)
+    for future in futures.values():
+        future.result(30)
 
 
 def produce_topic(producer: Producer, topic: str, messages: int, value: bytes) -> ProduceRun:

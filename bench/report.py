@@ -37,17 +37,29 @@ def _cpu(shares: dict[str, float], names: int = 4) -> str:
 def other_load(results: dict[str, Any]) -> float:
     """The highest mean CPU share that processes outside the benchmark used during one phase."""
     phases = [
-        results["produce"]["broker_cpu"],
-        results["produce"]["raw_cpu"],
-        results["fetch"]["broker_cpu"],
-        results["fetch"]["raw_cpu"],
-        results["latency"]["cpu"],
+        results[name][phase]
+        for name in ("produce", "fetch")
+        for phase in ("broker_cpu", "timestamp_cpu", "raw_cpu")
     ]
+    phases.append(results["latency"]["cpu"])
     return max(phase.get("other", 0.0) for phase in phases)
 
 
 def _verdict(value: float, target: float) -> str:
     return "ok" if value >= target else "BELOW"
+
+
+def _timestamp_row(
+    broker: float, raw: float, ratio: float, dense_vs: float
+) -> tuple[str, str, str, str, str]:
+    """The row under a dense figure with the same figure on a timestamp-encoded topic."""
+    return (
+        "  timestamp topic",
+        _num(broker),
+        _num(raw),
+        f"{ratio:.3f}",
+        f"dense/timestamp {dense_vs:.3f} (paired)",
+    )
 
 
 def table(results: dict[str, Any]) -> str:
@@ -61,11 +73,14 @@ def table(results: dict[str, Any]) -> str:
     rows: list[tuple[str, str, str, str, str]] = [
         ("figure", "broker", "raw Redis", "ratio", "target"),
         (
-            "produce msgs/s",
+            "produce msgs/s (dense topic)",
             _num(p["broker_msgs_per_s"]),
             _num(p["raw_xadd_per_s"]),
             f"{p['ratio']:.3f}",
             f">= {PRODUCE_TARGET} {_verdict(p['ratio'], PRODUCE_TARGET)}",
+        ),
+        _timestamp_row(
+            p["timestamp_msgs_per_s"], p["raw_xadd_per_s"], p["timestamp_ratio"], p["dense_vs_timestamp"]
         ),
         (
             "fetch msgs/s (kcat start..exit)",
@@ -74,12 +89,21 @@ def table(results: dict[str, Any]) -> str:
             f"{f['ratio']:.3f}",
             f">= {FETCH_TARGET} {_verdict(f['ratio'], FETCH_TARGET)} (aim {FETCH_AIM})",
         ),
+        _timestamp_row(
+            f["timestamp_msgs_per_s"], f["raw_xrange_per_s"], f["timestamp_ratio"], f["dense_vs_timestamp"]
+        ),
         (
             "fetch msgs/s (first record..exit)",
             _num(f["broker_steady_msgs_per_s"]),
             _num(f["raw_xrange_per_s"]),
             f"{f['steady_ratio']:.3f}",
             "",
+        ),
+        _timestamp_row(
+            f["timestamp_steady_msgs_per_s"],
+            f["raw_xrange_per_s"],
+            f["timestamp_steady_ratio"],
+            f["steady_dense_vs_timestamp"],
         ),
         (
             f"e2e latency @{_num(lat['target_msgs_per_s'])}/s p50/p99/max",
@@ -102,16 +126,27 @@ def table(results: dict[str, Any]) -> str:
             "",
             "",
         ),
+        (
+            "  timestamp topic (stream)",
+            f"{mem['timestamp_stream']['bytes_per_record']:.2f}",
+            f"{mem['raw_stream']['bytes_per_record']:.2f}",
+            f"{mem['timestamp_ratio']:.3f}",
+            "",
+        ),
     ]
     for name, fig in (("produce", p), ("fetch", f)):
         rows.append((f"{name}: cores busy", _cpu(fig["broker_cpu"]), _cpu(fig["raw_cpu"]), "", _CPU_NOTE))
         us_broker, us_raw = _cpu(fig["broker_cpu_us_per_record"], 3), _cpu(fig["raw_cpu_us_per_record"], 3)
         rows.append((f"{name}: CPU us per record", us_broker, us_raw, "", "broker/redis/client"))
+        rows.append(("  timestamp topic: cores busy", _cpu(fig["timestamp_cpu"]), "", "", _CPU_NOTE))
+        us_stamped = _cpu(fig["timestamp_cpu_us_per_record"], 3)
+        rows.append(("  timestamp topic: CPU us per record", us_stamped, "", "", "broker/redis/client"))
     rows += _extra_rows(results)
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
         f"Schooner benchmark {results['date']}: {env['cpus']} CPUs, {cfg['messages']:,} x "
-        f"{cfg['value_bytes']}-byte records, median of {runs} run{'s' if runs != 1 else ''}",
+        f"{cfg['value_bytes']}-byte records, median of {runs} run{'s' if runs != 1 else ''}; "
+        "broker rows on a dense topic, then the same on a timestamp-encoded one",
     ]
     for n, row in enumerate(rows):
         lines.append(
@@ -122,9 +157,11 @@ def table(results: dict[str, Any]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     spreads = [
-        ("produce broker", [r["msgs_per_s"] for r in p["broker_runs"]]),
+        ("produce dense", [r["msgs_per_s"] for r in p["broker_runs"]]),
+        ("timestamp", [r["msgs_per_s"] for r in p["timestamp_runs"]]),
         ("raw XADD", [r["per_s"] for r in p["raw_runs"]]),
-        ("fetch broker", [r["msgs_per_s"] for r in f["kcat_runs"]]),
+        ("fetch dense", [r["msgs_per_s"] for r in f["kcat_runs"]]),
+        ("timestamp", [r["msgs_per_s"] for r in f["timestamp_kcat_runs"]]),
         ("raw XRANGE", [r["msgs_per_s"] for r in f["raw_runs"]]),
     ]
     lines.append(

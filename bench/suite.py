@@ -7,17 +7,26 @@ import platform
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Generic, TypeVar
 
 import confluent_kafka
 import redis
+from confluent_kafka import Producer
+
+from schooner.storage.offsets import DENSE, TIMESTAMP
+from schooner.storage.topics.config import OFFSET_ENCODING
 
 from . import fetch, latency, memory, produce, report
 from .servers import BenchServers, CpuMeter, Endpoints, cpu_count
 
 WARMUP_TOPIC = "bench-warmup"
 LATENCY_TOPIC = "bench-latency"
+# Bench topics are auto-created, so dense (the default); these are created with the other encoding.
+TIMESTAMP_CONFIG = {OFFSET_ENCODING: TIMESTAMP}
+
+R = TypeVar("R", produce.ProduceRun, fetch.KcatRun, fetch.XrangeRun)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +43,10 @@ class Options:
 
 def produce_topic_name(run: int) -> str:
     return f"bench-produce-{run}"
+
+
+def timestamp_topic_name(run: int) -> str:
+    return f"bench-produce-timestamp-{run}"
 
 
 def _say(text: str) -> None:
@@ -55,30 +68,89 @@ def cpu_us_per_record(samples: list[dict[str, float]], rates: list[float]) -> di
     }
 
 
+@dataclass(slots=True)
+class Series(Generic[R]):
+    """One kind of run (broker on dense topics, broker on timestamp topics, raw Redis), in run order."""
+
+    name: str
+    runs: list[R] = field(default_factory=list)
+    cpu: list[dict[str, float]] = field(default_factory=list)
+
+    def add(self, run: R, cpu: dict[str, float]) -> None:
+        self.runs.append(run)
+        self.cpu.append(cpu)
+
+    @property
+    def rates(self) -> list[float]:
+        return [r.msgs_per_s for r in self.runs]
+
+    @property
+    def median(self) -> float:
+        return report.median(self.rates)
+
+    def cpu_figures(self, prefix: str) -> dict[str, Any]:
+        return {
+            f"{prefix}_cpu": mean_cpu(self.cpu),
+            f"{prefix}_cpu_us_per_record": cpu_us_per_record(self.cpu, self.rates),
+        }
+
+    def listed(self) -> list[dict[str, Any]]:
+        return [{**asdict(r), "cpu": c} for r, c in zip(self.runs, self.cpu, strict=True)]
+
+
+def paired_ratio(dense: list[float], stamped: list[float]) -> float:
+    """The median of each round's dense/timestamp ratio: the two ran back to back, so noise hits both."""
+    return report.median([d / t for d, t in zip(dense, stamped, strict=True)])
+
+
+def check_encoding(client: redis.Redis, ep: Endpoints, topic: str, expected: str) -> None:
+    """A figure labelled dense or timestamp must come from a topic with that encoding."""
+    found = client.hget(ep.keyspace.topic(topic), "offset_encoding")
+    if found != expected.encode():
+        raise RuntimeError(f"{topic} has the offset encoding {found!r}, not {expected}")
+
+
+def _in_turn(pair: list[T], run: int) -> list[T]:
+    """Dense and timestamp take turns at going first, so neither always runs right after raw Redis."""
+    return pair if run % 2 == 0 else pair[::-1]
+
+
+def _produce_once(
+    producer: Producer, client: redis.Redis, ep: Endpoints, meter: CpuMeter, topic: str, value: bytes, n: int
+) -> tuple[produce.ProduceRun, dict[str, float]]:
+    meter.start()
+    result = produce.produce_topic(producer, topic, n, value)
+    cpu = meter.stop()
+    stored = int(client.xlen(ep.keyspace.stream(topic, 0)))
+    if stored != n:
+        raise RuntimeError(f"{topic}: its stream holds {stored} entries; {n} were sent")
+    return result, cpu
+
+
 def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, Any]:
     value = produce.bench_value()
+    stamped_topics = [timestamp_topic_name(run) for run in range(opts.runs)]
+    produce.create_topics(ep.bootstrap, stamped_topics, TIMESTAMP_CONFIG)
     producer = produce.make_producer(ep.bootstrap)
     failed = True
+    dense: Series[produce.ProduceRun] = Series(DENSE)
+    stamped: Series[produce.ProduceRun] = Series(TIMESTAMP)
+    raw_runs: list[float] = []
+    raw_cpu: list[dict[str, float]] = []
     try:
         produce.warm_up(producer, WARMUP_TOPIC)
         producer.produce(WARMUP_TOPIC, value, partition=0)
         producer.flush(15)
-        broker_runs: list[produce.ProduceRun] = []
-        raw_runs: list[float] = []
-        broker_cpu: list[dict[str, float]] = []
-        raw_cpu: list[dict[str, float]] = []
         meter = CpuMeter(ep)
         for run in range(opts.runs):
-            topic = produce_topic_name(run)
-            produce.warm_up(producer, topic)
-            meter.start()
-            result = produce.produce_topic(producer, topic, opts.messages, value)
-            broker_cpu.append(meter.stop())
-            stored = int(client.xlen(ep.keyspace.stream(topic, 0)))
-            if stored != opts.messages:
-                raise RuntimeError(f"{topic}: its stream holds {stored} entries; {opts.messages} were sent")
-            broker_runs.append(result)
-            _say(f"  produce run {run + 1}: broker {result.msgs_per_s:,.0f} msgs/s")
+            pair = [(dense, produce_topic_name(run)), (stamped, timestamp_topic_name(run))]
+            for series, topic in pair:
+                produce.warm_up(producer, topic)  # the dense topic is auto-created here
+                check_encoding(client, ep, topic, series.name)
+            for series, topic in _in_turn(pair, run):
+                result, cpu = _produce_once(producer, client, ep, meter, topic, value, opts.messages)
+                series.add(result, cpu)
+                _say(f"  produce run {run + 1}: broker, {series.name} {result.msgs_per_s:,.0f} msgs/s")
             client.delete(produce.RAW_STREAM_KEY)  # the last run's stream stays for the memory figure
             meter.start()
             raw = produce.redis_benchmark_xadd(ep.redis_port, opts.raw_requests, value, opts.pipeline)
@@ -88,75 +160,90 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
         failed = False
     finally:
         produce.close_producer(producer, failed)
-    broker = report.median([r.msgs_per_s for r in broker_runs])
     raw = report.median(raw_runs)
     return {
-        "broker_msgs_per_s": broker,
+        "broker_msgs_per_s": dense.median,
         "raw_xadd_per_s": raw,
-        "ratio": report.ratio(broker, raw),
+        "ratio": report.ratio(dense.median, raw),
+        "timestamp_msgs_per_s": stamped.median,
+        "timestamp_ratio": report.ratio(stamped.median, raw),
+        "dense_vs_timestamp": paired_ratio(dense.rates, stamped.rates),
         "target_ratio": report.PRODUCE_TARGET,
         "producer_config": produce.PRODUCER_CONFIG,
+        "timestamp_topic_config": TIMESTAMP_CONFIG,
         "raw_command": f"redis-benchmark -P {opts.pipeline} -n {opts.raw_requests} -q XADD "
         f"{produce.RAW_STREAM_KEY} '*' f <{len(value)}-byte value>",
-        "broker_runs": [{**asdict(r), "cpu": c} for r, c in zip(broker_runs, broker_cpu, strict=True)],
+        "broker_runs": dense.listed(),
+        "timestamp_runs": stamped.listed(),
         "raw_runs": [{"per_s": r, "cpu": c} for r, c in zip(raw_runs, raw_cpu, strict=True)],
-        "broker_cpu": mean_cpu(broker_cpu),
+        **dense.cpu_figures("broker"),
+        **stamped.cpu_figures("timestamp"),
         "raw_cpu": mean_cpu(raw_cpu),
-        "broker_cpu_us_per_record": cpu_us_per_record(broker_cpu, [r.msgs_per_s for r in broker_runs]),
         "raw_cpu_us_per_record": cpu_us_per_record(raw_cpu, raw_runs),
     }
 
 
 def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
-    topic = produce_topic_name(0)
+    topic, stamped_topic = produce_topic_name(0), timestamp_topic_name(0)
     key = ep.keyspace.stream(topic, 0)
-    kcat_runs: list[fetch.KcatRun] = []
-    raw_runs: list[fetch.XrangeRun] = []
-    kcat_cpu: list[dict[str, float]] = []
-    raw_cpu: list[dict[str, float]] = []
+    dense: Series[fetch.KcatRun] = Series(DENSE)
+    stamped: Series[fetch.KcatRun] = Series(TIMESTAMP)
+    raw: Series[fetch.XrangeRun] = Series("raw")
     meter = CpuMeter(ep)
     for run in range(opts.runs):
-        meter.start()
-        k = fetch.kcat_consume(ep.bootstrap, topic, opts.messages)
-        kcat_cpu.append(meter.stop())
-        kcat_runs.append(k)
+        said = []
+        for series, name in _in_turn([(dense, topic), (stamped, stamped_topic)], run):
+            meter.start()
+            k = fetch.kcat_consume(ep.bootstrap, name, opts.messages)
+            series.add(k, meter.stop())
+            said.append(f"kcat {series.name} {k.msgs_per_s:,.0f}")
         meter.start()
         r = fetch.raw_xrange(ep.redis_url, key, opts.messages)
-        raw_cpu.append(meter.stop())
-        raw_runs.append(r)
-        _say(f"  fetch run {run + 1}: kcat {k.msgs_per_s:,.0f} msgs/s, raw XRANGE {r.msgs_per_s:,.0f} /s")
-    broker = report.median([r.msgs_per_s for r in kcat_runs])
-    steady = report.median([r.steady_msgs_per_s for r in kcat_runs])
-    raw = report.median([r.msgs_per_s for r in raw_runs])
+        raw.add(r, meter.stop())
+        _say(f"  fetch run {run + 1}: {', '.join(sorted(said))} msgs/s, raw XRANGE {r.msgs_per_s:,.0f} /s")
+    steady = report.median([r.steady_msgs_per_s for r in dense.runs])
+    stamped_steady = report.median([r.steady_msgs_per_s for r in stamped.runs])
     return {
-        "broker_msgs_per_s": broker,
+        "broker_msgs_per_s": dense.median,
         "broker_steady_msgs_per_s": steady,
-        "raw_xrange_per_s": raw,
-        "ratio": report.ratio(broker, raw),
-        "steady_ratio": report.ratio(steady, raw),
+        "raw_xrange_per_s": raw.median,
+        "ratio": report.ratio(dense.median, raw.median),
+        "steady_ratio": report.ratio(steady, raw.median),
+        "timestamp_msgs_per_s": stamped.median,
+        "timestamp_steady_msgs_per_s": stamped_steady,
+        "timestamp_ratio": report.ratio(stamped.median, raw.median),
+        "timestamp_steady_ratio": report.ratio(stamped_steady, raw.median),
+        "dense_vs_timestamp": paired_ratio(dense.rates, stamped.rates),
+        "steady_dense_vs_timestamp": paired_ratio(
+            [r.steady_msgs_per_s for r in dense.runs], [r.steady_msgs_per_s for r in stamped.runs]
+        ),
         "target_ratio": report.FETCH_TARGET,
         "aim_ratio": report.FETCH_AIM,
         "topic": topic,
+        "timestamp_topic": stamped_topic,
         "stream_key": key,
         "xrange_count": fetch.XRANGE_COUNT,
-        "kcat_runs": [{**asdict(r), "cpu": c} for r, c in zip(kcat_runs, kcat_cpu, strict=True)],
-        "raw_runs": [{**asdict(r), "cpu": c} for r, c in zip(raw_runs, raw_cpu, strict=True)],
-        "broker_cpu": mean_cpu(kcat_cpu),
-        "raw_cpu": mean_cpu(raw_cpu),
-        "broker_cpu_us_per_record": cpu_us_per_record(kcat_cpu, [r.msgs_per_s for r in kcat_runs]),
-        "raw_cpu_us_per_record": cpu_us_per_record(raw_cpu, [r.msgs_per_s for r in raw_runs]),
+        "kcat_runs": dense.listed(),
+        "timestamp_kcat_runs": stamped.listed(),
+        "raw_runs": raw.listed(),
+        **dense.cpu_figures("broker"),
+        **stamped.cpu_figures("timestamp"),
+        **raw.cpu_figures("raw"),
     }
 
 
 def run_memory(ep: Endpoints, client: redis.Redis) -> dict[str, Any]:
     topic = produce_topic_name(0)
     broker = memory.stream_memory(client, ep.keyspace.stream(topic, 0))
+    stamped = memory.stream_memory(client, ep.keyspace.stream(timestamp_topic_name(0), 0))
     raw = memory.stream_memory(client, produce.RAW_STREAM_KEY)
     partition_bytes = memory.keys_memory(client, ep.keyspace.partition_keys(topic, 0))
     return {
         "broker_stream": asdict(broker),
+        "timestamp_stream": asdict(stamped),
         "raw_stream": asdict(raw),
         "ratio": report.ratio(broker.bytes_per_record, raw.bytes_per_record),
+        "timestamp_ratio": report.ratio(stamped.bytes_per_record, raw.bytes_per_record),
         "broker_partition_bytes": partition_bytes,
         "broker_partition_bytes_per_record": partition_bytes / broker.entries,
     }
