@@ -5,13 +5,14 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   redis/     how a round trip travels, with no domain knowledge: client.py (connections),
              calls.py (Call, Steps and their runners), scripts.py (Lua by name), lane.py (the
              pipelined append connection), server_info.py, embedded.py (the redis-server we start)
-  keys.py    every key name;  offsets.py  Kafka offset <-> stream entry ID
+  keys.py    every key name;  offsets.py  Kafka offset <-> stream entry ID (dense or timestamp)
   topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)
   cluster.py brokers' registrations and the cluster-wide counters
   quotas.py  client quotas (AlterClientQuotas/DescribeClientQuotas): Kafka's rules, stored, not enforced
   log/       the Kafka log, one stream per partition: entry.py (record <-> entry fields),
              append.py, read.py, lookup.py (by time), retention.py, producers.py (idempotent
-             producers' state: DescribeProducers and expiry)
+             producers' state: DescribeProducers and expiry), sizes.py (DescribeLogDirs),
+             repair.py (offsets for a dense partition's `XADD *` entries)
   groups/    Kafka consumer groups: state.py (the group hash, owner-fenced), commits.py, lag.py
   mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace
