@@ -101,7 +101,8 @@ class Admin:
 
     def topic_stats(self, topic: Topic | str) -> TopicStats:
         t = topic if isinstance(topic, Topic) else self.topic(topic)
-        return TopicStats(t.name, self._run([queue_admin.stats(self.ks, t, p) for p in range(t.partitions)]))
+        stats = calls.parallel([queue_admin.stats(self.ks, t, p) for p in range(t.partitions)])
+        return TopicStats(t.name, calls.drive_sync(self.redis, stats))
 
     def create_group(self, topic: str, group: str, start: str = "latest") -> None:
         t = self.topic(topic)

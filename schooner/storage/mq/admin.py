@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import Keyspace
-from ..redis.calls import Call, command, script, text
+from ..log import read as log_read
+from ..redis.calls import Call, Steps, command, script, text
 from ..topics.metadata import Topic
 
 LAG_COUNT_LIMIT = 100_000
@@ -45,25 +46,23 @@ class Lag:
         return self.undelivered + self.pending
 
 
-def stats(ks: Keyspace, topic: Topic, partition: int) -> Call[PartitionStats]:
+def stats(ks: Keyspace, topic: Topic, partition: int) -> Steps[PartitionStats]:
+    """Entries, first and last offsets, and the high watermark (the log's own, which also holds on a dense
+    partition ending in an `XADD *` entry: such an entry has no offset, so it is neither first nor last)."""
     offsets = topic.offsets
-
-    def parse(reply: Any) -> PartitionStats:
-        info = _as_dict(reply)
-        first, last = info.get("first-entry"), info.get("last-entry")
-        last_generated = info.get("last-generated-id") or b"0-0"
-        added = int(info.get("entries-added") or 0)
-        high = offsets.offset_of_id(last_generated) + 1 if added or last_generated != b"0-0" else 0
-        return PartitionStats(
-            partition,
-            int(info.get("length") or 0),
-            offsets.offset_of_id(first[0]) if first else None,
-            offsets.offset_of_id(last[0]) if last else None,
-            high,
-        )
-
-    empty = PartitionStats(partition, 0, None, None, 0)
-    return command("XINFO STREAM", ks.stream(topic.name, partition), parse=parse, on_error=lambda e: empty)
+    (reply,) = yield [command("XINFO STREAM", ks.stream(topic.name, partition), on_error=lambda e: None)]
+    if not reply:
+        return PartitionStats(partition, 0, None, None, 0)
+    info = _as_dict(reply)
+    first, last = info.get("first-entry"), info.get("last-entry")
+    bounds = yield from log_read.bounds(ks, topic, partition)
+    return PartitionStats(
+        partition,
+        int(info.get("length") or 0),
+        offsets.offset_of_id(first[0]) if first and offsets.numbered(first[0]) else None,
+        offsets.offset_of_id(last[0]) if last and offsets.numbered(last[0]) else None,
+        bounds.high_watermark,
+    )
 
 
 def groups(ks: Keyspace, topic: str, partition: int) -> Call[list[GroupInfo]]:
