@@ -63,6 +63,10 @@ class Settings:
     redis_maxmemory: str | None = None  # embedded redis-server only, e.g. "2gb"; policy is noeviction
     allow_evicting_redis: bool = False  # start even if Redis may evict keys (and so lose records)
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    # Compaction (topics with cleanup.policy compact), on the sweep every retention_check_ms: each step
+    # is one script over this many entries; a partition gets at most compaction_max_steps per sweep.
+    compaction_step_entries: int = 500
+    compaction_max_steps: int = 200
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:

@@ -17,6 +17,7 @@ from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError
 from ..storage.redis.lane import PipelinedLane
 from ..storage.store import Store
+from .compactor import compact_partition
 from .context import BrokerContext
 from .dispatch import dispatcher
 from .limits import ConnectionStats
@@ -203,8 +204,8 @@ class Broker:
                     log.warning("group upkeep failed: %s", exc)
 
     async def _sweep_retention(self) -> None:
-        """Applies retention to every partition, so topics that get no writes are trimmed too, and
-        forgets idempotent producers idle longer than producer_id_expiration_ms."""
+        """Applies retention to every partition, so topics that get no writes are trimmed too, forgets
+        idempotent producers idle longer than producer_id_expiration_ms, and compacts compacted topics."""
         assert self.ctx is not None
         ctx = self.ctx
         expiration_ms = self.settings.producer_id_expiration_ms
@@ -215,6 +216,14 @@ class Broker:
                     for p in range(topic.partitions):
                         await ctx.store.apply_retention(topic, p)
                         await ctx.store.expire_producers(topic, p, expiration_ms)
+                        if topic.compacted:
+                            await compact_partition(
+                                ctx.store,
+                                topic,
+                                p,
+                                self.settings.compaction_step_entries,
+                                self.settings.compaction_max_steps,
+                            )
             except (StorageError, OSError) as exc:
                 log.warning("retention sweep failed: %s", exc)
 

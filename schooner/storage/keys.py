@@ -30,12 +30,28 @@ class Keyspace:
         """Sorted set: idempotent producer id scored by the time (ms) of its last append, for expiry."""
         return f"{self.prefix}:producers:{{{topic}:{partition}}}"
 
+    def compaction_keys(self, topic: str, partition: int) -> str:
+        """Hash: record key -> ID of the latest entry with that key that the compactor has reached."""
+        return f"{self.prefix}:ckeys:{{{topic}:{partition}}}"
+
+    def tombstones(self, topic: str, partition: int) -> str:
+        """Sorted set: tombstone entry IDs the compactor has reached, scored by when it reached them (ms)."""
+        return f"{self.prefix}:tombstones:{{{topic}:{partition}}}"
+
+    def compactor(self, topic: str, partition: int) -> str:
+        """String with PX: the token of the broker that compacts the partition now."""
+        return f"{self.prefix}:compactor:{{{topic}:{partition}}}"
+
     def partition_keys(self, topic: str, partition: int) -> list[str]:
+        """Every key of the partition; scripts take the first four, deleting a topic removes all."""
         return [
             self.stream(topic, partition),
             self.partition_state(topic, partition),
             self.time_index(topic, partition),
             self.producers(topic, partition),
+            self.compaction_keys(topic, partition),
+            self.tombstones(topic, partition),
+            self.compactor(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------

@@ -15,8 +15,9 @@ from .cluster import BrokerInfo
 from .groups import commits, state
 from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
-from .log import append, lookup, producers, read, retention, sizes
+from .log import append, compaction, lookup, producers, read, retention, sizes
 from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
+from .log.compaction import CompactionStep
 from .log.producers import ProducerState
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
@@ -207,3 +208,13 @@ class Store:
     async def alter_client_quotas(self, changes: Sequence[quotas.QuotaChange]) -> None:
         """Each entity's change is one script, all sent in one pipelined round trip."""
         await self.drive(together([quotas.alter(self.ks, c.entity, c.set_values, c.remove) for c in changes]))
+
+    # -- log compaction -----------------------------------------------------------------------------
+    async def claim_compaction(self, topic: Topic, partition: int, token: str) -> bool:
+        return await self.run(compaction.claim(self.ks, topic, partition, token))
+
+    async def compaction_step(self, topic: Topic, partition: int, token: str, limit: int) -> CompactionStep:
+        return await self.run(compaction.step(self.ks, topic, partition, token, limit))
+
+    async def release_compaction(self, topic: Topic, partition: int, token: str) -> bool:
+        return await self.run(compaction.release(self.ks, topic, partition, token))

@@ -221,6 +221,10 @@ def _decode(
                 ErrorCode.message_too_large,
                 message=f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}",
             )
+        if topic.compacted and any(r.key is None for r in batch.records):
+            # As Kafka: the compactor keeps the latest record per key, so every record needs one.
+            message = f"compacted topic {topic.name!r} refuses records without a key"
+            return _PartitionResult(ErrorCode.invalid_record, message=message)
     return batches
 
 

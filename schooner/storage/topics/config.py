@@ -60,6 +60,15 @@ def _anything(value: str) -> None:
     return None
 
 
+CLEANUP_POLICIES = ("delete", "compact")
+
+
+def _cleanup_policy(value: str) -> None:
+    parts = [p.strip() for p in value.split(",")]
+    if not value.strip() or any(p not in CLEANUP_POLICIES for p in parts) or len(set(parts)) < len(parts):
+        raise InvalidConfig(f"{value!r} is not delete, compact or compact,delete")
+
+
 class ConfigType(IntEnum):
     """A config's type, numbered as Kafka's DescribeConfigs (v3+) reports it."""
 
@@ -98,7 +107,11 @@ class ConfigDef:
 _DOC = {
     "retention.ms": "How long records are kept before retention trims them (MINID); -1 keeps them forever.",
     "retention.bytes": "Size a partition may reach before its oldest records are trimmed; -1: no limit.",
-    "cleanup.policy": "Only 'delete' is supported: retention trims the oldest records.",
+    "cleanup.policy": "delete: retention trims the oldest records. compact: the compactor keeps the latest "
+    "record per key and retention does not trim. compact,delete: both.",
+    "delete.retention.ms": "How long a tombstone (a record without a value) stays after the compactor "
+    "first reached it on a compacted topic.",
+    "min.compaction.lag.ms": "The compactor only reaches records whose timestamp is at least this old.",
     "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
     "max.message.bytes": "The largest record batch a producer may send to this topic.",
     "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
@@ -116,7 +129,7 @@ _DEFS = [
     ConfigDef(
         "cleanup.policy",
         "delete",
-        _one_of("delete"),
+        _cleanup_policy,
         True,
         kind=ConfigType.LIST,
         synonym="log.cleanup.policy",
@@ -180,9 +193,9 @@ _DEFS = [
     ),
     ConfigDef("flush.messages", LONG_MAX, _long(1), False, synonym="log.flush.interval.messages"),
     ConfigDef("flush.ms", LONG_MAX, _long(0), False, synonym="log.flush.interval.ms"),
-    ConfigDef("delete.retention.ms", "86400000", _long(0), False, synonym="log.cleaner.delete.retention.ms"),
+    ConfigDef("delete.retention.ms", "86400000", _long(0), True, synonym="log.cleaner.delete.retention.ms"),
     ConfigDef("file.delete.delay.ms", "60000", _long(0), False, synonym="log.segment.delete.delay.ms"),
-    ConfigDef("min.compaction.lag.ms", "0", _long(0), False, synonym="log.cleaner.min.compaction.lag.ms"),
+    ConfigDef("min.compaction.lag.ms", "0", _long(0), True, synonym="log.cleaner.min.compaction.lag.ms"),
     ConfigDef(
         "max.compaction.lag.ms", LONG_MAX, _long(1), False, synonym="log.cleaner.max.compaction.lag.ms"
     ),

@@ -47,12 +47,29 @@ class Topic:
         return {OFFSET_ENCODING: self.offsets.encoding, SEQUENCE_BITS: self.configs[SEQUENCE_BITS]}
 
     @property
+    def cleanup_policy(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.configs.get("cleanup.policy", "delete").split(","))
+
+    @property
+    def compacted(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
     def retention_ms(self) -> int:
-        return int(self.configs["retention.ms"])
+        """-1 (keep) unless the cleanup policy has delete: a compact-only topic is never trimmed."""
+        return int(self.configs["retention.ms"]) if "delete" in self.cleanup_policy else -1
 
     @property
     def retention_bytes(self) -> int:
-        return int(self.configs["retention.bytes"])
+        return int(self.configs["retention.bytes"]) if "delete" in self.cleanup_policy else -1
+
+    @property
+    def delete_retention_ms(self) -> int:
+        return int(self.configs["delete.retention.ms"])
+
+    @property
+    def min_compaction_lag_ms(self) -> int:
+        return int(self.configs["min.compaction.lag.ms"])
 
     @property
     def trim_approximate(self) -> bool:
