@@ -1,0 +1,120 @@
+"""Compacted topics through the broker, with confluent-kafka: the sweep's compactor and Produce's checks."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from schooner.storage.keys import Keyspace
+from tests.clients import Rec, confluent_consume, confluent_produce
+
+pytestmark = pytest.mark.both_encodings
+
+
+def _create(bootstrap: str, name: str, **config: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(name, 1, 1, config={"cleanup.policy": "compact", **config})
+    admin.create_topics([topic])[name].result(10)
+
+
+def _wait_for(check: Any, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert check()
+
+
+def test_latest_value_per_key_survives_and_tombstones_go(broker_factory, redis_client) -> None:
+    broker = broker_factory(retention_check_ms=100)
+    _create(broker.bootstrap, "table", **{"delete.retention.ms": "1500"})
+    records = [Rec(b"k%d" % (i % 5), b"v%d" % i) for i in range(50)] + [Rec(b"k3", None)]
+    delivered = confluent_produce(broker.bootstrap, "table", records)
+    stream = Keyspace(broker.settings.keyspace).stream("table", 0)
+    _wait_for(lambda: redis_client.xlen(stream) == 5)  # k0, k1, k2, k4 and k3's tombstone
+    got = confluent_consume(broker.bootstrap, "table", 5, timeout=5)
+    assert [(m.key(), m.value()) for m in got] == [
+        (b"k0", b"v45"),
+        (b"k1", b"v46"),
+        (b"k2", b"v47"),
+        (b"k4", b"v49"),
+        (b"k3", None),
+    ]
+    assert [m.offset() for m in got] == [delivered[i].offset() for i in (45, 46, 47, 49, 50)]
+    _wait_for(lambda: redis_client.xlen(stream) == 4)  # the tombstone, delete.retention.ms later
+    assert [m.key() for m in confluent_consume(broker.bootstrap, "table", 4, timeout=5)] == [
+        b"k0",
+        b"k1",
+        b"k2",
+        b"k4",
+    ]
+
+
+def test_records_without_a_key_are_refused(broker) -> None:
+    _create(broker.bootstrap, "keyed")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "retries": 0})
+    errors: list[Any] = []
+    producer.produce("keyed", value=b"no key", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(10)
+    assert [e.code() for e in errors] == [KafkaError.INVALID_RECORD]
+    confluent_produce(broker.bootstrap, "keyed", [Rec(b"k", b"v")])  # a keyed record goes in
+
+
+def test_produce_and_consume_during_compaction(broker_factory, redis_client) -> None:
+    """Producing while the compactor runs loses no key's latest value, and a consumer reading all the
+    while sees offsets only grow."""
+    broker = broker_factory(retention_check_ms=50, compaction_step_entries=50)
+    _create(broker.bootstrap, "changelog")
+    latest: dict[bytes, tuple[int, bytes]] = {}
+    done = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 2})
+
+        def delivered(err: Any, msg: Any) -> None:
+            assert err is None
+            latest[msg.key()] = (msg.offset(), msg.value())
+
+        for i in range(6000):
+            producer.produce("changelog", key=b"k%d" % (i % 40), value=b"%d" % i, on_delivery=delivered)
+            if i % 500 == 499:
+                producer.flush(10)
+                time.sleep(0.1)  # let sweeps compact between bursts
+        assert producer.flush(30) == 0
+        done.set()
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition("changelog", 0, -2)])
+    seen: dict[bytes, tuple[int, bytes]] = {}
+    last = -1
+    count = 0
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                if done.is_set() and max(o for o, _ in latest.values()) <= last:
+                    break
+                continue
+            assert msg.error() is None, msg.error()
+            assert msg.offset() > last
+            last = msg.offset()
+            count += 1
+            seen[msg.key()] = (msg.offset(), msg.value())
+    finally:
+        consumer.close()
+        writer.join(30)
+    assert done.is_set()
+    assert seen == latest
+    stream = Keyspace(broker.settings.keyspace).stream("changelog", 0)
+    _wait_for(lambda: redis_client.xlen(stream) == 40)
+    after = confluent_consume(broker.bootstrap, "changelog", 40, timeout=5)
+    assert {m.key(): (m.offset(), m.value()) for m in after} == latest
