@@ -99,3 +99,13 @@ def test_the_config_table_holds_type_synonym_and_documentation() -> None:
         validate("retention.ms", "soon")
     with pytest.raises(InvalidConfig):
         validate("no.such.config", "1")
+
+
+def test_cleanup_policy_takes_delete_compact_or_both() -> None:
+    for value in ("delete", "compact", "compact,delete", "delete,compact"):
+        validate("cleanup.policy", value)
+    for bad in ("", "compact,compact", "compact,", "archive", "compact;delete"):
+        with pytest.raises(InvalidConfig):
+            validate("cleanup.policy", bad)
+    assert CONFIG_DEFS["min.compaction.lag.ms"].documentation != NO_EFFECT_DOC
+    assert CONFIG_DEFS["max.compaction.lag.ms"].documentation == NO_EFFECT_DOC  # not honoured yet
