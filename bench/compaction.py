@@ -1,0 +1,101 @@
+"""Compaction of a changelog-like partition: records examined per second, and Redis memory before and after.
+
+A compacted topic gets `records` records over `keys` distinct keys (100-byte values) through the append
+script; then the compactor's steps (log_compact.lua, 500 entries each) run until nothing is left to do.
+Memory is MEMORY USAGE (SAMPLES 0) of all the partition's keys, the compactor's own included.
+`python -m bench.compaction` runs it on an embedded redis-server; run(redis_url) on any Redis.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from schooner.storage.keys import Keyspace
+from schooner.storage.log import append, compaction
+from schooner.storage.log.append import RecordBatch
+from schooner.storage.redis import client
+from schooner.storage.redis.calls import drive_sync, run_sync
+from schooner.storage.topics import metadata
+
+from .memory import keys_memory
+
+VALUE = (b"0123456789abcdef" * 7)[:100]
+RECORDS = 200_000
+KEYS = 1_000
+CHUNK = 1000
+OLD = 1_700_000_000_000  # record timestamps well past any lag
+
+
+class _Record:
+    __slots__ = ("key", "value", "timestamp", "headers")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self.value = VALUE
+        self.timestamp = OLD
+        self.headers: list[tuple[str, bytes | None]] = []
+
+
+def run(redis_url: str, records: int = RECORDS, keys: int = KEYS, step_entries: int = 500) -> dict[str, Any]:
+    ks = Keyspace(f"benchcompact-{uuid.uuid4().hex[:8]}")
+    redis = client.connect_sync(redis_url)
+    try:
+        topic = drive_sync(redis, metadata.create(ks, "changelog", 1, {"cleanup.policy": "compact"}, {}))
+        for start in range(0, records, CHUNK):
+            batch = [_Record(b"key-%d" % (i % keys)) for i in range(start, min(start + CHUNK, records))]
+            run_sync(redis, append.append(ks, topic, 0, RecordBatch(batch)))
+        partition = ks.partition_keys("changelog", 0)
+        before = keys_memory(redis, partition)
+        assert run_sync(redis, compaction.claim(ks, topic, 0, "bench"))
+        scanned = removed = steps = 0
+        slowest = 0.0
+        started = time.perf_counter()
+        while True:
+            t0 = time.perf_counter()
+            step = run_sync(redis, compaction.step(ks, topic, 0, "bench", step_entries))
+            slowest = max(slowest, time.perf_counter() - t0)
+            scanned, removed, steps = scanned + step.scanned, removed + step.removed, steps + 1
+            if not step.more:
+                break
+        seconds = time.perf_counter() - started
+        run_sync(redis, compaction.release(ks, topic, 0, "bench"))
+        after = keys_memory(redis, partition)
+        left = int(redis.xlen(ks.stream("changelog", 0)))
+    finally:
+        for key in redis.scan_iter(match=f"{ks.prefix}:*", count=1000):
+            redis.delete(key)
+        redis.close()
+    return {
+        "compaction_records": records,
+        "compaction_keys": keys,
+        "compaction_entries_left": left,
+        "compaction_removed": removed,
+        "compaction_examined_per_s": round(scanned / seconds),
+        "compaction_slowest_step_ms": round(slowest * 1000, 2),
+        "compaction_steps": steps,
+        "compaction_memory_before_bytes": before,
+        "compaction_memory_after_bytes": after,
+    }
+
+
+def main() -> int:
+    from schooner.storage.redis.embedded import EmbeddedRedis
+
+    with tempfile.TemporaryDirectory() as data:
+        server = EmbeddedRedis(Path(data), persistent=False)
+        server.start()
+        try:
+            for name, value in run(server.url).items():
+                print(f"{name:36} {value}")
+        finally:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
