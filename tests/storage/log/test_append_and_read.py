@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,21 +31,6 @@ class R:
         self.key = key
         self.timestamp = timestamp
         self.headers: list[tuple[str, bytes | None]] = []
-
-
-@pytest.fixture
-def run(redis_server, keyspace) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
-    def runner(fn: Callable[..., Awaitable[Any]]) -> Any:
-        async def main() -> Any:
-            redis = client.connect(redis_server.url)
-            try:
-                return await fn(redis, Keyspace(keyspace))
-            finally:
-                await redis.aclose()
-
-        return asyncio.run(main())
-
-    return runner
 
 
 pytestmark = pytest.mark.both_encodings

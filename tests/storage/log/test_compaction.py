@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ from schooner.storage.log import append as log_append
 from schooner.storage.log import compaction
 from schooner.storage.log import read as log_read
 from schooner.storage.log.append import APPENDED, RecordBatch
-from schooner.storage.redis import calls, client
+from schooner.storage.redis import calls
 from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic
 
@@ -36,21 +36,6 @@ def _encoding(topic_defaults: dict[str, str]) -> Iterator[None]:
     DEFAULTS.update(topic_defaults)
     yield
     DEFAULTS.clear()
-
-
-@pytest.fixture
-def run(redis_server, keyspace) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
-    def runner(fn: Callable[..., Awaitable[Any]]) -> Any:
-        async def main() -> Any:
-            redis = client.connect(redis_server.url)
-            try:
-                return await fn(redis, Keyspace(keyspace))
-            finally:
-                await redis.aclose()
-
-        return asyncio.run(main())
-
-    return runner
 
 
 async def _topic(redis: Any, ks: Keyspace, **overrides: str) -> Topic:
