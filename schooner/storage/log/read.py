@@ -35,6 +35,11 @@ class PartitionRead:
     first_valid_offset: int
 
 
+def _info_fields(info: Any) -> dict[bytes, Any]:
+    """An XINFO STREAM reply as a dict (RESP3 gives one, RESP2 a flat list)."""
+    return info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
+
+
 def bounds_from_info(info: Any, offsets: OffsetCodec, state: Any = None) -> PartitionBounds:
     """Log start and high watermark from an XINFO STREAM reply (None for a missing stream).
 
@@ -46,7 +51,7 @@ def bounds_from_info(info: Any, offsets: OffsetCodec, state: Any = None) -> Part
     if not info:
         return PartitionBounds(0, 0)
     valid_from, last_seq = state if state else (None, None)
-    fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
+    fields = _info_fields(info)
     last_id = fields.get(b"last-generated-id") or b"0-0"
     if not int(fields.get(b"entries-added", 1)) and last_id == b"0-0":
         return PartitionBounds(0, 0)
@@ -75,7 +80,7 @@ def _dense_state(ks: Keyspace, topic: Topic, partition: int, info: Any, state: A
     trip, for such a stream only."""
     if not info or not topic.offsets.dense:
         return state
-    fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
+    fields = _info_fields(info)
     if topic.offsets.numbered(fields.get(b"last-generated-id") or b"0-0"):
         return state
     stream = ks.stream(topic.name, partition)
