@@ -204,11 +204,22 @@ def test_aiokafka_transaction_context(broker) -> None:
     assert _kp_read(broker.bootstrap, "aio-txn", "read_committed", 4) == [b"c0", b"c1", b"c2", b"c3"]
 
 
+async def _aio_committed(bootstrap: str, group: str, tp: ATP) -> int | None:
+    """The group's committed offset of tp, as an aiokafka consumer of the group reads it."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        offset: int | None = await consumer.committed(tp)
+        return offset
+    finally:
+        await consumer.stop()
+
+
 def test_aiokafka_offsets_in_a_transaction(broker) -> None:
     _create(broker.bootstrap, "aio-in")
     _create(broker.bootstrap, "aio-out")
     group = "aio-eos"
-    tp = KTP("aio-in", 0)
+    tp = ATP("aio-in", 0)
     seen: dict[str, int | None] = {}
 
     async def run() -> None:
@@ -217,20 +228,22 @@ def test_aiokafka_offsets_in_a_transaction(broker) -> None:
         try:
             async with producer.transaction():
                 await producer.send("aio-out", value=b"y1")
-                await producer.send_offsets_to_transaction({ATP("aio-in", 0): 5}, group)
-                seen["open"] = await asyncio.to_thread(_committed, broker.bootstrap, group, tp)
-            seen["committed"] = await asyncio.to_thread(_committed, broker.bootstrap, group, tp)
+                await producer.send_offsets_to_transaction({tp: 5}, group)
+                seen["open"] = await _aio_committed(broker.bootstrap, group, tp)
+            seen["committed"] = await _aio_committed(broker.bootstrap, group, tp)
             with pytest.raises(_Abort):
                 async with producer.transaction():
                     await producer.send("aio-out", value=b"y2")
-                    await producer.send_offsets_to_transaction({ATP("aio-in", 0): 11}, group)
+                    await producer.send_offsets_to_transaction({tp: 11}, group)
+                    seen["aborting"] = await _aio_committed(broker.bootstrap, group, tp)
                     raise _Abort
+            seen["aborted"] = await _aio_committed(broker.bootstrap, group, tp)
         finally:
             await producer.stop()
 
     asyncio.run(run())
-    assert seen == {"open": None, "committed": 5}
-    assert _committed(broker.bootstrap, group, tp) == 5
+    assert seen == {"open": None, "committed": 5, "aborting": 5, "aborted": 5}
+    assert _committed(broker.bootstrap, group, KTP("aio-in", 0)) == 5  # kafka-python agrees
     assert _aio_read(broker.bootstrap, "aio-out", "read_committed", 1) == [b"y1"]
 
 

@@ -209,6 +209,7 @@ def test_init_producer_id_with_a_transactional_id(broker) -> None:
     assert _outcome(again) == (ErrorCode.none, pid, 1)
     other = _init(broker.port, "w-init-other")
     assert other.producer_id != pid
+    assert _init(broker.port, "").error_code == ErrorCode.invalid_request
     state = _describe(broker.port, "w-init")
     assert (state.transaction_state, state.producer_id, state.producer_epoch) == ("Empty", pid, 1)
 
@@ -251,8 +252,6 @@ def test_txn_offset_commit_v5_joins_the_group_without_add_offsets(broker) -> Non
     pid, epoch = _producer(broker.port, tid)
     assert _produce(broker.port, 12, tid, "w-off-out", 0, _txn_batch([b"x"], pid, epoch, 0)).error_code == 0
 
-    # v4 (transactions v1) needs AddOffsetsToTxn first: without it the group is not in the transaction
-    assert _txn_offset_commit(broker.port, 4, tid, group, (pid, epoch), "w-off-in", 3) == ErrorCode.none
     assert _txn_offset_commit(broker.port, 5, tid, group, (pid, epoch), "w-off-in", 4) == ErrorCode.none
     assert _offset_fetch(broker.port, group, "w-off-in") == (ErrorCode.unstable_offset_commit, -1)
 
