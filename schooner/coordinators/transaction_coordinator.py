@@ -130,24 +130,30 @@ class TransactionCoordinator:
                 fresh = TransactionState(pid, 0, timeout_ms)
                 await self._save(transactional_id, stored.version, fresh)
                 return Producer(pid, 0)
-            if current is not None and (current.producer_id, current.producer_epoch) != (
-                s.producer_id,
-                s.producer_epoch,
-            ):
-                # KIP-360: a producer recovering its epoch must still hold the current one.
-                retried = current.producer_id == s.producer_id and current.producer_epoch == s.previous_epoch
+            if current is not None and current != Producer(s.producer_id, s.producer_epoch):
+                # KIP-360: a producer recovering its epoch must hold the current one, or be retrying
+                # the bump it asked for (previous_epoch is -1 when a fence made it, so never a retry).
+                retried = (
+                    current.producer_id == s.producer_id
+                    and s.previous_epoch >= 0
+                    and current.producer_epoch == s.previous_epoch
+                    and s.state != ONGOING
+                )
                 if not retried:
                     raise TransactionError(ErrorCode.producer_fenced, "a newer producer has this id")
+                return Producer(s.producer_id, s.producer_epoch)
             if s.state == ONGOING:
                 # A new producer instance: the old one's transaction is aborted and the old one fenced.
-                stored = await self._end(transactional_id, stored, commit=False, bump=True)
+                stored = await self._end(transactional_id, stored, commit=False, bump=True, fence=True)
                 s = stored.state
                 assert s is not None
             epoch = s.producer_epoch + 1
             pid = s.producer_id
             if epoch >= MAX_EPOCH:
                 pid, epoch = await self.store.next_producer_id(), 0
-            fresh = TransactionState(pid, epoch, timeout_ms, previous_epoch=s.producer_epoch)
+            # Only a producer that named its epoch may retry this bump; a new instance leaves none.
+            previous = s.producer_epoch if current is not None and pid == s.producer_id else -1
+            fresh = TransactionState(pid, epoch, timeout_ms, previous_epoch=previous)
             await self._save(transactional_id, stored.version, fresh)
             return Producer(pid, epoch)
 
@@ -155,10 +161,8 @@ class TransactionCoordinator:
     def _check_producer(self, s: TransactionState | None, producer: Producer, fenced: ErrorCode) -> None:
         if s is None or s.producer_id != producer.producer_id:
             raise TransactionError(ErrorCode.invalid_producer_id_mapping, "unknown producer id for this id")
-        if producer.producer_epoch < s.producer_epoch:
-            raise TransactionError(fenced, "a newer producer has this id")
-        if producer.producer_epoch > s.producer_epoch:
-            raise TransactionError(ErrorCode.invalid_producer_epoch, "producer epoch is ahead")
+        if producer.producer_epoch != s.producer_epoch:  # as Kafka: an epoch ahead is fenced too
+            raise TransactionError(fenced, f"epoch {producer.producer_epoch}, the id's is {s.producer_epoch}")
 
     async def add(
         self,
@@ -231,36 +235,48 @@ class TransactionCoordinator:
             stored = await self._settled(transactional_id)
             s = stored.state
             done = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+            invalid = TransactionError(
+                ErrorCode.invalid_txn_state,
+                f"cannot {'commit' if commit else 'abort'} in {s.state if s else EMPTY}",
+            )
             if (
                 s is not None
                 and bump
                 and s.producer_id == producer.producer_id
+                and s.previous_epoch >= 0
                 and producer.producer_epoch == s.previous_epoch
-                and s.state == done
+                and s.state in (COMPLETE_COMMIT, COMPLETE_ABORT)
             ):
-                return Producer(s.producer_id, s.producer_epoch)  # a retry of the end that bumped
+                # A retry of the end that bumped the epoch: the same answer, if it is the same end.
+                if s.state != done:
+                    raise invalid
+                return Producer(s.producer_id, s.producer_epoch)
             self._check_producer(s, producer, fenced)
             assert s is not None
+            # As Kafka: v1 takes a repeat of the end that completed and nothing else when no
+            # transaction is open; v2 takes an abort (moving the epoch on), never a commit.
             if s.state == ONGOING:
                 stored = await self._end(transactional_id, stored, commit, bump or s.bump_on_end)
-            elif s.state == done or (s.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) and not commit):
-                if bump:  # nothing open: v2 still moves the epoch on
-                    stored = await self._end(transactional_id, stored, commit, True)
-            else:
-                raise TransactionError(
-                    ErrorCode.invalid_txn_state, f"cannot {'commit' if commit else 'abort'} in {s.state}"
-                )
+            elif bump and not commit:
+                stored = await self._end(transactional_id, stored, commit, True)
+            elif bump or s.state != done:
+                raise invalid
             assert stored.state is not None
             return Producer(stored.state.producer_id, stored.state.producer_epoch)
 
-    async def _end(self, transactional_id: str, stored: Stored, commit: bool, bump: bool) -> Stored:
+    async def _end(
+        self, transactional_id: str, stored: Stored, commit: bool, bump: bool, fence: bool = False
+    ) -> Stored:
+        """fence: the coordinator ends it (a timeout, a new instance), so the producer whose epoch
+        this bumps past may not retry its way back to the new one."""
         s = stored.state
         assert s is not None
         epoch = min(s.producer_epoch + 1, MAX_EPOCH) if bump else s.producer_epoch
+        previous = -1 if fence else s.producer_epoch if bump else s.previous_epoch
         prepared = s.changed(
             state=PREPARE_COMMIT if commit else PREPARE_ABORT,
             producer_epoch=epoch,
-            previous_epoch=s.producer_epoch if bump else s.previous_epoch,
+            previous_epoch=previous,
         )
         version = await self._save(transactional_id, stored.version, prepared)
         return await self._complete(transactional_id, Stored(version, prepared))
@@ -325,7 +341,7 @@ class TransactionCoordinator:
                 return 1
             if s.state == ONGOING and now - s.started_ms >= s.timeout_ms:
                 log.info("transaction %r timed out after %d ms: aborting it", transactional_id, s.timeout_ms)
-                await self._end(transactional_id, stored, commit=False, bump=True)  # fences the producer
+                await self._end(transactional_id, stored, commit=False, bump=True, fence=True)
                 return 1
             if (
                 s.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)

@@ -32,6 +32,8 @@ async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdReques
 
     current_pid = getattr(body, "producer_id", -1)
     current_epoch = getattr(body, "producer_epoch", -1)
+    if body.transactional_id == "":
+        return reply(ErrorCode.invalid_request)  # as Kafka: an empty id is no transactional id
     if body.transactional_id is not None:
         current = Producer(current_pid, current_epoch) if current_pid >= 0 else None
         timeout_ms = int(body.transaction_timeout.total_seconds() * 1000)

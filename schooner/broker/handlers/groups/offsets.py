@@ -134,11 +134,11 @@ async def _fetch_group(
     mod: ModuleType,
     multi: bool,
     member: tuple[str | None, int],
-    require_stable: bool = False,
+    require_stable: bool,
 ) -> tuple[ErrorCode, list[Entity]]:
     """(group error, response topics) for one group of an OffsetFetch; `member` is (member id, epoch)
-    from v9, checked against a consumer group. require_stable (v7+): a partition with an offset waiting
-    on an open transaction answers UNSTABLE_OFFSET_COMMIT, which clients retry."""
+    from v9, checked against a consumer group. require_stable (v7+, KIP-447): a partition whose offset
+    an open transaction holds answers UNSTABLE_OFFSET_COMMIT, which clients retry."""
     partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
     topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
     try:
@@ -173,7 +173,10 @@ async def _fetch_group(
         rows = []
         for p in partitions:
             c = committed.get(TopicPartition(name, p)) if name is not None else None
-            code = ErrorCode.unstable_offset_commit if (name, p) in unstable else ErrorCode.none
+            if name is not None and TopicPartition(name, p) in unstable:
+                c, code = None, ErrorCode.unstable_offset_commit
+            else:
+                code = ErrorCode.none
             rows.append(
                 make(
                     partition_cls,
@@ -195,17 +198,16 @@ async def _fetch_group(
 
 async def handle_offset_fetch(ctx: BrokerContext, body: OffsetFetchRequest) -> ResponsePayload:
     mod = response_module_of(body)
+    stable = getattr(body, "require_stable", False)  # v7+
     if hasattr(body, "groups"):
         groups = []
         for g in body.groups:
             member = (getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
-            stable = getattr(body, "require_stable", False)
             code, topics = await _fetch_group(ctx, g.group_id, g.topics, mod, True, member, stable)
             groups.append(
                 make(mod.OffsetFetchResponseGroup, group_id=g.group_id, topics=tuple(topics), error_code=code)
             )
         return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    stable = getattr(body, "require_stable", False)
     code, topics = await _fetch_group(ctx, body.group_id, body.topics, mod, False, (None, -1), stable)
     return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, topics=tuple(topics), error_code=code)
 
