@@ -260,3 +260,51 @@ def entries_in_ms(
         for ms in probes
     ]  # fmt: skip
     return [(offsets.offset_of_id(r[0][0]) & mask) + 1 if r else 0 for r in replies]
+
+
+def stable_bounds_of(
+    ks: Keyspace, partitions: Sequence[tuple[Topic, int]]
+) -> Steps[list[tuple[PartitionBounds, int]]]:
+    """bounds_of plus each partition's last stable offset, in one round trip (and _dense_state's)."""
+    if not partitions:
+        return []
+    replies = yield [
+        c
+        for topic, p in partitions
+        for c in (*_bounds_calls(ks, topic, p), transactions.open_call(ks, topic, p))
+    ]
+    out = []
+    for i, (topic, p) in enumerate(partitions):
+        info, state, open_txns = replies[3 * i : 3 * i + 3]
+        state = yield from _dense_state(ks, topic, p, info, state)
+        b = bounds_from_info(info, topic.offsets, state)
+        out.append((b, transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)))
+    return out
+
+
+def read_committed_range(
+    ks: Keyspace, topic: Topic, partition: int, start: int, end: int, count: int, exclusive: bool = False
+) -> Steps[tuple[list[Any], list[AbortedTransaction]]]:
+    """read_range from an offset (or just after it) below `end`, and the aborted transactions that may
+    have records there (for transactions.committed_entries), in one round trip. The range must end at
+    or below the last stable offset, as every transaction with records in it has then ended."""
+    entries, members = yield [
+        read_range(ks, topic, partition, range_start(topic, start, exclusive), end, count),
+        transactions.aborted_call(ks, topic, partition, start),
+    ]
+    return entries, transactions.aborted_overlapping(members, topic.offsets, start, end)
+
+
+def read_committed_range_and_bounds(
+    ks: Keyspace, topic: Topic, partition: int, start: int, end: int, count: int
+) -> Steps[tuple[list[Any], PartitionBounds, list[AbortedTransaction]]]:
+    """read_range_and_bounds plus the aborted transactions that may have records in the range (see
+    read_committed_range), in one round trip."""
+    entries, info, state, members = yield [
+        read_range(ks, topic, partition, range_start(topic, start), end, count),
+        *_bounds_calls(ks, topic, partition),
+        transactions.aborted_call(ks, topic, partition, start),
+    ]
+    state = yield from _dense_state(ks, topic, partition, info, state)
+    aborted = transactions.aborted_overlapping(members, topic.offsets, start, end)
+    return entries, bounds_from_info(info, topic.offsets, state), aborted
