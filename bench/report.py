@@ -42,6 +42,8 @@ def other_load(results: dict[str, Any]) -> float:
         for phase in ("broker_cpu", "timestamp_cpu", "raw_cpu")
     ]
     phases.append(results["latency"]["cpu"])
+    tx = results.get("transactions") or {}  # the transactional produce figure, where it ran
+    phases += [tx[key] for key in ("transactional_cpu", "flushed_cpu", "idempotent_cpu") if key in tx]
     return max(phase.get("other", 0.0) for phase in phases)
 
 

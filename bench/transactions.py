@@ -43,6 +43,7 @@ READ_UNCOMMITTED = "read_uncommitted"
 TRANSACTIONAL = "transactional"
 FLUSHED = "flushed"  # idempotent, with a flush() after every TXN_RECORDS records: a commit's wait alone
 IDEMPOTENT = "idempotent"
+KINDS = (TRANSACTIONAL, FLUSHED, IDEMPOTENT)
 T = TypeVar("T")
 
 
@@ -78,6 +79,7 @@ class Series:
             f"{n}_ending_ms_per_chunk": report.median(
                 [r.ending_seconds / r.chunks * 1000 for r in self.runs]
             ),
+            f"{n}_cpu": {k: round(report.median([c[k] for c in self.cpu]), 3) for k in CpuMeter.NAMES},
             f"{n}_cpu_us_per_record": _us_per_record(self.cpu, self.rates),
             f"{n}_runs": [{**asdict(r), "cpu": c} for r, c in zip(self.runs, self.cpu, strict=True)],
         }
@@ -203,7 +205,8 @@ def run_produce(ep: Endpoints, client: redis.Redis, messages: int, runs: int, pe
                 markers = result.chunks if series is txn else 0  # one commit marker per transaction
                 _check_stored(client, ep, topic, messages + markers)
             rates = ", ".join(f"{s.name} {s.runs[-1].msgs_per_s:,.0f}" for s in (txn, flushed, idem))
-            _say(f"  transactions run {run + 1}: {rates} msgs/s")
+            other = max(s.cpu[-1]["other"] for s in (txn, flushed, idem))
+            _say(f"  transactions run {run + 1}: {rates} msgs/s (other load up to {other:.2f} cores)")
         failed = False
     finally:
         if failed:
@@ -286,6 +289,9 @@ def main() -> int:
     for name, value in results.items():
         if not name.endswith("_runs"):
             print(f"{name:44} {value}")
+    other = max(results[f"{kind}_cpu"]["other"] for kind in KINDS)
+    if other > report.OTHER_LOAD_WARNING:
+        print(f"WARNING: other processes used {other:.2f} cores during the produce runs (disturbed)")
     return 0
 
 

@@ -43,5 +43,6 @@ def test_transactions_against_idempotent_produce_and_fetch(
     for name in ("txn_read_committed", "idempotent_read_uncommitted", "idempotent_read_committed"):
         assert [k["messages"] for k in out[f"{name}_runs"]] == [MESSAGES] * RUNS
     assert out["fetch_ratio"] > 0
+    assert set(out["transactional_cpu"]) == {"broker", "redis", "client", "other"}
     rows = report.transactions_rows(out)
     assert rows[0][3] == f"{out['ratio']:.3f}" and rows[2][3] == f"{out['fetch_ratio']:.3f}"
