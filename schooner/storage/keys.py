@@ -42,6 +42,19 @@ class Keyspace:
         """String with PX: the token of the broker that compacts the partition now."""
         return f"{self.prefix}:compactor:{{{topic}:{partition}}}"
 
+    def compaction_aborts(self, topic: str, partition: int) -> str:
+        """Hash: producer id -> "first,marker;..." of its aborted transactions the compactor has to pass."""
+        return f"{self.prefix}:caborts:{{{topic}:{partition}}}"
+
+    def txn_open(self, topic: str, partition: int) -> str:
+        """Hash: producer id -> "<epoch>,<first entry id>,<transactional id>" of each open transaction."""
+        return f"{self.prefix}:txn-open:{{{topic}:{partition}}}"
+
+    def aborted(self, topic: str, partition: int) -> str:
+        """Sorted set: "<producer id>,<first entry id>,<marker entry id>" per aborted transaction, scored by
+        the marker's offset."""
+        return f"{self.prefix}:aborted:{{{topic}:{partition}}}"
+
     def partition_keys(self, topic: str, partition: int) -> list[str]:
         """Every key of the partition; scripts take the first four, deleting a topic removes all."""
         return [
@@ -52,6 +65,9 @@ class Keyspace:
             self.compaction_keys(topic, partition),
             self.tombstones(topic, partition),
             self.compactor(topic, partition),
+            self.compaction_aborts(topic, partition),
+            self.txn_open(topic, partition),
+            self.aborted(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------
