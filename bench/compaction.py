@@ -2,12 +2,15 @@
 
 A compacted topic gets `records` records over `keys` distinct keys (100-byte values) through the append
 script; then the compactor's steps (log_compact.lua, 500 entries each) run until nothing is left to do.
-Memory is MEMORY USAGE (SAMPLES 0) of all the partition's keys, the compactor's own included.
-`python -m bench.compaction` runs it on an embedded redis-server; run(redis_url) on any Redis.
+Memory is MEMORY USAGE (SAMPLES 0) of all the partition's keys, the compactor's own included. A step's
+time is one client round trip, script included: what an append to the partition may wait for.
+`python -m bench` includes it; `python -m bench.compaction [RECORDS KEYS]` runs it alone on an embedded
+redis-server, and run(redis_url) on any Redis.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
@@ -52,14 +55,14 @@ def run(redis_url: str, records: int = RECORDS, keys: int = KEYS, step_entries: 
         partition = ks.partition_keys("changelog", 0)
         before = keys_memory(redis, partition)
         assert run_sync(redis, compaction.claim(ks, topic, 0, "bench"))
-        scanned = removed = steps = 0
-        slowest = 0.0
+        scanned = removed = 0
+        durations: list[float] = []
         started = time.perf_counter()
         while True:
             t0 = time.perf_counter()
             step = run_sync(redis, compaction.step(ks, topic, 0, "bench", step_entries))
-            slowest = max(slowest, time.perf_counter() - t0)
-            scanned, removed, steps = scanned + step.scanned, removed + step.removed, steps + 1
+            durations.append(time.perf_counter() - t0)
+            scanned, removed = scanned + step.scanned, removed + step.removed
             if not step.more:
                 break
         seconds = time.perf_counter() - started
@@ -76,21 +79,24 @@ def run(redis_url: str, records: int = RECORDS, keys: int = KEYS, step_entries: 
         "compaction_entries_left": left,
         "compaction_removed": removed,
         "compaction_examined_per_s": round(scanned / seconds),
-        "compaction_slowest_step_ms": round(slowest * 1000, 2),
-        "compaction_steps": steps,
+        "compaction_step_entries": step_entries,
+        "compaction_median_step_ms": round(statistics.median(durations) * 1000, 2),
+        "compaction_slowest_step_ms": round(max(durations) * 1000, 2),
+        "compaction_steps": len(durations),
         "compaction_memory_before_bytes": before,
         "compaction_memory_after_bytes": after,
     }
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     from schooner.storage.redis.embedded import EmbeddedRedis
 
+    records, keys = (int(argv[0]), int(argv[1])) if len(argv) == 2 else (RECORDS, KEYS)
     with tempfile.TemporaryDirectory() as data:
         server = EmbeddedRedis(Path(data), persistent=False)
         server.start()
         try:
-            for name, value in run(server.url).items():
+            for name, value in run(server.url, records, keys).items():
                 print(f"{name:36} {value}")
         finally:
             server.stop()
@@ -98,4 +104,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
