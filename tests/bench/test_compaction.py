@@ -7,12 +7,19 @@ from bench.suite import Options
 
 
 def test_compaction_bench_measures_rate_and_memory(redis_server) -> None:
-    out = compaction.run(redis_server.url, records=5000, keys=50, step_entries=500)
+    out = compaction.run(redis_server.url, records=5000, keys=50, step_entries=500, server_times=True)
     assert out["compaction_entries_left"] == 50
     assert out["compaction_removed"] == 4950
     assert out["compaction_steps"] == 11  # 10 full steps of 500, and one that finds nothing more
     assert out["compaction_examined_per_s"] > 0
     assert 0 < out["compaction_median_step_ms"] <= out["compaction_slowest_step_ms"]
+    # Inside Redis a step takes less than its round trip; a full step of 500 is above SLOWLOG_US.
+    assert (
+        compaction.SLOWLOG_US / 1000 <= out["compaction_server_max_ms"] <= out["compaction_slowest_step_ms"]
+    )
+    assert (
+        out["compaction_server_p50_ms"] <= out["compaction_server_p99_ms"] <= out["compaction_server_max_ms"]
+    )
     assert out["compaction_memory_after_bytes"] < out["compaction_memory_before_bytes"] / 10
 
     assert "compaction" in Options().extras  # part of `python -m bench`
