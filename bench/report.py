@@ -256,7 +256,28 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     tx = results.get("transactions")
     if tx and "error" not in tx:
         rows += transactions_rows(tx)
-    for name in ("first_message", "rebalance", "mq", "spark", "transactions"):
+    co = results.get("compaction")
+    if co and "error" not in co:
+        rows.append(
+            (
+                "compaction: records examined/s",
+                _num(co["compaction_examined_per_s"]),
+                "",
+                "",
+                f"step of {co['compaction_step_entries']}: median {co['compaction_median_step_ms']:.2f} ms, "
+                f"slowest {co['compaction_slowest_step_ms']:.2f} ms",
+            )
+        )
+        rows.append(
+            (
+                "compaction: changelog partition bytes",
+                f"{co['compaction_memory_before_bytes']:,} -> {co['compaction_memory_after_bytes']:,}",
+                "",
+                "",
+                f"{co['compaction_records']:,} records over {co['compaction_keys']:,} keys",
+            )
+        )
+    for name in ("first_message", "rebalance", "mq", "spark", "transactions", "compaction"):
         figure = results.get(name)
         if figure and "error" in figure:
             rows.append((f"{name}: failed", figure["error"][:60], "", "", ""))

@@ -12,7 +12,8 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   log/       the Kafka log, one stream per partition: entry.py (record <-> entry fields),
              append.py, read.py, lookup.py (by time), retention.py, producers.py (idempotent
              producers' state: DescribeProducers and expiry), sizes.py (DescribeLogDirs),
-             repair.py (offsets for a dense partition's `XADD *` entries)
+             repair.py (offsets for a dense partition's `XADD *` entries), compaction.py
+             (cleanup.policy compact: the claimed, stepped compactor)
   groups/    Kafka consumer groups: state.py (the group hash, owner-fenced), commits.py, lag.py
   mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace

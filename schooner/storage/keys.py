@@ -42,6 +42,10 @@ class Keyspace:
         """String with PX: the token of the broker that compacts the partition now."""
         return f"{self.prefix}:compactor:{{{topic}:{partition}}}"
 
+    def compaction_aborts(self, topic: str, partition: int) -> str:
+        """Hash: producer id -> "first,marker;..." of its aborted transactions the compactor has to pass."""
+        return f"{self.prefix}:caborts:{{{topic}:{partition}}}"
+
     def txn_open(self, topic: str, partition: int) -> str:
         """Hash: producer id -> "epoch,first entry id,transactional id" of each transaction with records
         here and no marker yet; the smallest first entry id is the last stable offset."""
@@ -64,6 +68,7 @@ class Keyspace:
             self.compactor(topic, partition),
             self.txn_open(topic, partition),
             self.aborted(topic, partition),
+            self.compaction_aborts(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------

@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from schooner.storage.keys import Keyspace
 from tests.clients import Rec, confluent_consume, confluent_produce
@@ -17,9 +17,11 @@ pytestmark = pytest.mark.both_encodings
 
 
 def _create(bootstrap: str, name: str, **config: str) -> None:
+    """A compacted topic. Its dirty ratio is 0 unless given, so that the sweeps compact everything
+    (at Kafka's 0.5 the last half of what a test produces could wait for more records)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topic = NewTopic(name, 1, 1, config={"cleanup.policy": "compact", **config})
-    admin.create_topics([topic])[name].result(10)
+    configs = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0", **config}
+    admin.create_topics([NewTopic(name, 1, 1, config=configs)])[name].result(10)
 
 
 def _wait_for(check: Any, timeout: float = 15) -> None:
@@ -120,3 +122,36 @@ def test_produce_and_consume_during_compaction(broker_factory, redis_client) -> 
     _wait_for(lambda: redis_client.xlen(stream) == 40)
     after = confluent_consume(broker.bootstrap, "changelog", 40, timeout=5)
     assert {m.key(): (m.offset(), m.value()) for m in after} == latest
+
+
+def test_lag_and_ratio_configs_are_described_and_checked(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    _create(
+        broker.bootstrap, "lags", **{"min.cleanable.dirty.ratio": "0.25", "max.compaction.lag.ms": "60000"}
+    )
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "lags")
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["min.cleanable.dirty.ratio"].value == "0.25"
+    assert configs["max.compaction.lag.ms"].value == "60000"
+    assert not configs["max.compaction.lag.ms"].is_default
+    assert configs["min.compaction.lag.ms"].value == "0" and configs["min.compaction.lag.ms"].is_default
+
+    def refused(future: Any) -> int:
+        with pytest.raises(KafkaException) as raised:
+            future.result(10)
+        return raised.value.args[0].code()
+
+    for bad in ({"min.cleanable.dirty.ratio": "1.5"}, {"min.compaction.lag.ms": "120000"}):
+        topic = NewTopic(
+            "bad-lags", 1, 1, config={"cleanup.policy": "compact", "max.compaction.lag.ms": "60000", **bad}
+        )
+        assert refused(admin.create_topics([topic])["bad-lags"]) == KafkaError.INVALID_CONFIG
+    above = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        "lags",
+        incremental_configs=[
+            ConfigEntry("min.compaction.lag.ms", "60001", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    assert refused(admin.incremental_alter_configs([above])[above]) == KafkaError.INVALID_CONFIG
+    assert admin.describe_configs([resource])[resource].result(10)["min.compaction.lag.ms"].value == "0"

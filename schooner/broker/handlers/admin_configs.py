@@ -23,6 +23,8 @@ from ...storage.topics.config import (
     SEQUENCE_BITS,
     ConfigType,
     InvalidConfig,
+    check_together,
+    effective,
     valid_topic_name,
     validate,
 )
@@ -331,6 +333,8 @@ async def _alter_topic(
             set_configs, deletes = _incremental_changes(topic, changes)
         else:
             set_configs, deletes = _replacement(topic, resource.configs), []
+        kept = {k: v for k, v in topic.overrides.items() if k not in deletes} if incremental else {}
+        check_together(effective({**kept, **set_configs}, ctx.topic_defaults))
     except InvalidConfig as exc:
         return ErrorCode.invalid_config, str(exc)
     except _BadRequest as exc:

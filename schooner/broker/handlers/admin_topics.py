@@ -13,7 +13,7 @@ from kio.static.protocol import Entity, ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
-from ...storage.topics.config import InvalidConfig, valid_topic_name
+from ...storage.topics.config import InvalidConfig, check_together, effective, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic, fixed_configs
 from ..context import BrokerContext
 from .admin_configs import check_config, topic_config_values
@@ -158,6 +158,10 @@ async def _create_one(
         except InvalidConfig as exc:
             return _create_error(mod, name, ErrorCode.invalid_config, str(exc))
         overrides[config.name] = str(config.value)
+    try:
+        check_together(effective(overrides, ctx.topic_defaults))
+    except InvalidConfig as exc:
+        return _create_error(mod, name, ErrorCode.invalid_config, str(exc))
     ctx.forget_topic(name)
     if await ctx.topic(name) is not None:
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")

@@ -2,7 +2,9 @@
 
 One broker at a time compacts a partition: it claims the partition's compactor key with SET NX PX and
 its token, each step checks and renews the claim, and it gives the claim back when done. A step is
-one script over at most `limit` entries, so an append waits for at most one step.
+one script over at most `limit` entries, so an append waits for at most one step. Whether a pass
+begins (min.cleanable.dirty.ratio, max.compaction.lag.ms) and where it must stop (min.compaction.lag.ms,
+the last stable offset) is decided inside the script, against the partition as it is at that moment.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ class CompactionStep:
     removed: int  # entries deleted: superseded records and expired tombstones
     more: bool  # there is more to do now (the step stopped at its limit)
     lost_claim: bool = False  # the claim lapsed: another broker may be compacting the partition
+    dirty: int = 0  # entries after the cleaned point, before the step
+    total: int = 0  # entries in the partition, before the step
 
 
 def _step(reply: Any) -> CompactionStep:
     if int(reply[0]) < 0:
         return CompactionStep(0, 0, False, lost_claim=True)
-    return CompactionStep(int(reply[0]), int(reply[1]), bool(int(reply[2])))
+    scanned, removed, more, dirty, total = (int(r) for r in reply)
+    return CompactionStep(scanned, removed, bool(more), dirty=dirty, total=total)
 
 
 def claim(ks: Keyspace, topic: Topic, partition: int, token: str, ttl_ms: int = CLAIM_MS) -> Call[bool]:
@@ -58,6 +63,9 @@ def step(
         ks.compaction_keys(name, partition),
         ks.tombstones(name, partition),
         ks.compactor(name, partition),
+        ks.txn_open(name, partition),
+        ks.aborted(name, partition),
+        ks.compaction_aborts(name, partition),
     ]
     args = [
         token,
@@ -66,6 +74,8 @@ def step(
         topic.min_compaction_lag_ms,
         topic.delete_retention_ms,
         topic.offsets.last_id,
-        1 if topic.offsets.dense else 0,
+        topic.offsets.script_arg,
+        repr(topic.min_cleanable_dirty_ratio),
+        topic.max_compaction_lag_ms,
     ]
     return script("log_compact", keys, args, _step)

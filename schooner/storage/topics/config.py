@@ -49,11 +49,16 @@ def _boolean(value: str) -> None:
         raise InvalidConfig(f"{value!r} is not true or false")
 
 
-def _double(value: str) -> None:
-    try:
-        float(value)
-    except ValueError:
-        raise InvalidConfig(f"{value!r} is not a number") from None
+def _double(low: float, high: float) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidConfig(f"{value!r} is not a number") from None
+        if not low <= number <= high:  # NaN fails too
+            raise InvalidConfig(f"{value} is outside [{low}, {high}]")
+
+    return check
 
 
 def _anything(value: str) -> None:
@@ -112,6 +117,10 @@ _DOC = {
     "delete.retention.ms": "How long a tombstone (a record without a value) stays after the compactor "
     "first reached it on a compacted topic.",
     "min.compaction.lag.ms": "The compactor only reaches records whose timestamp is at least this old.",
+    "max.compaction.lag.ms": "A compacted partition whose oldest uncompacted record is older than this is "
+    "compacted even below min.cleanable.dirty.ratio.",
+    "min.cleanable.dirty.ratio": "A compaction pass begins only when the records after the compacted part "
+    "are more than this fraction of the partition's records.",
     "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
     "max.message.bytes": "The largest record batch a producer may send to this topic.",
     "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
@@ -196,14 +205,12 @@ _DEFS = [
     ConfigDef("delete.retention.ms", "86400000", _long(0), True, synonym="log.cleaner.delete.retention.ms"),
     ConfigDef("file.delete.delay.ms", "60000", _long(0), False, synonym="log.segment.delete.delay.ms"),
     ConfigDef("min.compaction.lag.ms", "0", _long(0), True, synonym="log.cleaner.min.compaction.lag.ms"),
-    ConfigDef(
-        "max.compaction.lag.ms", LONG_MAX, _long(1), False, synonym="log.cleaner.max.compaction.lag.ms"
-    ),
+    ConfigDef("max.compaction.lag.ms", LONG_MAX, _long(1), True, synonym="log.cleaner.max.compaction.lag.ms"),
     ConfigDef(
         "min.cleanable.dirty.ratio",
         "0.5",
-        _double,
-        False,
+        _double(0.0, 1.0),
+        True,
         kind=ConfigType.DOUBLE,
         synonym="log.cleaner.min.cleanable.ratio",
     ),
@@ -247,6 +254,13 @@ def validate(name: str, value: str | None) -> None:
     if value is None:
         raise InvalidConfig(f"config {name!r} needs a value")
     definition.check(value)
+
+
+def check_together(configs: Mapping[str, str]) -> None:
+    """Refuses effective values that conflict with each other (as Kafka, a min lag above the max lag)."""
+    low, high = configs.get("min.compaction.lag.ms", "0"), configs.get("max.compaction.lag.ms", LONG_MAX)
+    if int(low) > int(high):
+        raise InvalidConfig(f"min.compaction.lag.ms ({low}) is above max.compaction.lag.ms ({high})")
 
 
 def effective(overrides: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str]:

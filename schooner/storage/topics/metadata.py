@@ -72,6 +72,14 @@ class Topic:
         return int(self.configs["min.compaction.lag.ms"])
 
     @property
+    def max_compaction_lag_ms(self) -> int:
+        return int(self.configs["max.compaction.lag.ms"])
+
+    @property
+    def min_cleanable_dirty_ratio(self) -> float:
+        return float(self.configs["min.cleanable.dirty.ratio"])
+
+    @property
     def trim_approximate(self) -> bool:
         return self.configs[TRIM_APPROXIMATE].lower() == "true"
 

@@ -39,7 +39,9 @@ def _encoding(topic_defaults: dict[str, str]) -> Iterator[None]:
 
 
 async def _topic(redis: Any, ks: Keyspace, **overrides: str) -> Topic:
-    configs = {"cleanup.policy": "compact", "retention.ms": "-1", **overrides}
+    """A compacted topic; a dirty ratio of 0 unless given: any record not yet compacted starts a pass."""
+    configs = {"cleanup.policy": "compact", "retention.ms": "-1", "min.cleanable.dirty.ratio": "0"}
+    configs.update(overrides)
     return await calls.drive(redis, metadata.create(ks, "c", 1, configs, DEFAULTS))
 
 
@@ -196,5 +198,84 @@ def test_compact_only_topic_has_no_retention(run) -> None:
         assert (t.retention_ms, t.retention_bytes, t.compacted) == (-1, -1, True)
         both = await _topic_reloaded(redis, ks, **{"cleanup.policy": "compact,delete"})
         assert (both.retention_ms, both.retention_bytes, both.compacted) == (1, 1, True)
+
+    run(body)
+
+
+async def _one_step(redis: Any, ks: Keyspace, t: Topic) -> compaction.CompactionStep:
+    assert await calls.run(redis, compaction.claim(ks, t, 0, "me"))
+    try:
+        return await calls.run(redis, compaction.step(ks, t, 0, "me", 100))
+    finally:
+        await calls.run(redis, compaction.release(ks, t, 0, "me"))
+
+
+def test_a_pass_begins_only_above_the_dirty_ratio(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"min.cleanable.dirty.ratio": "0.5"})
+        await _append(redis, ks, t, [R(b"k%d" % i, b"1") for i in range(20)])
+        assert await _compact(redis, ks, t, limit=3) == 0  # all dirty: a pass ran and found nothing to remove
+        await _append(redis, ks, t, [R(b"k%d" % i, b"2") for i in range(20)])
+        # 20 dirty of 40 is not more than half: nothing happens, however often the compactor comes.
+        for _ in range(3):
+            step = await _one_step(redis, ks, t)
+            assert (step.scanned, step.removed, step.more, step.dirty, step.total) == (0, 0, False, 20, 40)
+        await _append(redis, ks, t, [R(b"k0", b"3")])
+        # 21 of 41: a pass begins, and runs to its end over several steps although the ratio falls.
+        assert await _compact(redis, ks, t, limit=3) == 21
+        assert len(await _log(redis, ks, t)) == 20
+        assert (await _one_step(redis, ks, t)).dirty == 0
+
+    run(body)
+
+
+def test_the_dirty_ratio_counts_what_retention_trimmed(run) -> None:
+    """Retention (here a plain XTRIM) removes the oldest entries, the compacted ones first: the ratio
+    must count only the compacted entries that are left."""
+
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"min.cleanable.dirty.ratio": "0.5"})
+        await _append(redis, ks, t, [R(b"k%d" % i, b"1") for i in range(20)])
+        await _compact(redis, ks, t)
+        entries = await redis.xrange(ks.stream("c", 0))
+        # 5 compacted entries are left
+        await redis.xtrim(ks.stream("c", 0), minid=entries[15][0], approximate=False)
+        await _append(redis, ks, t, [R(b"k%d" % i, b"2") for i in range(15, 20)])
+        step = await _one_step(redis, ks, t)
+        assert (step.dirty, step.total, step.scanned) == (5, 10, 0)  # half: not more than the ratio
+        await _append(redis, ks, t, [R(b"k0", b"2")])
+        step = await _one_step(redis, ks, t)
+        assert (step.dirty, step.total, step.scanned, step.removed) == (6, 11, 6, 5)
+        assert [k for _, k, _ in await _log(redis, ks, t)] == [b"k%d" % i for i in (15, 16, 17, 18, 19, 0)]
+
+    run(body)
+
+
+def test_max_lag_compacts_below_the_dirty_ratio(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        lags = {"min.cleanable.dirty.ratio": "0.9", "max.compaction.lag.ms": "3600000"}
+        t = await _topic(redis, ks, **lags)
+        await _append(redis, ks, t, [R(b"k%d" % i, b"1") for i in range(20)])
+        await _compact(redis, ks, t)
+        now = int(time.time() * 1000)
+        await _append(redis, ks, t, [R(b"k0", b"2", now - 60_000), R(b"k1", b"2", now - 60_000)])
+        assert await _compact(redis, ks, t) == 0  # 2 dirty of 22, and a minute is within the max lag
+        t = await _topic_reloaded(redis, ks, **{"max.compaction.lag.ms": "30000"})
+        assert await _compact(redis, ks, t) == 2  # the first dirty record is past the max lag now
+        assert [k for _, k, _ in await _log(redis, ks, t)][-2:] == [b"k0", b"k1"]
+
+    run(body)
+
+
+def test_a_fresh_record_stays_until_it_is_older_than_the_min_lag(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"min.compaction.lag.ms": "1000"})
+        first = await _append(redis, ks, t, [R(b"k", b"1", int(time.time() * 1000))])
+        second = await _append(redis, ks, t, [R(b"k", b"2", int(time.time() * 1000))])
+        assert await _compact(redis, ks, t) == 0
+        assert [o for o, _, _ in await _log(redis, ks, t)] == [first, second]
+        await asyncio.sleep(1.1)
+        assert await _compact(redis, ks, t) == 1
+        assert await _log(redis, ks, t) == [(second, b"k", b"2")]
 
     run(body)

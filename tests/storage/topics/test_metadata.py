@@ -10,7 +10,14 @@ from schooner.storage.keys import Keyspace
 from schooner.storage.redis import client
 from schooner.storage.redis.calls import drive_sync, run_sync
 from schooner.storage.topics import metadata
-from schooner.storage.topics.config import CONFIG_DEFS, NO_EFFECT_DOC, ConfigType, InvalidConfig, validate
+from schooner.storage.topics.config import (
+    CONFIG_DEFS,
+    NO_EFFECT_DOC,
+    ConfigType,
+    InvalidConfig,
+    check_together,
+    validate,
+)
 from schooner.storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic
 
 
@@ -108,4 +115,18 @@ def test_cleanup_policy_takes_delete_compact_or_both() -> None:
         with pytest.raises(InvalidConfig):
             validate("cleanup.policy", bad)
     assert CONFIG_DEFS["min.compaction.lag.ms"].documentation != NO_EFFECT_DOC
-    assert CONFIG_DEFS["max.compaction.lag.ms"].documentation == NO_EFFECT_DOC  # not honoured yet
+    assert CONFIG_DEFS["max.compaction.lag.ms"].documentation != NO_EFFECT_DOC
+    assert CONFIG_DEFS["min.cleanable.dirty.ratio"].documentation != NO_EFFECT_DOC
+
+
+def test_lag_and_ratio_configs_are_validated() -> None:
+    validate("min.cleanable.dirty.ratio", "0")
+    validate("min.cleanable.dirty.ratio", "1.0")
+    for bad in ("1.5", "-0.1", "nan", "half"):
+        with pytest.raises(InvalidConfig):
+            validate("min.cleanable.dirty.ratio", bad)
+    with pytest.raises(InvalidConfig):
+        validate("max.compaction.lag.ms", "0")
+    check_together({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "10"})
+    with pytest.raises(InvalidConfig):
+        check_together({"min.compaction.lag.ms": "11", "max.compaction.lag.ms": "10"})
