@@ -4,20 +4,18 @@ It reads the topic INPUT (string keys and values), counts each key in its state 
 STATE_DIR, with a changelog topic that Quix creates itself) and writes one JSON record per input to the
 topic OUTPUT, under the input's key: {"value": <input value>, "count": <the key's count after it>}.
 Settings come from the environment: BOOTSTRAP, GROUP, INPUT, OUTPUT, PARTITIONS, STATE_DIR, GUARANTEE
-("at-least-once" or "exactly-once"), and optionally DELAY (seconds to sleep per input, so that a test can
-stop the app mid-stream) and CONSUMER_CONFIG / PRODUCER_CONFIG (JSON objects of librdkafka settings).
+("at-least-once" or "exactly-once"), and optionally COMMIT_INTERVAL (seconds, 0.5 by default) and
+COMMIT_EVERY (inputs; 0, the default, for none), which say when Quix commits a checkpoint (with
+exactly-once: a transaction), and CONSUMER_CONFIG / PRODUCER_CONFIG (JSON objects of librdkafka settings).
 """
 
 import json
 import os
-import time
 from typing import Any
 
 from quixstreams import Application
 from quixstreams.models import TopicConfig
 from quixstreams.state import State
-
-DELAY = float(os.environ.get("DELAY", "0"))
 
 app = Application(
     broker_address=os.environ["BOOTSTRAP"],
@@ -25,7 +23,8 @@ app = Application(
     auto_offset_reset="earliest",
     state_dir=os.environ["STATE_DIR"],
     processing_guarantee=os.environ["GUARANTEE"],  # type: ignore[arg-type]
-    commit_interval=0.5,
+    commit_interval=float(os.environ.get("COMMIT_INTERVAL", "0.5")),
+    commit_every=int(os.environ.get("COMMIT_EVERY", "0")),
     consumer_extra_config=json.loads(os.environ.get("CONSUMER_CONFIG", "{}")),
     producer_extra_config=json.loads(os.environ.get("PRODUCER_CONFIG", "{}")),
 )
@@ -38,8 +37,6 @@ outputs = app.topic(os.environ["OUTPUT"], key_serializer="str", value_serializer
 def count(value: str, state: State) -> dict[str, Any]:
     n = state.get("count", 0) + 1
     state.set("count", n)
-    if DELAY:
-        time.sleep(DELAY)
     return {"value": value, "count": n}
 
 

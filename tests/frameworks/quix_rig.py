@@ -60,6 +60,26 @@ class App:
         return self.log.read_text(errors="replace")[-6000:]
 
 
+class Reader:
+    """Reads the output topic from its start, with the given isolation level, and keeps what it read."""
+
+    def __init__(self, bootstrap: str, isolation: str) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{isolation}",
+                                  "isolation.level": isolation, "enable.auto.commit": False})  # fmt: skip
+        self.consumer.assign([TopicPartition(OUTPUT, p, 0) for p in range(PARTITIONS)])
+        self.read: list[Output] = []
+
+    def poll(self) -> list[Output]:
+        for message in self.consumer.consume(500, timeout=0.2):
+            error = message.error()
+            assert error is None or error.code() == KafkaError._PARTITION_EOF, error
+            if error is None:
+                record: dict[str, Any] = json.loads(message.value())
+                self.read.append(Output(message.key().decode(), record["value"], record["count"],
+                                        message.partition(), message.offset()))  # fmt: skip
+        return self.read
+
+
 @dataclass
 class Quix:
     """The app's topics on the test broker, and the means to run it, feed it and read what it wrote."""
@@ -68,9 +88,8 @@ class Quix:
     home: Path
     admin: AdminClient
     producer: Producer
-    reader: Consumer | None = None
     sent: list[tuple[str, str]] = field(default_factory=list)  # (key, value) in the order produced
-    read: list[Output] = field(default_factory=list)
+    readers: dict[str, Reader] = field(default_factory=dict)  # by isolation level
     apps: list[App] = field(default_factory=list)
 
     @property
@@ -104,8 +123,8 @@ class Quix:
         return {name: entry.value for name, entry in entries.items()}
 
     def ends(self, topic: str) -> list[int]:
-        assert self.reader is not None
-        return [self.reader.get_watermark_offsets(TopicPartition(topic, p), timeout=T)[1]
+        consumer = self.output().consumer
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=T)[1]
                 for p in range(PARTITIONS)]  # fmt: skip
 
     def produce(self, count: int, keys: int = KEYS) -> None:
@@ -115,27 +134,17 @@ class Quix:
             self.sent.append((key, value))
         assert self.producer.flush(T) == 0
 
-    def poll_output(self) -> list[Output]:
-        """Reads what is new on the output topic, committed records only."""
-        if self.reader is None:
-            self.reader = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "reader",
-                                    "isolation.level": "read_committed",
-                                    "enable.auto.commit": False})  # fmt: skip
-            self.reader.assign([TopicPartition(OUTPUT, p, 0) for p in range(PARTITIONS)])
-        for message in self.reader.consume(500, timeout=0.2):
-            error = message.error()
-            assert error is None or error.code() == KafkaError._PARTITION_EOF, error
-            if error is None:
-                record: dict[str, Any] = json.loads(message.value())
-                self.read.append(Output(message.key().decode(), record["value"], record["count"],
-                                        message.partition(), message.offset()))  # fmt: skip
-        return self.read
+    def output(self, isolation: str = "read_committed") -> Reader:
+        if isolation not in self.readers:
+            self.readers[isolation] = Reader(self.bootstrap, isolation)
+        return self.readers[isolation]
 
-    def wait_output(self, count: int, timeout: float = 20) -> list[Output]:
+    def wait_output(self, count: int, timeout: float = 20, isolation: str = "read_committed") -> list[Output]:
         """Waits until the output topic holds at least `count` records; returns them."""
-        wait(lambda: len(self.poll_output()) >= count, timeout,
-             f"{len(self.read)} outputs of {count}:\n{self.apps[-1].tail()}")  # fmt: skip
-        return self.read
+        reader = self.output(isolation)
+        wait(lambda: len(reader.poll()) >= count, timeout,
+             f"{len(reader.read)} outputs of {count} ({isolation}):\n{self.apps[-1].tail()}")  # fmt: skip
+        return reader.read
 
     def delete_state(self) -> None:
         assert any(self.state_dir.rglob("*")), "the app kept no local state"
@@ -145,8 +154,8 @@ class Quix:
         for app in self.apps:
             if app.process.poll() is None:
                 app.kill()
-        if self.reader is not None:
-            self.reader.close()
+        for reader in self.readers.values():
+            reader.consumer.close()
 
 
 def counts_by_key(outputs: list[Output]) -> dict[str, list[int]]:
