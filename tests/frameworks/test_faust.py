@@ -116,8 +116,9 @@ class Faust:
                "PARTITIONS": str(PARTITIONS), "OUT": str(self.out), "STORE": store}  # fmt: skip
         log = self.home / f"worker-{len(self.workers)}.log"
         with open(log, "wb") as sink:
-            process = subprocess.Popen([sys.executable, APP.name, "worker", "-l", "info"], cwd=self.home,
-                                       env=env, stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+            # --without-web: the CLI overrides web_enabled, and every worker would bind port 6066.
+            command = [sys.executable, APP.name, "worker", "-l", "info", "--without-web"]
+            process = subprocess.Popen(command, cwd=self.home, env=env, stdout=sink, stderr=subprocess.STDOUT)
         worker = Worker(process, log)
         self.workers.append(worker)
         wait(worker.ready, 30, "the faust worker did not become ready")
