@@ -8,7 +8,8 @@ after every TXN_RECORDS records, which is a commit's wait for its records withou
 from the idempotent producer as one stream. The ratio is the median of each run's transactional /
 idempotent rate. Then kcat reads the first transactional topic with read_committed and the first
 idempotent topic with read_uncommitted (the same records, with and without transactions), and that one
-with read_committed too, which separates the isolation level's own cost.
+with read_committed too, which separates the isolation level's own cost. Last, the three produce kinds
+run against librdkafka's in-process mock cluster: the client's own cost, which no broker can go below.
 `python -m bench.transactions` runs it on its own servers; the suite runs it as the `transactions` figure.
 """
 
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 import redis
 from confluent_kafka import Producer
 
-from . import fetch, produce, report
+from . import fetch, memory, produce, report
 from .servers import CpuMeter, Endpoints
 
 TXN_RECORDS = 1000
@@ -44,6 +46,8 @@ TRANSACTIONAL = "transactional"
 FLUSHED = "flushed"  # idempotent, with a flush() after every TXN_RECORDS records: a commit's wait alone
 IDEMPOTENT = "idempotent"
 KINDS = (TRANSACTIONAL, FLUSHED, IDEMPOTENT)
+# librdkafka's in-process mock cluster (as in first_message.py): the client's own floor.
+MOCK_CLUSTER: dict[str, Any] = {"test.mock.num.brokers": 1}
 T = TypeVar("T")
 
 
@@ -85,9 +89,9 @@ class Series:
         }
 
 
-def make_producers(bootstrap: str) -> tuple[Producer, Producer]:
-    """(transactional, idempotent); both have their producer ids before any clock starts."""
-    base = {"bootstrap.servers": bootstrap, **IDEMPOTENT_CONFIG}
+def make_producers(config: dict[str, Any]) -> tuple[Producer, Producer]:
+    """(transactional, idempotent) on the cluster `config` names; the transactional one is initialised."""
+    base = {**config, **IDEMPOTENT_CONFIG}
     txn = Producer({**base, "transactional.id": TRANSACTIONAL_ID})
     txn.init_transactions(TXN_TIMEOUT_S)
     return txn, Producer(base)
@@ -151,12 +155,6 @@ def _warm_up(txn_producer: Producer, idem_producer: Producer, value: bytes) -> N
     _flush(idem_producer)
 
 
-def _check_stored(client: redis.Redis, ep: Endpoints, topic: str, entries: int) -> None:
-    stored = int(client.xlen(ep.keyspace.stream(topic, 0)))
-    if stored != entries:
-        raise RuntimeError(f"{topic}: its stream holds {stored} entries; {entries} were expected")
-
-
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -179,12 +177,20 @@ def _rotated(items: tuple[T, ...], run: int) -> tuple[T, ...]:
     return items[k:] + items[:k]
 
 
-def run_produce(ep: Endpoints, client: redis.Redis, messages: int, runs: int, per_txn: int) -> dict[str, Any]:
+def _produce_rounds(
+    config: dict[str, Any],
+    messages: int,
+    runs: int,
+    per_txn: int,
+    meter: CpuMeter | None = None,
+    check: Callable[[str, int], None] | None = None,
+) -> tuple[Series, Series, Series]:
+    """Each run: the three kinds in turn, on new topics. config names the cluster; check(topic, entries)
+    is told how many stream entries each topic should now hold."""
     value = produce.bench_value()
-    txn_producer, idem_producer = make_producers(ep.bootstrap)
+    txn_producer, idem_producer = make_producers(config)
     txn, flushed, idem = Series(TRANSACTIONAL), Series(FLUSHED), Series(IDEMPOTENT)
     failed = True
-    meter = CpuMeter(ep)
     try:
         _warm_up(txn_producer, idem_producer, value)
         for run in range(runs):
@@ -193,26 +199,45 @@ def run_produce(ep: Endpoints, client: redis.Redis, messages: int, runs: int, pe
             produce.warm_up(idem_producer, idem.topic(run))
             for series in _rotated((txn, flushed, idem), run):
                 topic = series.topic(run)
-                meter.start()
+                if meter is not None:
+                    meter.start()
                 if series is idem:
                     r = produce.produce_topic(idem_producer, topic, messages, value)
                     result = Run(messages, 1, r.seconds, r.seconds - r.enqueue_seconds, r.msgs_per_s)
                 else:
                     producer = txn_producer if series is txn else idem_producer
                     result = produce_in_chunks(producer, topic, messages, value, per_txn, series is txn)
-                series.cpu.append(meter.stop())
+                if meter is not None:
+                    series.cpu.append(meter.stop())
                 series.runs.append(result)
-                markers = result.chunks if series is txn else 0  # one commit marker per transaction
-                _check_stored(client, ep, topic, messages + markers)
-            rates = ", ".join(f"{s.name} {s.runs[-1].msgs_per_s:,.0f}" for s in (txn, flushed, idem))
-            other = max(s.cpu[-1]["other"] for s in (txn, flushed, idem))
-            _say(f"  transactions run {run + 1}: {rates} msgs/s (other load up to {other:.2f} cores)")
+                if check is not None:
+                    check(topic, messages + (result.chunks if series is txn else 0))  # + a marker each
+            kinds = (txn, flushed, idem)
+            said = ", ".join(f"{s.name} {s.runs[-1].msgs_per_s:,.0f}" for s in kinds) + " msgs/s"
+            if meter is not None:
+                said += f" (other load up to {max(s.cpu[-1]['other'] for s in kinds):.2f} cores)"
+            _say(f"  transactions run {run + 1}: {said}")
         failed = False
     finally:
         if failed:
             txn_producer.purge()  # an open transaction is left to the broker's timeout
         produce.close_producer(txn_producer, False)
         produce.close_producer(idem_producer, failed)
+    return txn, flushed, idem
+
+
+def run_produce(ep: Endpoints, client: redis.Redis, messages: int, runs: int, per_txn: int) -> dict[str, Any]:
+    def check(topic: str, entries: int) -> None:
+        stored = int(client.xlen(ep.keyspace.stream(topic, 0)))
+        if stored != entries:
+            raise RuntimeError(f"{topic}: its stream holds {stored} entries; {entries} were expected")
+
+    config = {"bootstrap.servers": ep.bootstrap}
+    txn, flushed, idem = _produce_rounds(config, messages, runs, per_txn, CpuMeter(ep), check)
+    # Stream memory per record (markers included on the transactional side), on the first run's topics.
+    txn_bytes, idem_bytes = (
+        memory.stream_memory(client, ep.keyspace.stream(s.topic(0), 0)).bytes / messages for s in (txn, idem)
+    )
     return {
         "txn_records": per_txn,
         "messages": messages,
@@ -221,10 +246,27 @@ def run_produce(ep: Endpoints, client: redis.Redis, messages: int, runs: int, pe
         "flushed_ratio": _paired(flushed.rates, idem.rates),
         "transactional_vs_flushed": _paired(txn.rates, flushed.rates),
         "transactions_per_s": report.median([r.chunks / r.seconds for r in txn.runs]),
+        "transactional_stream_bytes_per_record": txn_bytes,
+        "idempotent_stream_bytes_per_record": idem_bytes,
         "producer_config": IDEMPOTENT_CONFIG,
         **txn.figures(),
         **flushed.figures(),
         **idem.figures(),
+    }
+
+
+def run_client_floor(messages: int, runs: int, per_txn: int) -> dict[str, Any]:
+    """The same against librdkafka's in-process mock cluster: the client's own cost, with no broker."""
+    _say("  the same against librdkafka's mock cluster:")
+    txn, flushed, idem = _produce_rounds(MOCK_CLUSTER, messages, runs, per_txn)
+    return {
+        "mock_transactional_msgs_per_s": report.median(txn.rates),
+        "mock_flushed_msgs_per_s": report.median(flushed.rates),
+        "mock_idempotent_msgs_per_s": report.median(idem.rates),
+        "mock_ratio": _paired(txn.rates, idem.rates),
+        "mock_transactional_vs_flushed": _paired(txn.rates, flushed.rates),
+        "mock_transactional_ms_per_chunk": report.median([r.seconds / r.chunks * 1000 for r in txn.runs]),
+        "mock_flushed_ms_per_chunk": report.median([r.seconds / r.chunks * 1000 for r in flushed.runs]),
     }
 
 
@@ -272,6 +314,7 @@ def run(
     finally:
         client.close()
     results.update(run_fetch(ep, messages, runs))
+    results.update(run_client_floor(messages, runs, per_txn))
     r = results
     _say(
         f"transactions of {per_txn:,} records: {r['transactional_msgs_per_s']:,.0f} msgs/s "
