@@ -130,7 +130,7 @@ class Keyspace:
 
     # -- transactions: the coordinator's state of one transactional id sits in the id's own slot -----
     def transaction(self, transactional_id: str) -> str:
-        """String: the transaction coordinator's state of the id, as JSON (storage/transactions.py)."""
+        """Hash: version and state (JSON) of the id, replaced by compare-and-set (storage/transactions/)."""
         return f"{self.prefix}:txn:{{{transactional_id}}}"
 
     @property

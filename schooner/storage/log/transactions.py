@@ -29,7 +29,8 @@ ABORT = b"abort"
 
 MARKER_WRITTEN = 0
 NOTHING_OPEN = 1  # no records of the producer open in the partition: no marker needed
-# Kept in step with the stream's retention: members whose marker is below the log start go.
+# Aborted transactions listed per read at most (members whose marker retention removed are dropped
+# by log_retention.lua, so the index keeps pace with the stream).
 ABORTED_READ_LIMIT = 1000
 
 
