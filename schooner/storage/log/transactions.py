@@ -149,11 +149,6 @@ def aborted_overlapping(
     return [a for a in parse_aborted(members, offsets) if a.last_offset >= start and a.first_offset < end]
 
 
-def trim_aborted(ks: Keyspace, topic: Topic, partition: int, log_start: int) -> Call[int]:
-    """Forgets aborted transactions whose marker retention has removed."""
-    return command("ZREMRANGEBYSCORE", ks.aborted(topic.name, partition), "-inf", f"({log_start}", parse=int)
-
-
 def committed_entries(
     entries: list[Any], offsets: OffsetCodec, aborted: list[AbortedTransaction], stable: int
 ) -> list[Any]:
