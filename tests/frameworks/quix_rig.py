@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.broker.helpers import wait
 
@@ -121,6 +121,13 @@ class Quix:
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
         entries = self.admin.describe_configs([resource])[resource].result(T)
         return {name: entry.value for name, entry in entries.items()}
+
+    def alter(self, topic: str, **configs: str) -> None:
+        """Sets topic configs (IncrementalAlterConfigs); keys with `_` for `.`."""
+        entries = [ConfigEntry(key.replace("_", "."), value, incremental_operation=AlterConfigOpType.SET)
+                   for key, value in configs.items()]  # fmt: skip
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+        self.admin.incremental_alter_configs([resource])[resource].result(T)
 
     def ends(self, topic: str) -> list[int]:
         consumer = self.output().consumer
