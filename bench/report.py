@@ -296,18 +296,18 @@ def transactions_rows(tx: dict[str, Any]) -> list[tuple[str, str, str, str, str]
             f"paired; {tx['transactions_per_s']:,.0f} txns/s",
         ),
         (
-            "  same client, librdkafka mock cluster",
-            _num(tx["mock_transactional_msgs_per_s"]),
-            f"{_num(tx['mock_idempotent_msgs_per_s'])} (idempotent)",
-            f"{tx['mock_ratio']:.3f}",
-            "the client's own floor, no broker",
-        ),
-        (
             f"  idempotent, flush() every {per}",
             _num(tx["flushed_msgs_per_s"]),
             "",
             f"{tx['flushed_ratio']:.3f}",
             f"transactional/flushed {tx['transactional_vs_flushed']:.3f} (paired)",
+        ),
+        (
+            "  same client, librdkafka mock cluster",
+            _num(tx["mock_transactional_msgs_per_s"]),
+            f"{_num(tx['mock_idempotent_msgs_per_s'])} (idempotent)",
+            f"{tx['mock_ratio']:.3f}",
+            "the client's own floor, no broker",
         ),
         (
             "fetch msgs/s, txn topic read_committed",
