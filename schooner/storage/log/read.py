@@ -149,13 +149,8 @@ def read(
 
 def stable_bounds(ks: Keyspace, topic: Topic, partition: int) -> Steps[tuple[PartitionBounds, int]]:
     """The bounds and the last stable offset, in one round trip (and _dense_state's)."""
-    info, state, open_txns = yield [
-        *_bounds_calls(ks, topic, partition),
-        transactions.open_call(ks, topic, partition),
-    ]
-    state = yield from _dense_state(ks, topic, partition, info, state)
-    b = bounds_from_info(info, topic.offsets, state)
-    return b, transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)
+    (found,) = yield from stable_bounds_of(ks, [(topic, partition)])
+    return found
 
 
 def entry_timestamp(fields: list[bytes], entry_id: bytes) -> int:
