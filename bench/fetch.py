@@ -36,13 +36,18 @@ class XrangeRun:
     msgs_per_s: float
 
 
-def kcat_consume(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) -> KcatRun:
+def kcat_consume(
+    bootstrap: str, topic: str, expected: int, timeout: float = 120.0, isolation: str | None = None
+) -> KcatRun:
     """Consumes partition 0 of `topic` from the beginning until its end (-e), one output line per record.
+    isolation: the consumer's isolation.level (None: librdkafka's default, read_committed).
 
     The output (the offset of each record) is counted here in 64 KiB reads, which costs little next to kcat.
     """
     args = ["kcat", "-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"]
     args += ["-X", f"fetch.wait.max.ms={KCAT_FETCH_WAIT_MS}", "-f", "%o\n"]
+    if isolation is not None:
+        args += ["-X", f"isolation.level={isolation}"]
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: kcat can never block on a full stderr
         start = time.perf_counter()
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)

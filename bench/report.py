@@ -42,6 +42,8 @@ def other_load(results: dict[str, Any]) -> float:
         for phase in ("broker_cpu", "timestamp_cpu", "raw_cpu")
     ]
     phases.append(results["latency"]["cpu"])
+    tx = results.get("transactions") or {}  # the transactional produce figure, where it ran
+    phases += [tx[key] for key in ("transactional_cpu", "flushed_cpu", "idempotent_cpu") if key in tx]
     return max(phase.get("other", 0.0) for phase in phases)
 
 
@@ -251,6 +253,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         rows.append(
             ("Spark micro-batch overhead", f"{sp['spark_microbatch_overhead_ms']:.0f} ms", "", "", "")
         )
+    tx = results.get("transactions")
+    if tx and "error" not in tx:
+        rows += transactions_rows(tx)
     co = results.get("compaction")
     if co and "error" not in co:
         rows.append(
@@ -272,8 +277,43 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
                 f"{co['compaction_records']:,} records over {co['compaction_keys']:,} keys",
             )
         )
-    for name in ("first_message", "rebalance", "mq", "spark", "compaction"):
+    for name in ("first_message", "rebalance", "mq", "spark", "transactions", "compaction"):
         figure = results.get(name)
         if figure and "error" in figure:
             rows.append((f"{name}: failed", figure["error"][:60], "", "", ""))
     return rows
+
+
+def transactions_rows(tx: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Transactional produce against idempotent produce, and the fetch of what each wrote."""
+    per = f"{tx['txn_records']:,}"
+    return [
+        (
+            f"transactional produce msgs/s, {per}-record txns",
+            _num(tx["transactional_msgs_per_s"]),
+            f"{_num(tx['idempotent_msgs_per_s'])} (idempotent)",
+            f"{tx['ratio']:.3f}",
+            f"paired; {tx['transactions_per_s']:,.0f} txns/s",
+        ),
+        (
+            "  same client, librdkafka mock cluster",
+            _num(tx["mock_transactional_msgs_per_s"]),
+            f"{_num(tx['mock_idempotent_msgs_per_s'])} (idempotent)",
+            f"{tx['mock_ratio']:.3f}",
+            "the client's own floor, no broker",
+        ),
+        (
+            f"  idempotent, flush() every {per}",
+            _num(tx["flushed_msgs_per_s"]),
+            "",
+            f"{tx['flushed_ratio']:.3f}",
+            f"transactional/flushed {tx['transactional_vs_flushed']:.3f} (paired)",
+        ),
+        (
+            "fetch msgs/s, txn topic read_committed",
+            _num(tx["txn_read_committed_steady_msgs_per_s"]),
+            f"{_num(tx['idempotent_read_uncommitted_steady_msgs_per_s'])} (read_uncommitted)",
+            f"{tx['fetch_ratio']:.3f}",
+            f"first record..exit, paired; plain records read_committed {tx['read_committed_ratio']:.3f}",
+        ),
+    ]

@@ -38,7 +38,7 @@ class Options:
     latency_rate: int = 5000
     latency_seconds: float = 5.0
     # Figures besides throughput, latency and memory; `--skip NAME` leaves one out.
-    extras: tuple[str, ...] = ("first_message", "rebalance", "mq", "spark", "compaction")
+    extras: tuple[str, ...] = ("first_message", "rebalance", "mq", "spark", "transactions", "compaction")
 
 
 def produce_topic_name(run: int) -> str:
@@ -273,8 +273,8 @@ def _environment(client: redis.Redis) -> dict[str, Any]:
 
 
 def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
-    """New producers' first message, group rebalance, MQ library, Spark source and compaction figures,
-    each measured against the same Redis."""
+    """New producers' first message, group rebalance, MQ library, Spark source, transactional produce and
+    compaction figures, each measured against the same Redis."""
     out: dict[str, Any] = {}
     for name in opts.extras:
         _say(f"{name} ...")
@@ -295,6 +295,10 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import spark
 
                 out[name] = spark.run(ep.redis_url)
+            elif name == "transactions":
+                from . import transactions
+
+                out[name] = transactions.run(ep, min(opts.messages, transactions.MESSAGES), opts.runs)
             elif name == "compaction":
                 from . import compaction
 

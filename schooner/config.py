@@ -65,6 +65,11 @@ class Settings:
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Compaction (topics with cleanup.policy compact), on the sweep every retention_check_ms: each step
     # is one script over this many entries; a partition gets at most compaction_max_steps per sweep.
+    # Transactions: the longest transaction.timeout.ms a producer may ask for, how long an idle
+    # transactional id is remembered, and how often the coordinator looks for timed-out transactions.
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 604_800_000
+    transaction_check_ms: int = 1000
     compaction_step_entries: int = 500
     compaction_max_steps: int = 200
 

@@ -42,6 +42,11 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.appended_channel,
         ks.quota_entities,
         ks.quota_entity("user=alice,client-id=app-1"),
+        ks.txn_open("orders", 0),
+        ks.aborted("orders", 0),
+        ks.transaction("orders-writer"),
+        ks.transaction_ids,
+        ks.group_txn_offsets("payments"),
     ]:
         assert f"`{key}`" in text, key
     assert "`schooner:broker:<id>`" in text and ks.broker(7) == "schooner:broker:7"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator
+from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.redis.server_info import Durability
@@ -39,6 +40,7 @@ class BrokerContext:
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
     entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
     groups: GroupCoordinator = field(init=False)
+    transactions: TransactionCoordinator = field(init=False)
     durability: Durability = field(default_factory=Durability)  # what acks=all waits for
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)

@@ -52,6 +52,14 @@ from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
 from .handlers.producers import handle_describe_producers
 from .handlers.quotas import handle_alter_client_quotas, handle_describe_client_quotas
+from .handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_describe_transactions,
+    handle_end_txn,
+    handle_list_transactions,
+    handle_txn_offset_commit,
+)
 
 R = TypeVar("R")
 Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
@@ -100,6 +108,12 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.DELETE_ACLS: handle_delete_acls,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: handle_describe_client_quotas,
     ApiKey.ALTER_CLIENT_QUOTAS: handle_alter_client_quotas,
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+    ApiKey.DESCRIBE_TRANSACTIONS: handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
 }
 
 

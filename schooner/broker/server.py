@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import Settings
 from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
+from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.log.notices import AppendNotices
@@ -71,6 +72,14 @@ class Broker:
             self.ctx.live_brokers,
             GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
         )
+        self.ctx.transactions = TransactionCoordinator(
+            store,
+            me,
+            self.ctx.live_brokers,
+            self.ctx.topic,
+            s.transaction_max_timeout_ms,
+            s.transactional_id_expiration_ms,
+        )
         self.ctx.cluster_id = await store.cluster_id()
         self.ctx.durability = await store.durability()
         await store.heartbeat(me, s.session_ms)
@@ -80,6 +89,7 @@ class Broker:
             self._listener,
             asyncio.create_task(self._sweep_retention()),
             asyncio.create_task(self._watch_groups()),
+            asyncio.create_task(self._sweep_transactions()),
         ]
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
@@ -226,6 +236,17 @@ class Broker:
                             )
             except (StorageError, OSError) as exc:
                 log.warning("retention sweep failed: %s", exc)
+
+    async def _sweep_transactions(self) -> None:
+        """Aborts timed-out transactions and completes ends a dead broker left (for the transactional
+        ids this broker coordinates), and forgets idle ids."""
+        assert self.ctx is not None
+        while True:
+            await asyncio.sleep(self.settings.transaction_check_ms / 1000)
+            try:
+                await self.ctx.transactions.sweep()
+            except (StorageError, OSError) as exc:
+                log.warning("transaction sweep failed: %s", exc)
 
 
 class StartupRefused(RuntimeError):

@@ -34,6 +34,8 @@ from .metrics import Metrics, PartitionMetrics
 T = TypeVar("T")
 
 STARTS = {"latest": queue.LATEST, "earliest": queue.EARLIEST}
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +48,19 @@ class ConsumerConfig:
     max_deliveries: int = 5  # deliveries of one entry without a handler result before it is dead-lettered
     retry_poll_ms: int = 200  # how often due retries are moved back to their partitions
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # As Kafka's consumer setting: read_committed hands over no record of an aborted transaction and
+    # none of an open one until it ends; read_uncommitted hands over every record. Never markers.
+    isolation: str = READ_COMMITTED
 
     def __post_init__(self) -> None:
         if self.start not in STARTS:
             raise ValueError(f"start must be one of {sorted(STARTS)}")
+        if self.isolation not in (READ_COMMITTED, READ_UNCOMMITTED):
+            raise ValueError(f"isolation must be {READ_COMMITTED} or {READ_UNCOMMITTED}")
+
+    @property
+    def committed(self) -> bool:
+        return self.isolation == READ_COMMITTED
 
     @property
     def renew_period_ms(self) -> int:
@@ -204,8 +215,8 @@ class GroupMember:
             yield from self._create_groups(new)
 
     def _create_groups(self, partitions: range | list[int]) -> Work[None]:
-        start = STARTS[self.config.start]
-        calls = [queue.create_group(self.ks, self.topic, p, self.group, start) for p in partitions]
+        start, committed = STARTS[self.config.start], self.config.committed
+        calls = [queue.create_group(self.ks, self.topic, p, self.group, start, committed) for p in partitions]
         made = yield Batch(list(calls))
         if any(r == queue.NOT_THIS_TOPIC for r in made):
             raise UnknownTopic(self.topic.name)
@@ -241,11 +252,12 @@ class GroupMember:
         slots = [slot for slot in self.owned.values() if not slot.releasing]
         if not slots:
             return False
-        name, group, me = self.topic.name, self.group, self.member_id
+        topic, group, me = self.topic, self.group, self.member_id
+        size, committed = self.config.batch_size, self.config.committed
         calls: list[Call[Any]] = [
-            queue.claim(self.ks, name, s.partition, group, me, s.claim_cursor, self.config.batch_size)
+            queue.claim(self.ks, topic, s.partition, group, me, s.claim_cursor, size, committed)
             if s.claim_cursor is not None
-            else queue.read(self.ks, name, s.partition, group, me, self.config.batch_size)
+            else queue.read(self.ks, topic, s.partition, group, me, size, committed)
             for s in slots
         ]
         replies = yield Batch(calls)
@@ -261,6 +273,8 @@ class GroupMember:
             if isinstance(reply, queue.ClaimReply):
                 slot.claim_cursor = None if reply.cursor == b"0-0" else reply.cursor
                 busy = busy or slot.claim_cursor is not None
+            else:
+                busy = busy or reply.skipped > 0  # only markers or aborted records: read on at once
             for d in reply.entries:
                 if d.deliveries > self.config.max_deliveries:
                     poison.append((slot, d))

@@ -43,6 +43,11 @@ _MAGIC_OFFSET = 16
 _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21
 _TIMESTAMP_TYPE_MASK = 0x08
+_CONTROL_MASK = 0x20
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")  # version 0, type
+_CONTROL_VALUE = struct.Struct(">hi")  # version 0, coordinator epoch
 _MIN_BATCH_SIZE = 61
 MAX_OFFSET_DELTA = 2**31 - 1
 
@@ -71,6 +76,8 @@ class ProducedBatch:
     # What max.message.bytes limits when it is not the whole batch: the largest message of a legacy
     # message set (legacy_records.py), as Kafka checks each of those. 0: the whole batch.
     largest_message_bytes: int = 0
+    # Set by the produce handler for a transactional batch: the request's transactional id.
+    transactional_id: str | None = None
 
     @property
     def checked_bytes(self) -> int:
@@ -131,18 +138,40 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
     return batches
 
 
+_PRODUCER = struct.Struct(">qh")
+_PRODUCER_OFFSET = 43  # producer id (int64) and epoch (int16) in the v2 batch header
+
+
+def producer_of(data: bytes) -> tuple[int, int] | None:
+    """The producer id and epoch in the first batch's header, without decoding it (None if too short)."""
+    if len(data) < _PRODUCER_OFFSET + _PRODUCER.size:
+        return None
+    pid, epoch = _PRODUCER.unpack_from(data, _PRODUCER_OFFSET)
+    return int(pid), int(epoch)
+
+
 class BatchBuilder:
     """Builds one fetch batch from records whose offsets may have gaps (as in a compacted topic)."""
 
-    __slots__ = ("_builder", "base_offset", "last_offset", "_timestamp_type", "count")
+    __slots__ = ("_builder", "base_offset", "last_offset", "_timestamp_type", "count", "_control")
 
-    def __init__(self, base_offset: int, codec: int, timestamp_type: int = TIMESTAMP_CREATE_TIME) -> None:
+    def __init__(
+        self,
+        base_offset: int,
+        codec: int,
+        timestamp_type: int = TIMESTAMP_CREATE_TIME,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        transactional: bool = False,
+        control: bool = False,
+    ) -> None:
         self._builder = DefaultRecordBatchBuilder(
-            2, codec, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 2**31 - 1
+            2, codec, int(transactional), producer_id, producer_epoch, NO_SEQUENCE, 2**31 - 1
         )
         self.base_offset = base_offset
         self.last_offset = base_offset
         self._timestamp_type = timestamp_type
+        self._control = control
         self.count = 0
 
     def fits(self, offset: int) -> bool:
@@ -173,7 +202,18 @@ class BatchBuilder:
         buf = self._builder.build()
         _BASE_OFFSET_AND_LENGTH.pack_into(buf, 0, self.base_offset, len(buf) - 12)
         struct.pack_into(">i", buf, _LEADER_EPOCH_OFFSET, 0)
-        if self._timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
-            buf[_ATTRIBUTES_OFFSET + 1] |= _TIMESTAMP_TYPE_MASK
+        if self._timestamp_type == TIMESTAMP_LOG_APPEND_TIME or self._control:
+            if self._timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+                buf[_ATTRIBUTES_OFFSET + 1] |= _TIMESTAMP_TYPE_MASK
+            if self._control:
+                buf[_ATTRIBUTES_OFFSET + 1] |= _CONTROL_MASK
             struct.pack_into(">I", buf, _CRC_OFFSET, crc32c_cython(bytes(buf[_ATTRIBUTES_OFFSET:])))
         return bytes(buf)
+
+
+def control_batch(offset: int, timestamp: int, producer_id: int, producer_epoch: int, commit: bool) -> bytes:
+    """A transaction marker as Kafka's control batch: one record whose key holds the marker type."""
+    builder = BatchBuilder(offset, CODEC_NONE, TIMESTAMP_CREATE_TIME, producer_id, producer_epoch, True, True)
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    builder.append(offset, timestamp, key, _CONTROL_VALUE.pack(0, 0), [])
+    return builder.build()

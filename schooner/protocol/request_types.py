@@ -11,6 +11,17 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from kio.schema.add_offsets_to_txn.v0.request import AddOffsetsToTxnRequest as AddOffsetsToTxnV0
+from kio.schema.add_offsets_to_txn.v1.request import AddOffsetsToTxnRequest as AddOffsetsToTxnV1
+from kio.schema.add_offsets_to_txn.v2.request import AddOffsetsToTxnRequest as AddOffsetsToTxnV2
+from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest as AddOffsetsToTxnV3
+from kio.schema.add_offsets_to_txn.v4.request import AddOffsetsToTxnRequest as AddOffsetsToTxnV4
+from kio.schema.add_partitions_to_txn.v0.request import AddPartitionsToTxnRequest as AddPartitionsToTxnV0
+from kio.schema.add_partitions_to_txn.v1.request import AddPartitionsToTxnRequest as AddPartitionsToTxnV1
+from kio.schema.add_partitions_to_txn.v2.request import AddPartitionsToTxnRequest as AddPartitionsToTxnV2
+from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest as AddPartitionsToTxnV3
+from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest as AddPartitionsToTxnV4
+from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnRequest as AddPartitionsToTxnV5
 from kio.schema.alter_client_quotas.v0.request import AlterClientQuotasRequest as AlterClientQuotasV0
 from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest as AlterClientQuotasV1
 from kio.schema.alter_configs.v0.request import AlterConfigsRequest as AlterConfigsV0
@@ -94,9 +105,16 @@ from kio.schema.describe_log_dirs.v3.request import DescribeLogDirsRequest as De
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest as DescribeLogDirsV4
 from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest as DescribeLogDirsV5
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersV0
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest as DescribeTransactionsV0
 from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersV0
 from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersV1
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersV2
+from kio.schema.end_txn.v0.request import EndTxnRequest as EndTxnV0
+from kio.schema.end_txn.v1.request import EndTxnRequest as EndTxnV1
+from kio.schema.end_txn.v2.request import EndTxnRequest as EndTxnV2
+from kio.schema.end_txn.v3.request import EndTxnRequest as EndTxnV3
+from kio.schema.end_txn.v4.request import EndTxnRequest as EndTxnV4
+from kio.schema.end_txn.v5.request import EndTxnRequest as EndTxnV5
 from kio.schema.fetch.v4.request import FetchRequest as FetchV4
 from kio.schema.fetch.v5.request import FetchRequest as FetchV5
 from kio.schema.fetch.v6.request import FetchRequest as FetchV6
@@ -173,6 +191,9 @@ from kio.schema.list_offsets.v11.request import ListOffsetsRequest as ListOffset
 from kio.schema.list_partition_reassignments.v0.request import (
     ListPartitionReassignmentsRequest as ListPartitionReassignmentsV0,
 )
+from kio.schema.list_transactions.v0.request import ListTransactionsRequest as ListTransactionsV0
+from kio.schema.list_transactions.v1.request import ListTransactionsRequest as ListTransactionsV1
+from kio.schema.list_transactions.v2.request import ListTransactionsRequest as ListTransactionsV2
 from kio.schema.metadata.v0.request import MetadataRequest as MetadataV0
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v2.request import MetadataRequest as MetadataV2
@@ -233,6 +254,12 @@ from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupV2
 from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupV3
 from kio.schema.sync_group.v4.request import SyncGroupRequest as SyncGroupV4
 from kio.schema.sync_group.v5.request import SyncGroupRequest as SyncGroupV5
+from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequest as TxnOffsetCommitV0
+from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequest as TxnOffsetCommitV1
+from kio.schema.txn_offset_commit.v2.request import TxnOffsetCommitRequest as TxnOffsetCommitV2
+from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest as TxnOffsetCommitV3
+from kio.schema.txn_offset_commit.v4.request import TxnOffsetCommitRequest as TxnOffsetCommitV4
+from kio.schema.txn_offset_commit.v5.request import TxnOffsetCommitRequest as TxnOffsetCommitV5
 from kio.schema.update_features.v0.request import UpdateFeaturesRequest as UpdateFeaturesV0
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest as UpdateFeaturesV1
 from kio.schema.update_features.v2.request import UpdateFeaturesRequest as UpdateFeaturesV2
@@ -413,3 +440,25 @@ DescribeAclsRequest: TypeAlias = DescribeAclsV1 | DescribeAclsV2 | DescribeAclsV
 DeleteAclsRequest: TypeAlias = DeleteAclsV1 | DeleteAclsV2 | DeleteAclsV3
 DescribeClientQuotasRequest: TypeAlias = DescribeClientQuotasV0 | DescribeClientQuotasV1
 AlterClientQuotasRequest: TypeAlias = AlterClientQuotasV0 | AlterClientQuotasV1
+AddPartitionsToTxnRequest: TypeAlias = (
+    AddPartitionsToTxnV0
+    | AddPartitionsToTxnV1
+    | AddPartitionsToTxnV2
+    | AddPartitionsToTxnV3
+    | AddPartitionsToTxnV4
+    | AddPartitionsToTxnV5
+)
+AddOffsetsToTxnRequest: TypeAlias = (
+    AddOffsetsToTxnV0 | AddOffsetsToTxnV1 | AddOffsetsToTxnV2 | AddOffsetsToTxnV3 | AddOffsetsToTxnV4
+)
+EndTxnRequest: TypeAlias = EndTxnV0 | EndTxnV1 | EndTxnV2 | EndTxnV3 | EndTxnV4 | EndTxnV5
+TxnOffsetCommitRequest: TypeAlias = (
+    TxnOffsetCommitV0
+    | TxnOffsetCommitV1
+    | TxnOffsetCommitV2
+    | TxnOffsetCommitV3
+    | TxnOffsetCommitV4
+    | TxnOffsetCommitV5
+)
+DescribeTransactionsRequest: TypeAlias = DescribeTransactionsV0
+ListTransactionsRequest: TypeAlias = ListTransactionsV0 | ListTransactionsV1 | ListTransactionsV2

@@ -33,7 +33,9 @@ SOURCE_OPTIONS = (
     "startingTimestamp", "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "includeHeaders", "failOnDataLoss", "maxRecordsPerPartition", "minPartitions",
+    "isolation.level", "kafka.isolation.level",
 )  # fmt: skip
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 
 class OptionError(ValueError):
@@ -86,6 +88,7 @@ class SourceOptions:
     max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
     min_partitions: int = 0
     timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy: "error" or "latest"
+    committed: bool = True  # isolation.level read_committed: ends at the LSO, no aborted records
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +206,18 @@ def parse_position(opts: Mapping[str, str], which: str, streaming: bool) -> Posi
     return Position("offsets", offsets=offsets)
 
 
+def parse_isolation(opts: Mapping[str, str]) -> bool:
+    """True for read_committed (the default). kafka.isolation.level, the Kafka consumer's setting that a
+    Spark Kafka job passes, is read too."""
+    given = {opts[k].strip().lower() for k in ("isolation.level", "kafka.isolation.level") if k in opts}
+    if len(given) > 1:
+        raise OptionError("isolation.level and kafka.isolation.level disagree")
+    level = given.pop() if given else "read_committed"
+    if level not in ISOLATION_LEVELS:
+        raise OptionError(f"isolation.level must be read_committed or read_uncommitted, not {level!r}")
+    return level == "read_committed"
+
+
 def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     opts = _lower(options)
     url, keyspace = connection(opts)
@@ -230,6 +245,7 @@ def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         or DEFAULT_MAX_RECORDS_PER_PARTITION,
         min_partitions=parse_positive("minPartitions", opts.get("minpartitions")) or 0,
         timestamp_strategy=strategy,
+        committed=parse_isolation(opts),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
@@ -59,6 +60,23 @@ def discover(redis: BlockingRedis, ks: Keyspace, sub: Subscription) -> list[tupl
                 (topic, p) for p in sub.partitions_of(topic.name, topic.partitions) if p < topic.partitions
             ]
     return found
+
+
+def load_bounds(
+    redis: BlockingRedis, ks: Keyspace, tps: Sequence[tuple[Topic, int]], committed: bool
+) -> tuple[list[PartitionBounds], list[int]]:
+    """Each partition's bounds, and where the reader's view of it ends: the last stable offset for
+    read_committed (as Kafka's "latest" is for such a consumer), else the high watermark."""
+    if not committed:
+        bounds = drive_sync(redis, read.bounds_of(ks, tps))
+        return bounds, [b.high_watermark for b in bounds]
+    pairs = drive_sync(redis, read.stable_bounds_of(ks, tps))
+    return [b for b, _ in pairs], [stable for _, stable in pairs]
+
+
+def visible(bounds: Sequence[PartitionBounds], ends: Sequence[int]) -> list[PartitionBounds]:
+    """The bounds as the reader sees them, ending at its view's end: resolve's "latest" is there."""
+    return [replace(b, high_watermark=e) for b, e in zip(bounds, ends, strict=True)]
 
 
 def key(topic: Topic, partition: int) -> TopicPartition:

@@ -11,7 +11,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..storage.keys import Keyspace
-from ..storage.log import read
+from ..storage.log import read, transactions
+from ..storage.log.transactions import AbortedTransaction
 from ..storage.redis import client
 from ..storage.redis.calls import drive_sync, run_sync
 from .planning import DataLossError, RangePartition, data_loss_message
@@ -45,32 +46,57 @@ def _no_gc() -> Iterator[None]:
 
 
 def read_partition(
-    part: RangePartition, url: str, keyspace: str, include_headers: bool, fail_on_data_loss: bool
+    part: RangePartition,
+    url: str,
+    keyspace: str,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+    committed: bool = True,
 ) -> Iterator[pa.RecordBatch]:
+    """The records of one input partition. Its range ends at or below the last stable offset when
+    committed (planning's doing), so each transaction with records in it has ended: markers are always
+    dropped, and when committed the records of aborted transactions too (each page comes with the
+    aborted transactions that may touch it, one sorted-set lookup in the same round trip)."""
     redis = connection(url)
     ks = Keyspace(keyspace)
     topic = part.topic
+    p = part.partition
     ts_type = LOG_APPEND_TIME if topic.log_append_time else CREATE_TIME
+    aborted: list[AbortedTransaction] = []
     with _no_gc():
-        entries, bounds = drive_sync(
-            redis, read.read_range_and_bounds(ks, topic, part.partition, part.start, part.end, PAGE)
-        )
+        if committed:
+            entries, bounds, aborted = drive_sync(
+                redis, read.read_committed_range_and_bounds(ks, topic, p, part.start, part.end, PAGE)
+            )
+        else:
+            entries, bounds = drive_sync(
+                redis, read.read_range_and_bounds(ks, topic, p, part.start, part.end, PAGE)
+            )
     if part.check_loss and part.start < bounds.first_valid_offset:
         text = data_loss_message(
-            f"{topic.name}-{part.partition}: offsets from {part.start} were to be read, but the log now "
+            f"{topic.name}-{p}: offsets from {part.start} were to be read, but the log now "
             f"starts at {bounds.first_valid_offset}"
         )
         if fail_on_data_loss:
             raise DataLossError(text)
         log.warning(text)
+    offsets = topic.offsets
+
+    def settle(page: list[Any]) -> list[Any]:
+        return transactions.committed_entries(page, offsets, aborted, part.end)
+
     while entries:
         with _no_gc():
-            batch = entries_to_batch(
-                entries, topic.name, part.partition, topic.offsets, ts_type, include_headers
-            )
+            batch = entries_to_batch(entries, topic.name, p, offsets, ts_type, include_headers, settle)
             if len(entries) < PAGE:
                 entries = []
+            elif committed:
+                after = offsets.offset_of_id(entries[-1][0])
+                entries, aborted = drive_sync(
+                    redis, read.read_committed_range(ks, topic, p, after, part.end, PAGE, exclusive=True)
+                )
             else:
-                after = b"(" + entries[-1][0]
-                entries = run_sync(redis, read.read_range(ks, topic, part.partition, after, part.end, PAGE))
-        yield batch
+                after_id = b"(" + entries[-1][0]
+                entries = run_sync(redis, read.read_range(ks, topic, p, after_id, part.end, PAGE))
+        if batch.num_rows:
+            yield batch

@@ -6,6 +6,7 @@ derived from the Spark schema with Spark's own converter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from itertools import chain
 from typing import Any
@@ -24,6 +25,7 @@ from pyspark.sql.types import (
 )
 
 from ..storage.log.entry import HEADERS, KEY, TIMESTAMP, VALUE, decode_headers
+from ..storage.log.transactions import CONTROL, TXN
 from ..storage.offsets import OffsetCodec
 
 CREATE_TIME = 0  # timestampType, as Kafka numbers it
@@ -54,15 +56,16 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return to_arrow_schema(kafka_schema(include_headers), timezone="UTC")
 
 
-def _split_fields(entries: list[Any]) -> tuple[list[bytes], list[Any], list[Any], list[Any], list[Any]]:
-    """IDs, keys, values, timestamps and raw headers of raw XRANGE entries (None where absent).
+def _split_fields(entries: list[Any]) -> tuple[list[bytes], list[Any], list[Any], list[Any], list[Any], bool]:
+    """IDs, keys, values, timestamps and raw headers of raw XRANGE entries (None where absent), and
+    whether any entry has a transaction field (a transactional record or a marker).
 
     Entries written by one writer mostly share one layout (the append script writes timestamp, key,
     value, headers in that order). When all share the first entry's, the columns are plain slices of
-    the flattened fields, with no Python loop per entry.
+    the flattened fields, with no Python loop per entry, and the layout alone answers the last question.
     """
     if not entries:
-        return [], [], [], [], []
+        return [], [], [], [], [], False
     ids = [e[0] for e in entries]
     fields = [e[1] for e in entries]
     n = len(ids)
@@ -75,18 +78,21 @@ def _split_fields(entries: list[Any]) -> tuple[list[bytes], list[Any], list[Any]
         def column(name: bytes) -> list[Any]:
             return flat[where[name] :: width] if name in where else [None] * n
 
-        return ids, column(KEY), column(VALUE), column(TIMESTAMP), column(HEADERS)
+        txn = TXN in where or CONTROL in where
+        return ids, column(KEY), column(VALUE), column(TIMESTAMP), column(HEADERS), txn
     keys: list[Any] = []
     values: list[Any] = []
     stamps: list[Any] = []
     headers: list[Any] = []
+    txn = False
     for entry_fields in fields:
         named = dict(zip(entry_fields[::2], entry_fields[1::2], strict=False))  # unknown fields are skipped
         stamps.append(named.get(TIMESTAMP))
         keys.append(named.get(KEY))
         values.append(named.get(VALUE))
         headers.append(named.get(HEADERS))
-    return ids, keys, values, stamps, headers
+        txn = txn or TXN in named or CONTROL in named
+    return ids, keys, values, stamps, headers, txn
 
 
 def _header_array(raw: list[Any]) -> pa.Array:
@@ -109,10 +115,17 @@ def entries_to_batch(
     offset_codec: OffsetCodec,
     timestamp_type: int,
     include_headers: bool,
+    settle: Callable[[list[Any]], list[Any]] | None = None,
 ) -> pa.RecordBatch:
     """One Arrow record batch of Kafka rows from a raw XRANGE reply. The per-entry Python work is only
-    picking fields apart; offsets and timestamps are computed column-wise in Arrow."""
-    ids, keys, values, stamps, headers = _split_fields(entries)
+    picking fields apart; offsets and timestamps are computed column-wise in Arrow.
+
+    settle: given when the reply holds entries of transactions (markers, records of transactional
+    producers), it keeps the data records to show (storage/log/transactions.committed_entries). It is
+    called only then, so a partition without transactions pays nothing for it."""
+    ids, keys, values, stamps, headers, txn = _split_fields(entries)
+    if txn and settle is not None:
+        ids, keys, values, stamps, headers, _ = _split_fields(settle(entries))
     n = len(ids)
     id_parts = pc.split_pattern(pa.array(ids, pa.binary()), b"-")
     ms = pc.cast(pc.cast(pc.list_element(id_parts, 0), pa.string()), pa.int64())

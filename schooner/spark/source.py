@@ -23,8 +23,6 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..storage.keys import Keyspace
-from ..storage.log import read
-from ..storage.redis.calls import drive_sync
 from . import planning
 from .options import SourceOptions, parse_bool, parse_sink, parse_source
 from .reading import connection, read_partition
@@ -43,17 +41,24 @@ class SchoonerBatchReader(DataSourceReader):
         o = self.opts
         redis, ks = connection(o.redis_url), Keyspace(o.keyspace)
         tps = planning.discover(redis, ks, o.subscription)
-        bounds = drive_sync(redis, read.bounds_of(ks, tps))
-        start = planning.resolve(redis, ks, tps, bounds, o.starting, o.timestamp_strategy)
-        end = planning.resolve(redis, ks, tps, bounds, o.ending, strategy="latest")
-        ranges = [(t, p, start[planning.key(t, p)], end[planning.key(t, p)]) for t, p in tps]
+        bounds, ends = planning.load_bounds(redis, ks, tps, o.committed)
+        seen = planning.visible(bounds, ends)
+        start = planning.resolve(redis, ks, tps, seen, o.starting, o.timestamp_strategy)
+        end = planning.resolve(redis, ks, tps, seen, o.ending, strategy="latest")
+        ranges = []
+        for (t, p), stable in zip(tps, ends, strict=True):
+            k = planning.key(t, p)
+            # read_committed never reads at or past the LSO, also when endingOffsets names a later offset.
+            ranges.append((t, p, start[k], min(end[k], stable) if o.committed else end[k]))
         return planning.plan(redis, ks, ranges, o.max_records_per_partition, o.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, planning.RangePartition):
             return iter(())  # Spark plans one empty partition when there is nothing to read
         o = self.opts
-        return read_partition(partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss)
+        return read_partition(
+            partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed
+        )
 
 
 class SchoonerDataSource(DataSource):

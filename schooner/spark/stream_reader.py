@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -24,6 +23,7 @@ from pyspark.sql.streaming.datasource import (
 
 from ..storage.keys import Keyspace
 from ..storage.log import read
+from ..storage.log.read import PartitionBounds
 from ..storage.redis.calls import BlockingRedis, drive_sync
 from ..storage.topics import metadata
 from ..storage.topics.metadata import Topic
@@ -83,8 +83,11 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _ks(self) -> Keyspace:
         return Keyspace(self.opts.keyspace)
 
-    def _current(self) -> tuple[list[tuple[Topic, int]], list[Any], set[TopicPartition]]:
-        """Subscribed partitions with their bounds, and every partition that exists."""
+    def _current(
+        self,
+    ) -> tuple[list[tuple[Topic, int]], list[PartitionBounds], list[int], set[TopicPartition]]:
+        """Subscribed partitions with their bounds and the end of the reader's view of each (the LSO for
+        read_committed), and every partition that exists."""
         topics = drive_sync(self._redis(), metadata.load_all(self._ks(), {}))
         existing = {(t.name, p) for t in topics for p in range(t.partitions)}
         sub = self.opts.subscription
@@ -95,12 +98,14 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p in sub.partitions_of(t.name, t.partitions)
             if p < t.partitions
         ]
-        return tps, drive_sync(self._redis(), read.bounds_of(self._ks(), tps)), existing
+        bounds, ends = planning.load_bounds(self._redis(), self._ks(), tps, self.opts.committed)
+        return tps, bounds, ends, existing
 
     def initialOffset(self) -> dict:
-        tps, bounds, _ = self._current()
+        tps, bounds, ends, _ = self._current()
+        seen = planning.visible(bounds, ends)
         start = planning.resolve(
-            self._redis(), self._ks(), tps, bounds, self.opts.starting, self.opts.timestamp_strategy
+            self._redis(), self._ks(), tps, seen, self.opts.starting, self.opts.timestamp_strategy
         )
         return planning.to_json(start)
 
@@ -112,18 +117,16 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        tps, bounds, _ = self._current()
-        self._target = {planning.key(t, p): b.high_watermark for (t, p), b in zip(tps, bounds, strict=True)}
+        tps, _, ends, _ = self._current()
+        self._target = {planning.key(t, p): e for (t, p), e in zip(tps, ends, strict=True)}
 
     def reportLatestOffset(self) -> dict | None:
-        tps, bounds, _ = self._current()
-        return planning.to_json(
-            {planning.key(t, p): b.high_watermark for (t, p), b in zip(tps, bounds, strict=True)}
-        )
+        tps, _, ends, _ = self._current()
+        return planning.to_json({planning.key(t, p): e for (t, p), e in zip(tps, ends, strict=True)})
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = planning.from_json(start)
-        tps, bounds, existing = self._current()
+        tps, bounds, view_ends, existing = self._current()
         gone = sorted(k for k in begin if k not in existing)
         if gone:
             text = data_loss_message(f"partitions {', '.join(f'{t}-{p}' for t, p in gone)} no longer exist")
@@ -131,19 +134,24 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 raise DataLossError(text)
             log.warning(text)
         ranges: list[Range] = []
-        for (topic, p), b in zip(tps, bounds, strict=True):
+        for (topic, p), b, view_end in zip(tps, bounds, view_ends, strict=True):
             k = planning.key(topic, p)
-            end = b.high_watermark
+            end = view_end
             if self._target is not None:
                 if k not in self._target:
                     continue  # appeared after AvailableNow began
                 end = min(end, self._target[k])
             s = begin.get(k, FROM_BEGINNING)
-            if s > end and self._target is None:
-                text = data_loss_message(f"{topic.name}-{p}: offset {s} is past the log's end {end}")
-                if self.opts.fail_on_data_loss:
-                    raise DataLossError(text)
-                log.warning(text)  # partitions() then reads the partition from its beginning
+            if s > b.high_watermark:
+                if self._target is None:
+                    text = data_loss_message(
+                        f"{topic.name}-{p}: offset {s} is past the log's end {b.high_watermark}"
+                    )
+                    if self.opts.fail_on_data_loss:
+                        raise DataLossError(text)
+                    log.warning(text)  # partitions() then reads the partition from its beginning
+            elif s > end:
+                end = s  # read_committed from where an uncommitted read stopped: wait for the LSO
             ranges.append((topic, p, s, end))
         ends = self._admit(ranges, limit)
         if ends is None:
@@ -200,4 +208,6 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not isinstance(partition, RangePartition):
             return iter(())
         o = self.opts
-        return read_partition(partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss)
+        return read_partition(
+            partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed
+        )

@@ -47,11 +47,12 @@ class Keyspace:
         return f"{self.prefix}:caborts:{{{topic}:{partition}}}"
 
     def txn_open(self, topic: str, partition: int) -> str:
-        """Hash: producer id -> "<epoch>,<first entry id>,<transactional id>" of each open transaction."""
+        """Hash: producer id -> "epoch,first entry id,transactional id" of each transaction with records
+        here and no marker yet; the smallest first entry id is the last stable offset."""
         return f"{self.prefix}:txn-open:{{{topic}:{partition}}}"
 
     def aborted(self, topic: str, partition: int) -> str:
-        """Sorted set: "<producer id>,<first entry id>,<marker entry id>" per aborted transaction, scored by
+        """Sorted set: "producer id,first entry id,marker entry id" of each aborted transaction, scored by
         the marker's offset."""
         return f"{self.prefix}:aborted:{{{topic}:{partition}}}"
 
@@ -65,9 +66,9 @@ class Keyspace:
             self.compaction_keys(topic, partition),
             self.tombstones(topic, partition),
             self.compactor(topic, partition),
-            self.compaction_aborts(topic, partition),
             self.txn_open(topic, partition),
             self.aborted(topic, partition),
+            self.compaction_aborts(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------
@@ -126,6 +127,21 @@ class Keyspace:
     def appended_channel(self) -> str:
         """Pub/sub channel: append.lua publishes "topic:partition" here, so every broker wakes its fetches."""
         return f"{self.prefix}:appended"
+
+    # -- transactions: the coordinator's state of one transactional id sits in the id's own slot -----
+    def transaction(self, transactional_id: str) -> str:
+        """String: the transaction coordinator's state of the id, as JSON (storage/transactions.py)."""
+        return f"{self.prefix}:txn:{{{transactional_id}}}"
+
+    @property
+    def transaction_ids(self) -> str:
+        """Sorted set: every transactional id with state, scored by the time (ms) it last changed."""
+        return f"{self.prefix}:txns"
+
+    def group_txn_offsets(self, group_id: str) -> str:
+        """Hash: "producer id|topic:partition" -> an offset committed inside an open transaction (JSON as
+        in the group's offsets hash); moved there by the commit, dropped by an abort."""
+        return f"{self.prefix}:offsets-txn:{{{group_id}}}"
 
     # -- MQ library -------------------------------------------------------------------------------
     # Per-partition keys carry the partition's tag, so each MQ script (ack + retry, ack + dead letter,

@@ -15,7 +15,7 @@ from .cluster import BrokerInfo
 from .groups import commits, state
 from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
-from .log import append, compaction, lookup, producers, read, retention, sizes
+from .log import append, compaction, lookup, producers, read, retention, sizes, transactions
 from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
 from .log.compaction import CompactionStep
 from .log.producers import ProducerState
@@ -27,6 +27,7 @@ from .redis.server_info import Durability, Memory
 from .topic_partition import TopicPartition
 from .topics import metadata
 from .topics.metadata import Topic
+from .transactions import offsets as txn_offsets
 
 T = TypeVar("T")
 
@@ -110,8 +111,39 @@ class Store:
     async def bounds(self, topic: Topic, partition: int) -> PartitionBounds:
         return await self.drive(read.bounds(self.ks, topic, partition))
 
-    async def read(self, topic: Topic, partition: int, offset: int, max_entries: int) -> PartitionRead:
-        return await self.drive(read.read(self.ks, topic, partition, offset, max_entries))
+    async def read(
+        self, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
+    ) -> PartitionRead:
+        return await self.drive(read.read(self.ks, topic, partition, offset, max_entries, committed))
+
+    async def stable_bounds(self, topic: Topic, partition: int) -> tuple[PartitionBounds, int]:
+        """The bounds and the last stable offset."""
+        return await self.drive(read.stable_bounds(self.ks, topic, partition))
+
+    async def write_markers(
+        self, markers: Sequence[tuple[Topic, int]], producer_id: int, producer_epoch: int, commit: bool
+    ) -> list[transactions.MarkerResult]:
+        """Ends a transaction in each partition, one script per partition, all in one pipeline."""
+        calls = [
+            transactions.write_marker(self.ks, t, p, producer_id, producer_epoch, commit) for t, p in markers
+        ]
+        return await self.drive(together(calls)) if calls else []
+
+    async def stage_txn_offsets(
+        self, group_id: str, producer_id: int, offsets: Mapping[TopicPartition, tuple[int, int, str | None]]
+    ) -> None:
+        """TxnOffsetCommit: offsets that become the group's when the producer's transaction commits."""
+        calls = txn_offsets.stage(self.ks, group_id, producer_id, offsets)
+        if calls:
+            await self.drive(together(calls))
+
+    async def pending_txn_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> set[TopicPartition]:
+        return await self.run(txn_offsets.pending(self.ks, group_id, partitions))
+
+    async def open_transactions(self, topic: Topic, partition: int) -> list[transactions.OpenTransaction]:
+        return await self.run(transactions.open_transactions(self.ks, topic, partition))
 
     async def offset_for_timestamp(
         self, topic: Topic, partition: int, timestamp: int

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
-import pytest
 import redis
 
 from bench import produce, report
@@ -18,23 +15,8 @@ from bench.suite import (
     run_produce,
     timestamp_topic_name,
 )
-from schooner.storage.keys import Keyspace
 
 OPTS = Options(messages=500, runs=2, raw_requests=2000)
-
-
-@pytest.fixture
-def endpoints(broker, redis_server, keyspace: str) -> Endpoints:
-    """The test's broker runs in this process, so its CPU is counted as this process's."""
-    assert redis_server.pid is not None
-    return Endpoints(
-        redis_url=redis_server.url,
-        redis_port=redis_server.port,
-        broker_port=broker.port,
-        keyspace=Keyspace(keyspace),
-        broker_pid=os.getpid(),
-        redis_pid=redis_server.pid,
-    )
 
 
 def test_produce_fetch_and_memory_measure_both_encodings(

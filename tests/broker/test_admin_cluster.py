@@ -259,13 +259,17 @@ def _reassign(port: int, v: int, topic: str, replicas: tuple[int, ...] | None, *
 # -- Features: ApiVersions and UpdateFeatures ----------------------------------------------------------
 
 
-def test_no_features_and_every_update_is_refused(broker: Any, kadmin: KafkaAdminClient) -> None:
-    assert kadmin.describe_features() == {}
+def test_transaction_version_is_the_one_feature_and_every_update_is_refused(
+    broker: Any, kadmin: KafkaAdminClient
+) -> None:
     for v in (3, 4):
         asked = _request(ApiKey.API_VERSIONS, v, client_software_name="t", client_software_version="1")
         versions = wire.call(broker.port, asked)
-        assert (versions.supported_features, versions.finalized_features) == ((), ())
-        assert versions.finalized_features_epoch == -1
+        supported = [(f.name, f.min_version, f.max_version) for f in versions.supported_features]
+        finalized = [(f.name, f.min_version_level, f.max_version_level) for f in versions.finalized_features]
+        assert supported == [("transaction.version", 0, 2)]  # KIP-890's transactions v2 and the older ones
+        assert finalized == [("transaction.version", 2, 2)]
+        assert versions.finalized_features_epoch >= 0
     for validate_only in (False, True):
         with pytest.raises(Errors.InvalidUpdateVersionError, match="metadata.version"):
             kadmin.update_features({"metadata.version": 20}, validate_only=validate_only)

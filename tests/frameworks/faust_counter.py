@@ -3,7 +3,8 @@
 One agent reads the topic INPUT, counts each key in the Table "counts" (changelog topic
 `<APP_ID>-counts-changelog`) and appends a line per processed input to the file OUT:
 `<key> <value> <count after it> <partition> <offset>`, so the test sees what was processed and how often.
-Settings come from the environment: APP_ID, BOOTSTRAP, INPUT, PARTITIONS, OUT.
+Settings come from the environment: APP_ID, BOOTSTRAP, INPUT, PARTITIONS, OUT, and STORE (the Table's
+store: "memory://", the default, or "rocksdb://", kept in `<APP_ID>-data/` in the working directory).
 """
 
 import os
@@ -13,7 +14,7 @@ import faust
 app = faust.App(
     os.environ["APP_ID"],
     broker=f"kafka://{os.environ['BOOTSTRAP']}",
-    store="memory://",
+    store=os.environ.get("STORE", "memory://"),
     web_enabled=False,
     topic_partitions=int(os.environ["PARTITIONS"]),
     topic_replication_factor=1,

@@ -20,9 +20,9 @@ fetched and processed again after the seek (duplicates); a record the stream deq
 control is still paused is skipped and acked, so the next commit passes over it (a loss). The broker's
 answers in those runs were right (each OffsetFetch returned the last commit, each Fetch the records
 from the offset asked for), and the window does not depend on them.
-
-The Table's changelog topic is created beforehand with cleanup.policy=delete: faust asks for compact,
-which the broker does not offer yet, and keeps a topic that exists as it is.
+- With a RocksDB store whose data dir is deleted while the worker is down, the restarted worker
+  rebuilds the Table from its changelog, which faust creates itself with cleanup.policy=compact and
+  which the broker has compacted meanwhile (recovery reads a log with gaps).
 """
 
 from __future__ import annotations
@@ -34,14 +34,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from schooner.storage.keys import Keyspace
 from tests.broker.helpers import wait
 from tests.conftest import RunningBroker
 
@@ -94,7 +96,7 @@ class Worker:
 class Faust:
     """The app's topics on the test broker, and the means to run workers, feed them and watch them."""
 
-    bootstrap: str
+    broker: RunningBroker
     home: Path
     producer: Producer
     consumer: Consumer
@@ -105,13 +107,18 @@ class Faust:
     def out(self) -> Path:
         return self.home / "processed.txt"
 
-    def start(self) -> Worker:
-        env = {**os.environ, "APP_ID": APP_ID, "BOOTSTRAP": self.bootstrap, "INPUT": INPUT,
-               "PARTITIONS": str(PARTITIONS), "OUT": str(self.out)}  # fmt: skip
+    @property
+    def data_dir(self) -> Path:
+        return self.home / f"{APP_ID}-data"
+
+    def start(self, store: str = "memory://") -> Worker:
+        env = {**os.environ, "APP_ID": APP_ID, "BOOTSTRAP": self.broker.bootstrap, "INPUT": INPUT,
+               "PARTITIONS": str(PARTITIONS), "OUT": str(self.out), "STORE": store}  # fmt: skip
         log = self.home / f"worker-{len(self.workers)}.log"
         with open(log, "wb") as sink:
-            process = subprocess.Popen([sys.executable, APP.name, "worker", "-l", "info"], cwd=self.home,
-                                       env=env, stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+            # --without-web: the CLI overrides web_enabled, and every worker would bind port 6066.
+            command = [sys.executable, APP.name, "worker", "-l", "info", "--without-web"]
+            process = subprocess.Popen(command, cwd=self.home, env=env, stdout=sink, stderr=subprocess.STDOUT)
         worker = Worker(process, log)
         self.workers.append(worker)
         wait(worker.ready, 30, "the faust worker did not become ready")
@@ -143,23 +150,29 @@ class Faust:
         tps = [TopicPartition(INPUT, p) for p in range(PARTITIONS)]
         return [tp.offset for tp in self.consumer.committed(tps, timeout=10)]
 
-    def ends(self) -> list[int]:
-        return [self.consumer.get_watermark_offsets(TopicPartition(INPUT, p), timeout=10)[1]
+    def ends(self, topic: str = INPUT) -> list[int]:
+        return [self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                 for p in range(PARTITIONS)]  # fmt: skip
+
+    def counts(self) -> dict[str, list[int]]:
+        """Each key's counts after each of its inputs, in processing order."""
+        by_key: dict[str, list[int]] = collections.defaultdict(list)
+        for line in self.processed():
+            by_key[line.key].append(line.count)
+        return dict(by_key)
 
 
 @pytest.fixture
-def faust(broker: RunningBroker, tmp_path: Path) -> Iterator[Faust]:
+def faust(broker_factory: Callable[..., RunningBroker], tmp_path: Path) -> Iterator[Faust]:
+    # A short sweep, so that the Table's changelog is compacted while a test runs.
+    broker = broker_factory(retention_check_ms=200)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    changelog = NewTopic(f"{APP_ID}-counts-changelog", PARTITIONS, 1, config={"cleanup.policy": "delete"})
-    topics = [NewTopic(INPUT, PARTITIONS, 1), changelog]
-    for future in admin.create_topics(topics).values():
-        future.result(10)
+    admin.create_topics([NewTopic(INPUT, PARTITIONS, 1)])[INPUT].result(10)
     shutil.copy(APP, tmp_path / APP.name)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 1})
     # Reads the app's committed offsets; it never subscribes, so it never joins the app's group.
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": APP_ID})
-    rig = Faust(broker.bootstrap, tmp_path, producer, consumer)
+    rig = Faust(broker, tmp_path, producer, consumer)
     yield rig
     for worker in rig.workers:
         if worker.process.poll() is None:
@@ -226,8 +239,31 @@ def test_clean_restarts_process_every_input_once(faust: Faust) -> None:
     processed = collections.Counter(line.value for line in faust.processed())
     assert duplicates == [0] * 20
     assert processed == collections.Counter(faust.sent)
-    by_key: dict[str, list[int]] = collections.defaultdict(list)
-    for line in faust.processed():
-        by_key[line.key].append(line.count)
     # Each worker's counts went on from where the last one left them: recovered from the changelog.
-    assert dict(by_key) == {key: list(range(1, len(counts) + 1)) for key, counts in by_key.items()}
+    assert faust.counts() == {key: list(range(1, len(counts) + 1)) for key, counts in faust.counts().items()}
+
+
+def test_table_is_rebuilt_from_its_compacted_changelog_after_its_data_dir_is_lost(
+    faust: Faust, redis_client: redis.Redis
+) -> None:
+    worker = faust.start(store="rocksdb://")
+    faust.produce(30)
+    faust.wait_processed()
+    worker.stop()
+    changelog = f"{APP_ID}-counts-changelog"
+    resource = ConfigResource(ConfigResource.Type.TOPIC, changelog)
+    admin = AdminClient({"bootstrap.servers": faust.broker.bootstrap})
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["cleanup.policy"].value == "compact"
+    assert sum(faust.ends(changelog)) == 30  # one change per input
+    streams = [Keyspace(faust.broker.settings.keyspace).stream(changelog, p) for p in range(PARTITIONS)]
+    wait(lambda: sum(redis_client.xlen(s) for s in streams) == KEYS, 15, "the changelog was not compacted")
+
+    assert any(faust.data_dir.rglob("*.sst")) or any(faust.data_dir.rglob("*.log")), "no RocksDB files"
+    shutil.rmtree(faust.data_dir)
+    worker = faust.start(store="rocksdb://")
+    faust.produce(KEYS)
+    faust.wait_processed()
+    worker.stop()
+    assert faust.counts() == {f"k{k}": list(range(1, 7)) for k in range(KEYS)}
+    assert faust.data_dir.exists(), "the restarted worker kept no table data"

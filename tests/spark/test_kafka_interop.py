@@ -3,8 +3,10 @@ broker, at the offsets a Kafka consumer sees; a Kafka consumer reads what the Sp
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from confluent_kafka import Producer
 
 from tests.clients import SAMPLE, as_rec, consume, from_beginning
@@ -81,3 +83,39 @@ def test_kafka_consumers_read_what_the_spark_sink_wrote(spark: Any, broker: Any,
     }
     assert {m.key(): m.partition() for m in got} == twin
     assert len(set(twin.values())) > 1
+
+
+@pytest.mark.both_encodings
+def test_spark_reads_committed_records_of_kafka_transactions(spark: Any, broker: Any, log: Log) -> None:
+    log.topic("txn-in", 1)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce("txn-in", value=b"p0")
+    plain.flush(10)
+    txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "spark-tx", "linger.ms": 5})
+    txn.init_transactions(15)
+    for values, commit in (([b"a0", b"a1"], False), ([b"c0", b"c1"], True), ([b"o0"], None)):
+        txn.begin_transaction()
+        for v in values:
+            txn.produce("txn-in", value=v)
+        txn.flush(15)
+        if commit is not None:
+            txn.commit_transaction(15) if commit else txn.abort_transaction(15)
+    plain.produce("txn-in", value=b"p1")  # after the open transaction's first record
+    plain.flush(10)
+
+    def read(**options: str) -> list[tuple[bytes, int]]:
+        rows = spark.read.format("schooner").options(**log.options).options(**options).load().collect()
+        return sorted(((r.value, r.offset) for r in rows), key=lambda vo: vo[1])
+
+    committed = read(subscribe="txn-in")
+    assert [v for v, _ in committed] == [b"p0", b"c0", b"c1"]
+    past_the_lso = json.dumps({"txn-in": {"0": 1 << 62}})
+    assert read(subscribe="txn-in", endingOffsets=past_the_lso) == committed
+    everything = read(subscribe="txn-in", **{"isolation.level": "read_uncommitted"})
+    assert [v for v, _ in everything] == [b"p0", b"a0", b"a1", b"c0", b"c1", b"o0", b"p1"]  # no marker
+
+    txn.commit_transaction(15)
+    after = read(subscribe="txn-in")
+    kafka = consume(broker.bootstrap, from_beginning("txn-in", 1), 5, timeout=30)  # read_committed
+    assert after == [(m.value(), m.offset()) for m in kafka]
+    assert [v for v, _ in after] == [b"p0", b"c0", b"c1", b"o0", b"p1"]

@@ -61,6 +61,16 @@ def test_defaults_differ_for_batch_and_streaming(monkeypatch: pytest.MonkeyPatch
         ({"subscribe": "a", "maxoffsetspertrigger": "5", "minoffsetspertrigger": "9"}, True, "above"),
         ({"subscribe": "a", "includeheaders": "yes"}, True, "true or false"),
         ({"subscribe": "a", "maxtriggerdelay": "soon"}, True, "duration"),
+        ({"subscribe": "a", "isolation.level": "committed"}, True, "read_committed or read_uncommitted"),
+        (
+            {
+                "subscribe": "a",
+                "isolation.level": "read_committed",
+                "kafka.isolation.level": "read_uncommitted",
+            },
+            False,
+            "disagree",
+        ),
     ],
 )
 def test_bad_options_are_refused_with_a_reason(
@@ -68,6 +78,13 @@ def test_bad_options_are_refused_with_a_reason(
 ) -> None:
     with pytest.raises(OptionError, match=message):
         parse_source(options, streaming)
+
+
+def test_isolation_is_read_committed_unless_asked_as_kafka_consumers_ask() -> None:
+    assert parse_source({"subscribe": "t"}, streaming=False).committed
+    for name in ("isolation.level", "kafka.isolation.level"):
+        assert not parse_source({"subscribe": "t", name: "READ_UNCOMMITTED"}, streaming=True).committed
+        assert parse_source({"subscribe": "t", name: "read_committed"}, streaming=True).committed
 
 
 def test_offsets_json_is_canonical() -> None:

@@ -11,6 +11,11 @@ from ...protocol.request_types import ApiVersionsRequest
 from ..context import BrokerContext
 from .common import NO_THROTTLE
 
+# KIP-584 features: transaction.version 2 is transactions v2 (KIP-890), which clients that know it
+# use (EndTxn v5, Produce v12, TxnOffsetCommit v5); 1 and 0 are the older protocol, served too.
+FEATURES = {"transaction.version": (0, 2)}
+FEATURES_EPOCH = 1
+
 
 def _api_list(resp_cls: type) -> tuple[Entity, ...]:
     entry = sibling(resp_cls, "ApiVersion")
@@ -27,13 +32,23 @@ def unsupported_version_response() -> ResponsePayload:
 
 async def handle_api_versions(ctx: BrokerContext, body: ApiVersionsRequest) -> ResponsePayload:
     cls = response_type(18, body.__version__)
+    supported, finalized = (), ()
+    if body.__version__ >= 3:
+        supported = tuple(
+            make(sibling(cls, "SupportedFeatureKey"), name=n, min_version=lo, max_version=hi)
+            for n, (lo, hi) in FEATURES.items()
+        )
+        finalized = tuple(
+            make(sibling(cls, "FinalizedFeatureKey"), name=n, min_version_level=hi, max_version_level=hi)
+            for n, (lo, hi) in FEATURES.items()
+        )
     return make(
         cls,
         error_code=ErrorCode.none,
         api_keys=_api_list(cls),
         throttle_time=NO_THROTTLE,
-        supported_features=(),
-        finalized_features_epoch=-1,
-        finalized_features=(),
+        supported_features=supported,
+        finalized_features_epoch=FEATURES_EPOCH if finalized else -1,
+        finalized_features=finalized,
         zk_migration_ready=False,
     )

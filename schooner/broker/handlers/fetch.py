@@ -6,13 +6,15 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from types import ModuleType
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import FetchRequest
+from ...storage.log.transactions import AbortedTransaction
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
@@ -32,6 +34,8 @@ class _PartitionFetch:
     error: ErrorCode = ErrorCode.none
     high_watermark: int = -1
     log_start: int = -1
+    last_stable: int = -1
+    aborted: tuple[AbortedTransaction, ...] = ()
     records: bytes = b""
 
 
@@ -58,6 +62,7 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
     mod = response_module_of(body)
     version = body.__version__
     deadline = time.monotonic() + body.max_wait.total_seconds()
+    committed = body.isolation_level == 1
     requested: Sequence[_FetchTopic] = body.topics
     resolved: list[tuple[_FetchTopic, Topic | ErrorCode]] = []
     for fetch_topic in requested:
@@ -72,7 +77,7 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         # Listen before reading: an append landing between the read and the wait still wakes us.
         event = ctx.waiters.register(waits)
         try:
-            results, total = await _read_all(ctx, resolved, body.max_bytes)
+            results, total = await _read_all(ctx, resolved, body.max_bytes, committed)
             remaining = deadline - time.monotonic()
             has_error = any(r.error != ErrorCode.none for rs in results for r in rs)
             if total >= body.min_bytes or has_error or remaining <= 0 or not waits:
@@ -80,7 +85,6 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
             await ctx.waiters.wait(event, min(remaining, POLL_SECONDS))
         finally:
             ctx.waiters.unregister(waits, event)
-    committed = body.isolation_level == 1
     topics = []
     for (fetch_topic, _), partition_results in zip(resolved, results, strict=True):
         partitions = tuple(
@@ -89,9 +93,9 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
                 partition_index=r.index,
                 error_code=r.error,
                 high_watermark=r.high_watermark,
-                last_stable_offset=r.high_watermark,
+                last_stable_offset=r.last_stable,
                 log_start_offset=r.log_start,
-                aborted_transactions=() if committed else None,
+                aborted_transactions=_aborted(mod, r.aborted) if committed else None,
                 preferred_read_replica=-1,
                 records=r.records,
             )
@@ -114,6 +118,12 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
     )
 
 
+def _aborted(mod: ModuleType, aborted: tuple[AbortedTransaction, ...]) -> tuple[Any, ...]:
+    return tuple(
+        make(mod.AbortedTransaction, producer_id=a.producer_id, first_offset=a.first_offset) for a in aborted
+    )
+
+
 async def _resolve(ctx: BrokerContext, fetch_topic: _FetchTopic, version: int) -> Topic | ErrorCode:
     if version >= 13:  # topics by id only
         return await resolve_topic(ctx, None, getattr(fetch_topic, "topic_id", None))
@@ -121,10 +131,13 @@ async def _resolve(ctx: BrokerContext, fetch_topic: _FetchTopic, version: int) -
 
 
 async def _read_all(
-    ctx: BrokerContext, resolved: list[tuple[_FetchTopic, Topic | ErrorCode]], max_bytes: int
+    ctx: BrokerContext,
+    resolved: list[tuple[_FetchTopic, Topic | ErrorCode]],
+    max_bytes: int,
+    committed: bool,
 ) -> tuple[list[list[_PartitionFetch]], int]:
     jobs = [
-        [asyncio.ensure_future(_read_partition(ctx, topic, p)) for p in fetch_topic.partitions]
+        [asyncio.ensure_future(_read_partition(ctx, topic, p, committed)) for p in fetch_topic.partitions]
         for fetch_topic, topic in resolved
     ]
     flat = [job for row in jobs for job in row]
@@ -145,7 +158,7 @@ async def _read_all(
 
 
 async def _read_partition(
-    ctx: BrokerContext, topic: Topic | ErrorCode, request: _FetchPartition
+    ctx: BrokerContext, topic: Topic | ErrorCode, request: _FetchPartition, committed: bool
 ) -> _PartitionFetch:
     result = _PartitionFetch(request.partition)
     if isinstance(topic, ErrorCode):
@@ -159,12 +172,14 @@ async def _read_partition(
     average = ctx.entry_sizes.get(key)
     count = FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
     try:
-        read = await ctx.store.read(topic, request.partition, max(request.fetch_offset, 0), count)
+        read = await ctx.store.read(topic, request.partition, max(request.fetch_offset, 0), count, committed)
     except STORAGE_ERRORS:
         result.error = LOG_UNAVAILABLE
         return result
     result.high_watermark = read.high_watermark
     result.log_start = read.log_start_offset
+    result.last_stable = read.last_stable_offset
+    result.aborted = read.aborted
     if request.fetch_offset > read.high_watermark or request.fetch_offset < read.first_valid_offset:
         result.error = ErrorCode.offset_out_of_range
         return result

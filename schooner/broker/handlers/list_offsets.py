@@ -22,12 +22,14 @@ LEADER_EPOCH = 0
 
 async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> ResponsePayload:
     mod = response_module_of(body)
+    # read_committed (v2+): the latest offset is the last stable one, below any open transaction.
+    committed = getattr(body, "isolation_level", 0) == 1
     topics = []
     for requested in body.topics:
         topic = await resolve_topic(ctx, requested.name)
         partitions = []
         for p in requested.partitions:
-            code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp)
+            code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp, committed)
             partitions.append(
                 make(
                     mod.ListOffsetsPartitionResponse,
@@ -43,7 +45,7 @@ async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> R
 
 
 async def _lookup(
-    ctx: BrokerContext, topic: Topic | ErrorCode, partition: int, target: int
+    ctx: BrokerContext, topic: Topic | ErrorCode, partition: int, target: int, committed: bool
 ) -> tuple[ErrorCode, int, int]:
     if isinstance(topic, ErrorCode):
         return topic, -1, -1
@@ -53,6 +55,9 @@ async def _lookup(
         if target in (EARLIEST, EARLIEST_LOCAL):
             b = await ctx.store.bounds(topic, partition)
             return ErrorCode.none, -1, b.log_start_offset
+        if target in (LATEST, LATEST_TIERED) and committed:
+            _, stable = await ctx.store.stable_bounds(topic, partition)
+            return ErrorCode.none, -1, stable
         if target in (LATEST, LATEST_TIERED):
             b = await ctx.store.bounds(topic, partition)
             return ErrorCode.none, -1, b.high_watermark

@@ -13,13 +13,15 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from ...coordinators.transaction_coordinator import Producer, TransactionError
 from ...protocol.legacy_records import read_message_set
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
-from ...protocol.records import InvalidRecords, ProducedBatch, read_batches
+from ...protocol.records import InvalidRecords, ProducedBatch, producer_of, read_batches
 from ...protocol.request_types import ProduceRequest
 from ...storage.log.append import DUPLICATE, FOREIGN_ID, UNKNOWN_PARTITION, AppendResult
 from ...storage.redis import server_info
 from ...storage.redis.calls import OUTCOME_UNKNOWN
+from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..metrics import FOREIGN_ENTRY_REFUSALS
@@ -36,6 +38,7 @@ from .common import (
 log = logging.getLogger(__name__)
 
 _FIRST_V2_RECORDS_VERSION = 3
+_IMPLICIT_ADD_VERSION = 12  # KIP-890: Produce v12 adds its partitions to the transaction itself
 _FULL_LOG_INTERVAL_SECONDS = 10.0
 _full_logged_at = -_FULL_LOG_INTERVAL_SECONDS
 
@@ -85,10 +88,7 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
     acks = body.acks
     if acks not in (0, 1, -1):
         return _response(mod, body, lambda t, p: _PartitionResult(ErrorCode.invalid_required_acks))
-    if getattr(body, "transactional_id", None) is not None:  # v0-v2 have none
-        return _response(
-            mod, body, lambda t, p: _PartitionResult(ErrorCode.transactional_id_authorization_failed)
-        )
+    transactional_id: str | None = getattr(body, "transactional_id", None)  # v0-v2 have none
 
     # enumerate() would join the versions' classes into `object`; the protocol keeps them checked.
     topics: Sequence[_TopicData] = body.topic_data
@@ -102,11 +102,22 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
     }
     jobs: dict[tuple[int, int], asyncio.Task[_PartitionResult]] = {}
     try:
-        for ti, topic_data in enumerate(topics):
-            topic = await _resolve(ctx, topic_data)
+        resolved = [(ti, td, await _resolve(ctx, td)) for ti, td in enumerate(topics)]
+        if transactional_id is not None:
+            refusal = await _verify_transaction(ctx, body.__version__, transactional_id, resolved)
+            if refusal is not None:
+                resolved = [(ti, td, refusal) for ti, td, _ in resolved]
+        for ti, topic_data, topic in resolved:
             for partition_data in topic_data.partition_data:
                 jobs[(ti, partition_data.index)] = asyncio.ensure_future(
-                    _in_turn(turns[(ti, partition_data.index)], ctx, topic, partition_data, legacy_ms)
+                    _in_turn(
+                        turns[(ti, partition_data.index)],
+                        ctx,
+                        topic,
+                        partition_data,
+                        legacy_ms,
+                        transactional_id,
+                    )
                 )
     finally:
         for key, turn in turns.items():
@@ -132,12 +143,46 @@ async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorC
     return found if found is not None else ErrorCode.unknown_topic_or_partition
 
 
+async def _verify_transaction(
+    ctx: BrokerContext,
+    version: int,
+    transactional_id: str,
+    resolved: list[tuple[int, _TopicData, Topic | ErrorCode]],
+) -> ErrorCode | None:
+    """A transactional produce: the producer must hold the id, and the partitions must be in its open
+    transaction (added by AddPartitionsToTxn, or by this request itself from v12, transactions v2)."""
+    producer = None
+    partitions = []
+    for _, topic_data, topic in resolved:
+        for pd in topic_data.partition_data:
+            if producer is None and pd.records:
+                producer = producer_of(pd.records)
+            if isinstance(topic, Topic) and 0 <= pd.index < topic.partitions:
+                partitions.append(TopicPartition(topic.name, pd.index))
+    if producer is None or not partitions:
+        return None  # nothing to append: each partition gets its own error
+    try:
+        await ctx.transactions.verify_produce(
+            transactional_id, Producer(*producer), partitions, implicit=version >= _IMPLICIT_ADD_VERSION
+        )
+    except TransactionError as exc:
+        return exc.code
+    except STORAGE_ERRORS:
+        return LOG_UNAVAILABLE
+    return None
+
+
 async def _in_turn(
-    turn: Turn, ctx: BrokerContext, topic: Topic | ErrorCode, data: _PartitionData, legacy_ms: int | None
+    turn: Turn,
+    ctx: BrokerContext,
+    topic: Topic | ErrorCode,
+    data: _PartitionData,
+    legacy_ms: int | None,
+    transactional_id: str | None,
 ) -> _PartitionResult:
     """Decodes, then sends the appends in this partition's turn; the replies are awaited after it, so
     the next request's batches go out while Redis runs these (the lane keeps them in order)."""
-    prepared = _decode(topic, data, legacy_ms)
+    prepared = _decode(topic, data, legacy_ms, transactional_id)
     async with turn:  # even a refused batch waits its turn, so that later ones cannot overtake
         if isinstance(prepared, _PartitionResult):
             return prepared
@@ -200,7 +245,7 @@ _FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or top
 
 
 def _decode(
-    topic: Topic | ErrorCode, data: _PartitionData, legacy_ms: int | None
+    topic: Topic | ErrorCode, data: _PartitionData, legacy_ms: int | None, transactional_id: str | None
 ) -> list[ProducedBatch] | _PartitionResult:
     """The partition's batches; legacy_ms (v0-v2 only) stamps legacy records that have no timestamp."""
     if isinstance(topic, ErrorCode):
@@ -221,6 +266,11 @@ def _decode(
                 ErrorCode.message_too_large,
                 message=f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}",
             )
+        if batch.is_transactional:
+            if transactional_id is None:
+                message = "a transactional batch needs the request's transactional id"
+                return _PartitionResult(ErrorCode.invalid_record, message=message)
+            batch.transactional_id = transactional_id
         if topic.compacted and any(r.key is None for r in batch.records):
             # As Kafka: the compactor keeps the latest record per key, so every record needs one.
             message = f"compacted topic {topic.name!r} refuses records without a key"

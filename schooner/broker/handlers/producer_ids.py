@@ -1,16 +1,19 @@
-"""InitProducerId for idempotent producers (no transactional id): a cluster-wide counter in Redis."""
+"""InitProducerId: idempotent producers get an id from a cluster-wide counter in Redis; transactional
+ones get theirs from the transaction coordinator, which fences the id's earlier producers."""
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from ...coordinators.transaction_coordinator import Producer, TransactionError
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import InitProducerIdRequest
 from ..context import BrokerContext
 from .common import NO_THROTTLE, PRODUCER_IDS_UNAVAILABLE, STORAGE_ERRORS
 
 MAX_EPOCH = 32767
+PRODUCER_FENCED_FROM = 4  # KIP-588
 
 
 async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdRequest) -> ResponsePayload:
@@ -27,11 +30,23 @@ async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdReques
             ongoing_txn_producer_epoch=-1,
         )
 
-    if body.transactional_id is not None:
-        # Transactions are a later milestone; a transactional producer gets a clear, fatal answer.
-        return reply(ErrorCode.transactional_id_authorization_failed)
     current_pid = getattr(body, "producer_id", -1)
     current_epoch = getattr(body, "producer_epoch", -1)
+    if body.transactional_id == "":
+        return reply(ErrorCode.invalid_request)  # as Kafka: an empty id is no transactional id
+    if body.transactional_id is not None:
+        current = Producer(current_pid, current_epoch) if current_pid >= 0 else None
+        timeout_ms = int(body.transaction_timeout.total_seconds() * 1000)
+        try:
+            got = await ctx.transactions.init_producer(body.transactional_id, timeout_ms, current)
+        except TransactionError as exc:
+            code = exc.code
+            if code == ErrorCode.producer_fenced and body.__version__ < PRODUCER_FENCED_FROM:
+                code = ErrorCode.invalid_producer_epoch
+            return reply(code)
+        except STORAGE_ERRORS:
+            return reply(ErrorCode.coordinator_not_available)
+        return reply(ErrorCode.none, got.producer_id, got.producer_epoch)
     try:
         if current_pid >= 0 and 0 <= current_epoch < MAX_EPOCH - 1:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequence numbers.

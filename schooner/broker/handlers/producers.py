@@ -1,4 +1,4 @@
-"""DescribeProducers (KIP-664): the idempotent producers each partition remembers."""
+"""DescribeProducers (KIP-664): the producers each partition remembers, with their open transactions."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
-# No transactions yet: no producer has a coordinator epoch or an open transaction.
+# Coordinators here have no epochs (their state is in Redis, not in a log they lead).
 NO_COORDINATOR_EPOCH = -1
 NO_TRANSACTION = -1
 
@@ -44,6 +44,7 @@ async def _describe(ctx: BrokerContext, mod: ModuleType, topic: Topic | ErrorCod
         return answer(ErrorCode.unknown_topic_or_partition, f"{topic.name} has no partition {partition}")
     try:
         states = await ctx.store.producer_states(topic, partition)
+        open_at = {t.producer_id: t.first_offset for t in await ctx.store.open_transactions(topic, partition)}
     except STORAGE_ERRORS as exc:
         return answer(LOG_UNAVAILABLE, f"Redis is unavailable: {exc}")
     return answer(
@@ -56,7 +57,7 @@ async def _describe(ctx: BrokerContext, mod: ModuleType, topic: Topic | ErrorCod
                 last_sequence=s.last_sequence,
                 last_timestamp=s.last_append_ms,
                 coordinator_epoch=NO_COORDINATOR_EPOCH,
-                current_txn_start_offset=NO_TRANSACTION,
+                current_txn_start_offset=open_at.get(s.producer_id, NO_TRANSACTION),
             )
             for s in states
         ),

@@ -55,6 +55,8 @@ class Batch(Protocol):
     def base_sequence(self) -> int: ...
     @property
     def size_bytes(self) -> int: ...
+    @property
+    def transactional_id(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,7 @@ class RecordBatch:
     producer_epoch: int = -1
     base_sequence: int = -1
     size_bytes: int = 0
+    transactional_id: str | None = None
 
 
 def estimated_size(records: Sequence[RecordLike]) -> int:
@@ -90,6 +93,7 @@ def append_args(topic: Topic, partition: int, batch: Batch, channel: str) -> lis
         str(topic.id),
         0,  # the batch's highest timestamp, filled in below
         0,  # and the index of its record
+        batch.transactional_id or "",
     ]
     # Per record: a shape (bit 1 key, 2 value, 4 headers, 8 same timestamp as the record before),
     # then the timestamp unless repeated, then the fields present. See log_append.lua.

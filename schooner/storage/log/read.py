@@ -15,7 +15,8 @@ from ..keys import Keyspace
 from ..offsets import LAST_DENSE_ID, OffsetCodec
 from ..redis.calls import Call, Steps, command
 from ..topics.metadata import Topic
-from . import entry
+from . import entry, transactions
+from .transactions import AbortedTransaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,9 @@ class PartitionRead:
     log_start_offset: int
     high_watermark: int
     first_valid_offset: int
+    last_stable_offset: int = -1  # -1: not asked for
+    # Read committed: the aborted transactions with records among the entries (Kafka's Fetch list).
+    aborted: tuple[AbortedTransaction, ...] = ()
 
 
 def _info_fields(info: Any) -> dict[bytes, Any]:
@@ -111,18 +115,47 @@ def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[li
     return out
 
 
-def read(ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int) -> Steps[PartitionRead]:
+def read(
+    ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
+) -> Steps[PartitionRead]:
     """One round trip: XRANGE from the offset's ID, then the bounds, read after the entries so that a
-    trim which removed entries the read missed shows in them."""
+    trim which removed entries the read missed shows in them, and the open transactions (the LSO).
+    committed (read_committed): entries stop at the LSO and the aborted transactions among them come too."""
     stream = ks.stream(topic.name, partition)
     start = topic.offsets.id_text(offset)
-    entries, info, state = yield [
+    calls: list[Call[Any]] = [
         command("XRANGE", stream, start, topic.offsets.last_id, "COUNT", max_entries),
         *_bounds_calls(ks, topic, partition),
+        transactions.open_call(ks, topic, partition),
+    ]
+    if committed:
+        calls.append(transactions.aborted_call(ks, topic, partition, offset))
+    replies = yield calls
+    entries, info, state, open_txns = replies[:4]
+    state = yield from _dense_state(ks, topic, partition, info, state)
+    b = bounds_from_info(info, topic.offsets, state)
+    stable = transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)
+    entries = entries or []
+    aborted: tuple[AbortedTransaction, ...] = ()
+    if committed:
+        offsets = topic.offsets
+        if entries and offsets.offset_of_id(entries[-1][0]) >= stable:
+            entries = [e for e in entries if offsets.offset_of_id(e[0]) < stable]
+        if entries:
+            end = offsets.offset_of_id(entries[-1][0]) + 1
+            aborted = tuple(transactions.aborted_overlapping(replies[4], offsets, offset, end))
+    return PartitionRead(entries, b.log_start_offset, b.high_watermark, b.first_valid_offset, stable, aborted)
+
+
+def stable_bounds(ks: Keyspace, topic: Topic, partition: int) -> Steps[tuple[PartitionBounds, int]]:
+    """The bounds and the last stable offset, in one round trip (and _dense_state's)."""
+    info, state, open_txns = yield [
+        *_bounds_calls(ks, topic, partition),
+        transactions.open_call(ks, topic, partition),
     ]
     state = yield from _dense_state(ks, topic, partition, info, state)
     b = bounds_from_info(info, topic.offsets, state)
-    return PartitionRead(entries or [], b.log_start_offset, b.high_watermark, b.first_valid_offset)
+    return b, transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)
 
 
 def entry_timestamp(fields: list[bytes], entry_id: bytes) -> int:
@@ -227,3 +260,51 @@ def entries_in_ms(
         for ms in probes
     ]  # fmt: skip
     return [(offsets.offset_of_id(r[0][0]) & mask) + 1 if r else 0 for r in replies]
+
+
+def stable_bounds_of(
+    ks: Keyspace, partitions: Sequence[tuple[Topic, int]]
+) -> Steps[list[tuple[PartitionBounds, int]]]:
+    """bounds_of plus each partition's last stable offset, in one round trip (and _dense_state's)."""
+    if not partitions:
+        return []
+    replies = yield [
+        c
+        for topic, p in partitions
+        for c in (*_bounds_calls(ks, topic, p), transactions.open_call(ks, topic, p))
+    ]
+    out = []
+    for i, (topic, p) in enumerate(partitions):
+        info, state, open_txns = replies[3 * i : 3 * i + 3]
+        state = yield from _dense_state(ks, topic, p, info, state)
+        b = bounds_from_info(info, topic.offsets, state)
+        out.append((b, transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)))
+    return out
+
+
+def read_committed_range(
+    ks: Keyspace, topic: Topic, partition: int, start: int, end: int, count: int, exclusive: bool = False
+) -> Steps[tuple[list[Any], list[AbortedTransaction]]]:
+    """read_range from an offset (or just after it) below `end`, and the aborted transactions that may
+    have records there (for transactions.committed_entries), in one round trip. The range must end at
+    or below the last stable offset, as every transaction with records in it has then ended."""
+    entries, members = yield [
+        read_range(ks, topic, partition, range_start(topic, start, exclusive), end, count),
+        transactions.aborted_call(ks, topic, partition, start),
+    ]
+    return entries, transactions.aborted_overlapping(members, topic.offsets, start, end)
+
+
+def read_committed_range_and_bounds(
+    ks: Keyspace, topic: Topic, partition: int, start: int, end: int, count: int
+) -> Steps[tuple[list[Any], PartitionBounds, list[AbortedTransaction]]]:
+    """read_range_and_bounds plus the aborted transactions that may have records in the range (see
+    read_committed_range), in one round trip."""
+    entries, info, state, members = yield [
+        read_range(ks, topic, partition, range_start(topic, start), end, count),
+        *_bounds_calls(ks, topic, partition),
+        transactions.aborted_call(ks, topic, partition, start),
+    ]
+    state = yield from _dense_state(ks, topic, partition, info, state)
+    aborted = transactions.aborted_overlapping(members, topic.offsets, start, end)
+    return entries, bounds_from_info(info, topic.offsets, state), aborted

@@ -1,5 +1,10 @@
 """Consumer-group delivery on a partition stream: group creation, lease-checked XREADGROUP, XAUTOCLAIM
 of a departed member's pending entries, XACK, and XPENDING.
+
+Transactions (storage/log/transactions.py) are settled in the read and claim scripts themselves, in the
+round trip that delivers: markers are acked unseen, and read committed (the default) also acks the
+records of aborted transactions unseen and reads only below the last stable offset. So an entry a
+handler gets is final, and an open transaction's records stay unread, not pending, until it ends.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ class Delivery:
 class ReadReply:
     status: int  # 0, LEASE_LOST or NO_GROUP
     entries: list[Delivery]
+    skipped: int = 0  # entries acked unseen (markers, aborted records): there may be more to read
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +53,16 @@ class PendingEntry:
     deliveries: int
 
 
-def create_group(ks: Keyspace, topic: Topic, partition: int, group: str, start: str = LATEST) -> Call[int]:
-    """1 created, 0 existed, NOT_THIS_TOPIC when the partition is not this topic's any more."""
+def create_group(
+    ks: Keyspace, topic: Topic, partition: int, group: str, start: str = LATEST, committed: bool = True
+) -> Call[int]:
+    """1 created, 0 existed, NOT_THIS_TOPIC when the partition is not this topic's any more.
+    committed: LATEST is the last stable offset (an open transaction's records are still to come)."""
+    name = topic.name
     return script(
         "queue_group_create",
-        [ks.stream(topic.name, partition), ks.partition_state(topic.name, partition)],
-        [group, start, str(topic.id)],
+        [ks.stream(name, partition), ks.partition_state(name, partition), ks.txn_open(name, partition)],
+        [group, start, str(topic.id), _flag(committed)],
         int,
     )
 
@@ -63,26 +73,38 @@ def destroy_group(ks: Keyspace, topic: str, partition: int, group: str) -> Call[
     )
 
 
-def read(ks: Keyspace, topic: str, partition: int, group: str, member: str, count: int) -> Call[ReadReply]:
-    """New entries for the member, only while it holds the partition's lease."""
+def read(
+    ks: Keyspace, topic: Topic, partition: int, group: str, member: str, count: int, committed: bool = True
+) -> Call[ReadReply]:
+    """New entries for the member, only while it holds the partition's lease. committed (Kafka's
+    read_committed): no aborted records, and nothing at or past the last stable offset."""
+    name = topic.name
+    keys = [
+        ks.stream(name, partition),
+        ks.mq_lease(name, partition, group),
+        ks.txn_open(name, partition),
+        ks.aborted(name, partition),
+    ]
     return script(
-        "queue_read",
-        [ks.stream(topic, partition), ks.mq_lease(topic, partition, group)],
-        [group, member, count],
-        _parse_read,
+        "queue_read", keys, [group, member, count, _flag(committed), topic.offsets.script_arg], _parse_read
     )
 
 
 def claim(
-    ks: Keyspace, topic: str, partition: int, group: str, member: str, cursor: bytes, count: int
+    ks: Keyspace,
+    topic: Topic,
+    partition: int,
+    group: str,
+    member: str,
+    cursor: bytes,
+    count: int,
+    committed: bool = True,
 ) -> Call[ClaimReply]:
     """Takes over up to count pending entries of the group, oldest first, with their delivery counts."""
-    return script(
-        "queue_claim",
-        [ks.stream(topic, partition), ks.mq_lease(topic, partition, group)],
-        [group, member, cursor, count],
-        _parse_claim,
-    )
+    name = topic.name
+    keys = [ks.stream(name, partition), ks.mq_lease(name, partition, group), ks.aborted(name, partition)]
+    args = [group, member, cursor, count, _flag(committed), topic.offsets.script_arg]
+    return script("queue_claim", keys, args, _parse_claim)
 
 
 def ack(ks: Keyspace, topic: str, partition: int, group: str, entry_ids: list[bytes]) -> Call[int]:
@@ -97,10 +119,15 @@ def pending(
     return command("XPENDING", stream, group, start, "+", count, parse=_parse_pending, parse_detail=True)
 
 
+def _flag(on: bool) -> str:
+    return "1" if on else "0"
+
+
 def _parse_read(reply: Any) -> ReadReply:
     if isinstance(reply, int):
         return ReadReply(reply, [])
-    return ReadReply(0, [Delivery(e[0], list(e[1] or []), 1) for e in reply])
+    entries, skipped = reply
+    return ReadReply(0, [Delivery(e[0], list(e[1] or []), 1) for e in entries], int(skipped))
 
 
 def _parse_claim(reply: Any) -> ClaimReply:

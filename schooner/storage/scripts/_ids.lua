@@ -102,3 +102,22 @@ local function apply_retention(stream, state, tindex, retention_ms, retention_by
   return removed
 end
 
+
+-- The ID for one more entry written by a script other than log_append.lua (which inlines this, as it is
+-- the hot path): after the state's last ID, the stream's tail and its last generated ID. Returns -1, -1
+-- on a dense stream that a plain `XADD key *` ended (see log_append.lua).
+local function next_entry_id(stream, state, dense, bits, now)
+  local info = redis.call('XINFO', 'STREAM', stream)
+  local gen_ms, gen_seq = 0, 0
+  for k = 1, #info, 2 do
+    if info[k] == 'last-generated-id' then gen_ms, gen_seq = parse_id(info[k + 1]) end
+  end
+  if dense and gen_ms > 0 then return -1, -1 end
+  local saved = redis.call('HMGET', state, 'last_ms', 'last_seq')
+  local ms, seq = tonumber(saved[1] or 0), tonumber(saved[2] or 0)
+  if id_less(ms, seq, gen_ms, gen_seq) then ms, seq = gen_ms, gen_seq end
+  if dense then return 0, seq + 1 end
+  if now > ms then return now, 0 end
+  if seq + 1 > 2 ^ bits - 1 then return ms + 1, 0 end
+  return ms, seq + 1
+end

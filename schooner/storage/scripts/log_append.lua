@@ -2,6 +2,7 @@
 -- log_append.lua: appends one produce batch to one partition, atomically.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
 -- KEYS[4] producers: idempotent producer id -> last append ms (log_producer_expiry.lua reads it)
+-- KEYS[8] open transactions: producer id -> "epoch,first entry id,transactional id"
 -- ARGV[1] sequence bits (-1: dense) ARGV[2] timestamp type (0 CreateTime, 1 LogAppendTime)
 -- ARGV[3] producer id (-1: none) ARGV[4] producer epoch   ARGV[5] base sequence
 -- ARGV[6] record count n         ARGV[7] retention.ms (-1: none)   ARGV[8] retention.bytes (-1: none)
@@ -9,6 +10,8 @@
 -- ARGV[11] channel to publish on ('' for none)   ARGV[12] message to publish
 -- ARGV[13] topic id: must equal the state hash's topic_id, so a deleted or re-created topic is refused
 -- ARGV[14] the batch's highest timestamp   ARGV[15] the 0-based index of the record that has it
+-- ARGV[16] transactional id ('' for a batch outside a transaction): each entry then gets the field
+--          txn = "producer id:epoch", and the partition's open transactions gain the producer
 -- then for each record: a shape, then the timestamp unless shape has bit 8 (same as the previous
 -- record's), then the key if bit 1, the value if bit 2, the encoded headers if bit 4.
 -- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq, foreign}:
@@ -99,7 +102,9 @@ end
 local ms, seq = first_id_after(last_ms, last_seq)
 local base_ms, base_seq_id = ms, seq
 local max_ts = tonumber(saved_ids[3] or -1)
-local i = 16
+local txn = nil
+if ARGV[16] ~= '' then txn = ARGV[3] .. ':' .. ARGV[4] end
+local i = 17
 local now_text = tostring(now)
 local ts_text = now_text
 
@@ -123,6 +128,9 @@ local function add(id, at)
   end
   if shape >= 4 then
     fields[#fields + 1] = 'headers'; fields[#fields + 1] = ARGV[at]; at = at + 1
+  end
+  if txn then
+    fields[#fields + 1] = 'txn'; fields[#fields + 1] = txn
   end
   redis.call('XADD', stream, id, unpack(fields))
   return at
@@ -158,7 +166,9 @@ local prefix = ms .. '-'
 -- The common shapes are matched as strings (Lua interns them: a pointer compare) and run inline.
 for r = 2, n do
   local shape = ARGV[i]
-  if shape == '11' then
+  if txn then
+    i = add(prefix .. seq, i)
+  elseif shape == '11' then
     redis.call('XADD', stream, prefix .. seq, 'timestamp', ts_text, 'key', ARGV[i + 1], 'value', ARGV[i + 2])
     i = i + 3
   elseif shape == '10' then
@@ -204,6 +214,10 @@ if pid >= 0 then
   end
   redis.call('HSET', state, pfield, table.concat(parts, ';'))
   redis.call('ZADD', KEYS[4], now, ARGV[3])
+end
+
+if txn and redis.call('HEXISTS', KEYS[8], ARGV[3]) == 0 then
+  redis.call('HSET', KEYS[8], ARGV[3], ARGV[4] .. ',' .. base_ms .. '-' .. base_seq_id .. ',' .. ARGV[16])
 end
 
 apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', now, dense)

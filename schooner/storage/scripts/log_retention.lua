@@ -1,9 +1,22 @@
 -- uses: _ids
 -- log_retention.lua: applies a topic's retention to one partition that may receive no writes.
--- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
+-- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index   KEYS[9] aborted transactions
 -- ARGV[1] retention.ms (-1: none)   ARGV[2] retention.bytes (-1: none)   ARGV[3] '1' to trim with ~
 -- ARGV[4] '1' for a dense topic
--- Returns the number of entries removed.
-return apply_retention(
+-- Returns the number of entries removed. Aborted transactions whose marker is gone are forgotten.
+local removed = apply_retention(
   KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1', now_ms(), ARGV[4] == '1'
 )
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+while true do
+  local low = redis.call('ZRANGE', KEYS[9], 0, 0)[1]
+  if not low then break end
+  local marker = string.match(low, ',([^,]+)$')
+  local mms, mseq = parse_id(marker)
+  if first then
+    local fms, fseq = parse_id(first[1])
+    if not id_less(mms, mseq, fms, fseq) then break end
+  end
+  redis.call('ZREM', KEYS[9], low)
+end
+return removed

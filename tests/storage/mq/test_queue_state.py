@@ -17,38 +17,9 @@ from schooner.storage.mq import admin as queue_admin
 from schooner.storage.mq import dead_letters, leases, queue, retries
 from schooner.storage.mq.dead_letters import DeadLetter
 from schooner.storage.redis import calls, client
-from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic
 
-GROUP = "g"
-
-
-@pytest.fixture
-def ks(keyspace: str) -> Keyspace:
-    return Keyspace(keyspace)
-
-
-@pytest.fixture
-def redis(redis_server: Any) -> Any:
-    r = client.connect_sync(redis_server.url)
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def topic(redis_server: Any, ks: Keyspace, topic_defaults: dict[str, str]) -> Topic:
-    async def make() -> Topic:
-        r = client.connect(redis_server.url)
-        try:
-            return await calls.drive(r, metadata.create(ks, "jobs", 2, {}, topic_defaults))
-        finally:
-            await r.aclose()
-
-    return asyncio.run(make())
-
-
-def run(redis: Any, call: calls.Call[Any]) -> Any:
-    return calls.run_sync(redis, call)
+from .conftest import GROUP, run
 
 
 def append(redis: Any, ks: Keyspace, topic: Topic, *values: bytes, partition: int = 0) -> list[bytes]:
@@ -61,7 +32,7 @@ def append(redis: Any, ks: Keyspace, topic: Topic, *values: bytes, partition: in
 
 def deliver(redis: Any, ks: Keyspace, topic: Topic, member: str = "m1", partition: int = 0) -> list[Any]:
     assert run(redis, leases.acquire(ks, topic.name, partition, GROUP, member, 10_000))
-    return run(redis, queue.read(ks, topic.name, partition, GROUP, member, 100)).entries
+    return run(redis, queue.read(ks, topic, partition, GROUP, member, 100)).entries
 
 
 def tag(key: str) -> str:
@@ -79,8 +50,8 @@ def test_every_mq_script_touches_one_hash_tag(ks: Keyspace, topic: Topic) -> Non
         leases.release(ks, "jobs", 1, GROUP, "m"),
         leases.heartbeat(ks, "jobs", GROUP, "m", 1),
         queue.create_group(ks, topic, 1, GROUP),
-        queue.read(ks, "jobs", 1, GROUP, "m", 1),
-        queue.claim(ks, "jobs", 1, GROUP, "m", b"0-0", 1),
+        queue.read(ks, topic, 1, GROUP, "m", 1),
+        queue.claim(ks, topic, 1, GROUP, "m", b"0-0", 1),
         retries.schedule(ks, "jobs", 1, GROUP, b"1-0", 0, record),
         retries.take_due(ks, "jobs", 1),
         retries.confirm(ks, "jobs", 1, 0, 0),
@@ -123,14 +94,14 @@ def test_heartbeat_drops_lapsed_members(redis: Any, ks: Keyspace) -> None:
 
 def test_read_needs_the_lease_and_the_group(redis: Any, ks: Keyspace, topic: Topic) -> None:
     append(redis, ks, topic, b"one")
-    assert run(redis, queue.read(ks, "jobs", 0, GROUP, "m1", 10)).status == queue.LEASE_LOST
+    assert run(redis, queue.read(ks, topic, 0, GROUP, "m1", 10)).status == queue.LEASE_LOST
     run(redis, leases.acquire(ks, "jobs", 0, GROUP, "m1", 10_000))
-    assert run(redis, queue.read(ks, "jobs", 0, GROUP, "m1", 10)).status == queue.NO_GROUP
+    assert run(redis, queue.read(ks, topic, 0, GROUP, "m1", 10)).status == queue.NO_GROUP
     assert run(redis, queue.create_group(ks, topic, 0, GROUP, queue.EARLIEST)) == 1
     assert run(redis, queue.create_group(ks, topic, 0, GROUP, queue.EARLIEST)) == 0
-    got = run(redis, queue.read(ks, "jobs", 0, GROUP, "m1", 10))
+    got = run(redis, queue.read(ks, topic, 0, GROUP, "m1", 10))
     assert got.status == 0 and [d.deliveries for d in got.entries] == [1]
-    assert run(redis, queue.read(ks, "jobs", 0, GROUP, "m1", 10)).entries == []
+    assert run(redis, queue.read(ks, topic, 0, GROUP, "m1", 10)).entries == []
 
 
 def test_group_is_not_created_for_a_deleted_topic(redis: Any, ks: Keyspace, topic: Topic) -> None:
@@ -145,11 +116,11 @@ def test_claim_takes_a_departed_members_pending_entries_with_counts(
     ids = append(redis, ks, topic, b"a", b"b", b"c")
     assert len(deliver(redis, ks, topic, "old")) == 3
     run(redis, leases.release(ks, "jobs", 0, GROUP, "old"))
-    assert run(redis, queue.claim(ks, "jobs", 0, GROUP, "new", b"0-0", 10)).status == queue.LEASE_LOST
+    assert run(redis, queue.claim(ks, topic, 0, GROUP, "new", b"0-0", 10)).status == queue.LEASE_LOST
     run(redis, leases.acquire(ks, "jobs", 0, GROUP, "new", 10_000))
-    first = run(redis, queue.claim(ks, "jobs", 0, GROUP, "new", b"0-0", 2))
+    first = run(redis, queue.claim(ks, topic, 0, GROUP, "new", b"0-0", 2))
     assert [d.entry_id for d in first.entries] == ids[:2] and first.cursor != b"0-0"
-    rest = run(redis, queue.claim(ks, "jobs", 0, GROUP, "new", first.cursor, 2))
+    rest = run(redis, queue.claim(ks, topic, 0, GROUP, "new", first.cursor, 2))
     assert [d.entry_id for d in rest.entries] == ids[2:] and rest.cursor == b"0-0"
     assert {d.deliveries for d in first.entries + rest.entries} == {2}
     assert {p.consumer for p in run(redis, queue.pending(ks, "jobs", 0, GROUP))} == {"new"}
@@ -261,11 +232,11 @@ def test_trim_never_passes_what_a_group_still_needs(redis: Any, ks: Keyspace, to
     run(redis, queue.create_group(ks, topic, 0, "fast", queue.EARLIEST))
     run(redis, leases.acquire(ks, "jobs", 0, "slow", "m", 10_000))
     run(redis, leases.acquire(ks, "jobs", 0, "fast", "m", 10_000))
-    slow = run(redis, queue.read(ks, "jobs", 0, "slow", "m", 6)).entries  # 6 delivered,
+    slow = run(redis, queue.read(ks, topic, 0, "slow", "m", 6)).entries  # 6 delivered,
     run(
         redis, queue.ack(ks, "jobs", 0, "slow", [d.entry_id for d in slow[:3]] + [slow[4].entry_id])
     )  # 3 pending
-    fast = run(redis, queue.read(ks, "jobs", 0, "fast", "m", 8)).entries
+    fast = run(redis, queue.read(ks, topic, 0, "fast", "m", 8)).entries
     run(redis, queue.ack(ks, "jobs", 0, "fast", [d.entry_id for d in fast]))
     removed, bound = run(redis, queue_admin.trim(ks, topic, 0, 2**60))
     assert removed == 3  # entries 0-2: slow's oldest pending is entry 3
@@ -293,7 +264,7 @@ def test_lag_counts_and_ages(redis: Any, ks: Keyspace, topic: Topic) -> None:
     assert (lag.undelivered, lag.pending, lag.exact) == (5, 0, True)
     assert lag.oldest_unconsumed_ms == when[0]
     got = run(redis, leases.acquire(ks, "jobs", 0, GROUP, "m", 10_000)) and run(
-        redis, queue.read(ks, "jobs", 0, GROUP, "m", 2)
+        redis, queue.read(ks, topic, 0, GROUP, "m", 2)
     )
     run(redis, queue.ack(ks, "jobs", 0, GROUP, [got.entries[0].entry_id]))
     lag = run(redis, queue_admin.lag(ks, "jobs", 0, GROUP))

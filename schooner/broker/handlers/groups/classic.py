@@ -27,6 +27,7 @@ from ...context import CLIENT, BrokerContext
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
 UNKNOWN_OPERATIONS = -2147483648
 
 
@@ -45,11 +46,13 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
     answers = []
     for key in keys:
         code, message, node = ErrorCode.none, None, None
-        if getattr(body, "key_type", KEY_TYPE_GROUP) != KEY_TYPE_GROUP:
-            code, message = ErrorCode.coordinator_not_available, "transactions are not available yet"
+        key_type = getattr(body, "key_type", KEY_TYPE_GROUP)
+        if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+            code, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
         else:
+            coordinators = ctx.groups if key_type == KEY_TYPE_GROUP else ctx.transactions
             try:
-                node = await ctx.groups.coordinator_for(key)
+                node = await coordinators.coordinator_for(key)
             except STORAGE_ERRORS:
                 code = GROUPS_UNAVAILABLE
         answers.append((key, code, message, node))

@@ -134,9 +134,11 @@ async def _fetch_group(
     mod: ModuleType,
     multi: bool,
     member: tuple[str | None, int],
+    require_stable: bool,
 ) -> tuple[ErrorCode, list[Entity]]:
     """(group error, response topics) for one group of an OffsetFetch; `member` is (member id, epoch)
-    from v9, checked against a consumer group."""
+    from v9, checked against a consumer group. require_stable (v7+, KIP-447): a partition whose offset
+    an open transaction holds answers UNSTABLE_OFFSET_COMMIT, which clients retry."""
     partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
     topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
     try:
@@ -161,6 +163,7 @@ async def _fetch_group(
                 wanted.append((t, found_name or getattr(t, "name", None), list(t.partition_indexes)))
             pairs = [TopicPartition(n, p) for _, n, ps in wanted if n is not None for p in ps]
             committed = await ctx.store.committed_offsets(group_id, pairs)
+        unstable = await ctx.store.pending_txn_offsets(group_id, None) if require_stable else set()
     except NotCoordinator:
         return ErrorCode.not_coordinator, []
     except STORAGE_ERRORS:
@@ -170,6 +173,10 @@ async def _fetch_group(
         rows = []
         for p in partitions:
             c = committed.get(TopicPartition(name, p)) if name is not None else None
+            if name is not None and TopicPartition(name, p) in unstable:
+                c, code = None, ErrorCode.unstable_offset_commit
+            else:
+                code = ErrorCode.none
             rows.append(
                 make(
                     partition_cls,
@@ -177,7 +184,7 @@ async def _fetch_group(
                     committed_offset=c.offset if c else -1,
                     committed_leader_epoch=c.leader_epoch if c else -1,
                     metadata=c.metadata if c else "",
-                    error_code=ErrorCode.none,
+                    error_code=code,
                 )
             )
         topic_id = getattr(requested, "topic_id", None) if requested is not None else None
@@ -191,16 +198,17 @@ async def _fetch_group(
 
 async def handle_offset_fetch(ctx: BrokerContext, body: OffsetFetchRequest) -> ResponsePayload:
     mod = response_module_of(body)
+    stable = getattr(body, "require_stable", False)  # v7+
     if hasattr(body, "groups"):
         groups = []
         for g in body.groups:
             member = (getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
-            code, topics = await _fetch_group(ctx, g.group_id, g.topics, mod, True, member)
+            code, topics = await _fetch_group(ctx, g.group_id, g.topics, mod, True, member, stable)
             groups.append(
                 make(mod.OffsetFetchResponseGroup, group_id=g.group_id, topics=tuple(topics), error_code=code)
             )
         return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    code, topics = await _fetch_group(ctx, body.group_id, body.topics, mod, False, (None, -1))
+    code, topics = await _fetch_group(ctx, body.group_id, body.topics, mod, False, (None, -1), stable)
     return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, topics=tuple(topics), error_code=code)
 
 

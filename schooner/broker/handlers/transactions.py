@@ -1,0 +1,294 @@
+"""The transactional APIs: AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn,
+DescribeTransactions and ListTransactions. The coordinator (coordinators/transaction_coordinator.py)
+holds the rules; these turn requests into its calls and its errors into each version's codes."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
+
+from ...coordinators.transaction_coordinator import Producer, TransactionError
+from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
+    ListTransactionsRequest,
+    TxnOffsetCommitRequest,
+)
+from ...storage.topic_partition import TopicPartition
+from ...storage.transactions.state import STATES
+from ..context import BrokerContext
+from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+
+# KIP-588: fencing answers PRODUCER_FENCED from these versions on, INVALID_PRODUCER_EPOCH before.
+_FENCED_FROM = {"AddPartitionsToTxn": 2, "AddOffsetsToTxn": 2, "EndTxn": 2, "TxnOffsetCommit": 3}
+# Transactions v2 (KIP-890 part 2): EndTxn v5 moves the epoch on; TxnOffsetCommit v5 joins the group.
+END_TXN_BUMPS_FROM = 5
+TXN_OFFSET_COMMIT_JOINS_FROM = 5
+
+
+def _fenced(api: str, version: int) -> ErrorCode:
+    return ErrorCode.producer_fenced if version >= _FENCED_FROM[api] else ErrorCode.invalid_producer_epoch
+
+
+async def _attempt(call: Awaitable[Any]) -> tuple[ErrorCode, Any]:
+    try:
+        return ErrorCode.none, await call
+    except TransactionError as exc:
+        return exc.code, None
+    except STORAGE_ERRORS:
+        return GROUPS_UNAVAILABLE, None
+
+
+async def handle_add_partitions_to_txn(
+    ctx: BrokerContext, body: AddPartitionsToTxnRequest
+) -> ResponsePayload:
+    mod = response_module_of(body)
+    version = body.__version__
+    # v0-v3: one transaction from a client; v4+: a batch of them (Kafka brokers verifying produce).
+    request: Any = body  # the two shapes share no fields, so each branch reads its own by name
+    if version <= 3:
+        batch = [(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                  request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)]  # fmt: skip
+    else:
+        batch = [
+            (t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)
+            for t in request.transactions
+        ]
+    results = []
+    for transactional_id, pid, epoch, topics, verify_only in batch:
+        wanted: list[tuple[str, int]] = [(t.name, p) for t in topics for p in t.partitions]
+        codes: dict[tuple[str, int], ErrorCode] = {}
+        for name, p in wanted:
+            topic = await ctx.topic(name)
+            if topic is None or not 0 <= p < topic.partitions:
+                codes[(name, p)] = ErrorCode.unknown_topic_or_partition
+        if codes:  # Kafka adds none when one is unknown, and says so for the rest
+            for key in wanted:
+                codes.setdefault(key, ErrorCode.operation_not_attempted)
+        else:
+            producer = Producer(pid, epoch)
+            tps = [TopicPartition(n, p) for n, p in wanted]
+            if verify_only:
+                call = ctx.transactions.verify_produce(transactional_id, producer, tps, implicit=False)
+            else:
+                call = ctx.transactions.add(
+                    transactional_id, producer, tps, fenced=_fenced("AddPartitionsToTxn", version)
+                )
+            code, _ = await _attempt(call)
+            codes = dict.fromkeys(wanted, code)
+        results.append((transactional_id, topics, codes))
+
+    def topic_results(topics: Any, codes: dict[tuple[str, int], ErrorCode]) -> tuple[Any, ...]:
+        return tuple(
+            make(
+                mod.AddPartitionsToTxnTopicResult,
+                name=t.name,
+                results_by_partition=tuple(
+                    make(
+                        mod.AddPartitionsToTxnPartitionResult,
+                        partition_index=p,
+                        partition_error_code=codes[(t.name, p)],
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in topics
+        )
+
+    if version <= 3:
+        _, topics, codes = results[0]
+        return make(
+            mod.AddPartitionsToTxnResponse,
+            throttle_time=NO_THROTTLE,
+            results_by_topic_v3_and_below=topic_results(topics, codes),
+        )
+    return make(
+        mod.AddPartitionsToTxnResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        results_by_transaction=tuple(
+            make(
+                mod.AddPartitionsToTxnResult, transactional_id=tid, topic_results=topic_results(topics, codes)
+            )
+            for tid, topics, codes in results
+        ),
+    )
+
+
+async def handle_add_offsets_to_txn(ctx: BrokerContext, body: AddOffsetsToTxnRequest) -> ResponsePayload:
+    mod = response_module_of(body)
+    producer = Producer(body.producer_id, body.producer_epoch)
+    code, _ = await _attempt(
+        ctx.transactions.add(
+            body.transactional_id,
+            producer,
+            group=body.group_id,
+            fenced=_fenced("AddOffsetsToTxn", body.__version__),
+        )
+    )
+    return make(mod.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=code)
+
+
+async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -> ResponsePayload:
+    """Offsets wait beside the group until the transaction ends (storage/transactions/offsets.py)."""
+    mod = response_module_of(body)
+    version = body.__version__
+    producer = Producer(body.producer_id, body.producer_epoch)
+    # The group must be in the transaction, or its offsets would never be settled: v5 joins it
+    # (transactions v2), older versions have sent AddOffsetsToTxn, which this also accepts.
+    code, _ = await _attempt(
+        ctx.transactions.add(
+            body.transactional_id,
+            producer,
+            group=body.group_id,
+            fenced=_fenced("TxnOffsetCommit", version),
+            implicit=version >= TXN_OFFSET_COMMIT_JOINS_FROM,
+        )
+    )
+    to_stage: dict[TopicPartition, tuple[int, int, str | None]] = {}
+    codes: dict[tuple[str, int], ErrorCode] = {}
+    for t in body.topics:
+        topic = await ctx.topic(t.name) if code == ErrorCode.none else None
+        for p in t.partitions:
+            if code != ErrorCode.none:
+                codes[(t.name, p.partition_index)] = code
+            elif topic is None or not 0 <= p.partition_index < topic.partitions:
+                codes[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+            else:
+                epoch = getattr(p, "committed_leader_epoch", -1)
+                to_stage[TopicPartition(t.name, p.partition_index)] = (
+                    p.committed_offset,
+                    epoch,
+                    p.committed_metadata,
+                )
+                codes[(t.name, p.partition_index)] = ErrorCode.none
+    if to_stage:
+        try:
+            await ctx.store.stage_txn_offsets(body.group_id, body.producer_id, to_stage)
+        except STORAGE_ERRORS:
+            for tp in to_stage:
+                codes[(tp.topic, tp.partition)] = GROUPS_UNAVAILABLE
+    return make(
+        mod.TxnOffsetCommitResponse,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            make(
+                mod.TxnOffsetCommitResponseTopic,
+                name=t.name,
+                partitions=tuple(
+                    make(
+                        mod.TxnOffsetCommitResponsePartition,
+                        partition_index=p.partition_index,
+                        error_code=codes[(t.name, p.partition_index)],
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in body.topics
+        ),
+    )
+
+
+async def handle_end_txn(ctx: BrokerContext, body: EndTxnRequest) -> ResponsePayload:
+    mod = response_module_of(body)
+    version = body.__version__
+    code, result = await _attempt(
+        ctx.transactions.end(
+            body.transactional_id,
+            Producer(body.producer_id, body.producer_epoch),
+            body.committed,
+            bump=version >= END_TXN_BUMPS_FROM,
+            fenced=_fenced("EndTxn", version),
+        )
+    )
+    return make(
+        mod.EndTxnResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        producer_id=result.producer_id if result else -1,
+        producer_epoch=result.producer_epoch if result else -1,
+    )
+
+
+async def handle_describe_transactions(
+    ctx: BrokerContext, body: DescribeTransactionsRequest
+) -> ResponsePayload:
+    mod = response_module_of(body)
+    states = []
+    for transactional_id in body.transactional_ids:
+        code, s = await _attempt(ctx.transactions.state_of(transactional_id))
+        if code == ErrorCode.none and s is None:
+            code = ErrorCode.transactional_id_not_found
+        topics: dict[str, list[int]] = {}
+        for key in s.partitions if s else ():
+            name, _, p = key.rpartition(":")
+            topics.setdefault(name, []).append(int(p))
+        states.append(
+            make(
+                mod.TransactionState,
+                error_code=code,
+                transactional_id=transactional_id,
+                transaction_state=s.state if s else "",
+                transaction_timeout=datetime.timedelta(milliseconds=s.timeout_ms if s else 0),
+                transaction_start_time=_time(s.started_ms if s else -1),
+                producer_id=s.producer_id if s else -1,
+                producer_epoch=s.producer_epoch if s else -1,
+                topics=tuple(make(mod.TopicData, topic=n, partitions=tuple(ps)) for n, ps in topics.items()),
+            )
+        )
+    return make(mod.DescribeTransactionsResponse, throttle_time=NO_THROTTLE, transaction_states=tuple(states))
+
+
+def _time(ms: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(max(ms, 0) / 1000, tz=datetime.UTC)
+
+
+async def handle_list_transactions(ctx: BrokerContext, body: ListTransactionsRequest) -> ResponsePayload:
+    """Every transactional id (state is shared by all brokers, so each one lists them all)."""
+    mod = response_module_of(body)
+    state_filters = set(body.state_filters)
+    unknown = tuple(f for f in body.state_filters if f not in STATES)
+    pids = set(body.producer_id_filters)
+    duration = getattr(body, "duration_filter", -1)
+    pattern = getattr(body, "transactional_id_pattern", None)
+    matcher = re.compile(pattern) if pattern else None
+    now = int(time.time() * 1000)
+    found = []
+    code = ErrorCode.none
+    try:
+        for transactional_id in await ctx.transactions.all_ids():
+            s = await ctx.transactions.state_of(transactional_id)
+            if s is None:
+                continue
+            if state_filters and s.state not in state_filters:
+                continue
+            if pids and s.producer_id not in pids:
+                continue
+            if duration >= 0 and (s.started_ms < 0 or now - s.started_ms < duration):
+                continue
+            if matcher is not None and not matcher.fullmatch(transactional_id):
+                continue
+            found.append((transactional_id, s))
+    except STORAGE_ERRORS:
+        code, found = GROUPS_UNAVAILABLE, []
+    return make(
+        mod.ListTransactionsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        unknown_state_filters=unknown,
+        transaction_states=tuple(
+            make(
+                mod.TransactionState, transactional_id=t, producer_id=s.producer_id, transaction_state=s.state
+            )
+            for t, s in found
+        ),
+    )
