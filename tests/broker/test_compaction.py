@@ -155,3 +155,77 @@ def test_lag_and_ratio_configs_are_described_and_checked(broker) -> None:
     )
     assert refused(admin.incremental_alter_configs([above])[above]) == KafkaError.INVALID_CONFIG
     assert admin.describe_configs([resource])[resource].result(10)["min.compaction.lag.ms"].value == "0"
+
+
+def _read_all(bootstrap: str, topic: str, isolation: str, count: int) -> list[tuple[int, bytes, bytes]]:
+    """(offset, key, value) of `count` records from the beginning, then a short wait for any more."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, -2)])
+    out: list[tuple[int, bytes, bytes]] = []
+    deadline = time.monotonic() + 10
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None:
+                assert msg.error() is None, msg.error()
+                out.append((msg.offset(), msg.key(), msg.value()))
+            if len(out) == count:
+                deadline = min(deadline, time.monotonic() + 0.5)  # and nothing more
+    finally:
+        consumer.close()
+    return out
+
+
+def test_transactions_on_a_compacted_topic(broker_factory, redis_client) -> None:
+    """Aborted records go, committed ones are compacted like any others, nothing at or after an open
+    transaction's first record is touched, and markers go delete.retention.ms later, their aborted-index
+    members with them. Both isolation levels then read the same records at their first offsets."""
+    broker = broker_factory(retention_check_ms=100)
+    _create(broker.bootstrap, "txn-table", **{"delete.retention.ms": "1000"})
+    ks = Keyspace(broker.settings.keyspace)
+    stream = ks.stream("txn-table", 0)
+    offsets: dict[bytes, int] = {}
+
+    def transaction(producer: Producer, records: list[tuple[bytes, bytes]], commit: bool | None) -> None:
+        def delivered(err: Any, msg: Any) -> None:
+            assert err is None
+            offsets[msg.key() + b"=" + msg.value()] = msg.offset()
+
+        producer.begin_transaction()
+        for key, value in records:
+            producer.produce("txn-table", key=key, value=value, on_delivery=delivered)
+        producer.flush(15)
+        if commit is not None:
+            (producer.commit_transaction if commit else producer.abort_transaction)(15)
+
+    def values() -> list[bytes]:
+        return [fields[b"value"] for _, fields in redis_client.xrange(stream) if b"value" in fields]
+
+    conf = {"bootstrap.servers": broker.bootstrap, "linger.ms": 5}
+    one = Producer({**conf, "transactional.id": "tx-table-1"})
+    two = Producer({**conf, "transactional.id": "tx-table-2"})
+    one.init_transactions(15)
+    two.init_transactions(15)
+    transaction(one, [(b"k%d" % i, b"v1") for i in range(5)], True)
+    transaction(one, [(b"k%d" % i, b"bad") for i in range(5)], False)
+    transaction(two, [(b"k0", b"open")], None)  # stays open: the last stable offset
+    transaction(one, [(b"k%d" % i, b"v3") for i in range(3)], True)
+    _wait_for(lambda: b"bad" not in values())
+    time.sleep(1)  # ten sweeps: still nothing at or after the open transaction's first record goes
+    assert values() == [b"v1"] * 5 + [b"open"] + [b"v3"] * 3
+    two.abort_transaction(15)
+    _wait_for(lambda: redis_client.xlen(stream) == 5)  # less "open", k0-k2's v1 and the four markers
+    assert values() == [b"v1", b"v1", b"v3", b"v3", b"v3"]
+    assert not redis_client.exists(ks.aborted("txn-table", 0))
+    assert not redis_client.exists(ks.compaction_aborts("txn-table", 0))
+    latest = [(b"k3", b"v1"), (b"k4", b"v1"), (b"k0", b"v3"), (b"k1", b"v3"), (b"k2", b"v3")]
+    expected = [(offsets[k + b"=" + v], k, v) for k, v in latest]
+    assert _read_all(broker.bootstrap, "txn-table", "read_committed", 5) == expected
+    assert _read_all(broker.bootstrap, "txn-table", "read_uncommitted", 5) == expected
