@@ -1,5 +1,6 @@
 # The two set-up commands of the README: `make broker` and `make test`.
 VENV ?= .venv
+QUIX_VENV ?= .venv-quix
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -9,6 +10,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[test,spark]'
+	touch $@
+
+# The Quix Streams apps of tests/frameworks run here: Quix pins an older confluent-kafka than the tests need.
+$(QUIX_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(QUIX_VENV)
+	$(QUIX_VENV)/bin/pip install -q --upgrade pip
+	$(QUIX_VENV)/bin/pip install -q 'quixstreams>=3.28'
 	touch $@
 
 install: $(VENV)/.installed
@@ -21,7 +29,7 @@ system-deps:
 broker: install system-deps
 	$(VENV)/bin/schooner broker
 
-test: install system-deps
+test: install $(QUIX_VENV)/.installed system-deps
 	$(VENV)/bin/ruff check schooner tests bench examples
 	$(VENV)/bin/mypy schooner
 	$(VENV)/bin/pytest -q

@@ -65,13 +65,24 @@ class Settings:
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Compaction (topics with cleanup.policy compact), on the sweep every retention_check_ms: each step
     # is one script over this many entries; a partition gets at most compaction_max_steps per sweep.
+    compaction_step_entries: int = 500
+    compaction_max_steps: int = 200
     # Transactions: the longest transaction.timeout.ms a producer may ask for, how long an idle
     # transactional id is remembered, and how often the coordinator looks for timed-out transactions.
     transaction_max_timeout_ms: int = 900_000
     transactional_id_expiration_ms: int = 604_800_000
     transaction_check_ms: int = 1000
-    compaction_step_entries: int = 500
-    compaction_max_steps: int = 200
+    # Share groups (KIP-932), Kafka's group.share.* broker settings: the defaults of the share.* group
+    # configs, and the bounds a group config must keep within.
+    share_record_lock_duration_ms: int = 30_000
+    share_min_record_lock_duration_ms: int = 15_000
+    share_max_record_lock_duration_ms: int = 60_000
+    share_delivery_count_limit: int = 5
+    share_min_delivery_count_limit: int = 2
+    share_max_delivery_count_limit: int = 10
+    share_partition_max_record_locks: int = 2000
+    share_session_timeout_ms: int = 45_000
+    share_heartbeat_interval_ms: int = 5000
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:

@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from tests.broker.helpers import wait
 
 APP = Path(__file__).with_name("quix_counter.py")
+# The app's own interpreter: Quix Streams lives in a venv of its own (see the Makefile).
+QUIX_PYTHON = Path(__file__).parents[2] / ".venv-quix" / "bin" / "python"
 GROUP = "counter"
 INPUT = "words"
 OUTPUT = "counts"
@@ -103,7 +104,7 @@ class Quix:
                     "GUARANTEE": guarantee, **env}  # fmt: skip
         log = self.home / f"app-{len(self.apps)}.log"
         with open(log, "wb") as sink:
-            process = subprocess.Popen([sys.executable, APP.name], cwd=self.home, stdout=sink,
+            process = subprocess.Popen([str(QUIX_PYTHON), APP.name], cwd=self.home, stdout=sink,
                                        stderr=subprocess.STDOUT, env={**os.environ, **settings})  # fmt: skip
         app = App(process, log)
         self.apps.append(app)
