@@ -183,3 +183,14 @@ class Keyspace:
     def quota_entity(self, entity_id: str) -> str:
         """Hash: quota key (producer_byte_rate, ...) -> value, as decimal text, of one entity."""
         return f"{self.prefix}:{{quotas}}:entity:{entity_id}"
+
+    # -- share groups (KIP-932): a share partition is the Redis consumer group named after the share group
+    # on the partition's stream (its pending entries are the in-flight window), plus these keys.
+    def share_partition(self, topic: str, partition: int, group: str) -> str:
+        """Hash: archived, dead_lettered: counters of one share partition (in the partition's slot)."""
+        return f"{self.prefix}:share:{{{topic}:{partition}}}:{group}"
+
+    def share_topics(self, group: str) -> str:
+        """Set: the topics where the share group has initialized share partitions (for Describe and
+        Delete of its offsets and for DeleteGroups)."""
+        return f"{self.prefix}:share-topics:{{{group}}}"

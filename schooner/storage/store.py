@@ -24,6 +24,7 @@ from .redis import server_info
 from .redis.calls import Call, Redis, Steps, StorageError, drive, run, together
 from .redis.lane import PipelinedLane
 from .redis.server_info import Durability, Memory
+from .share import partition as share
 from .topic_partition import TopicPartition
 from .topics import metadata
 from .topics.metadata import Topic
@@ -250,3 +251,53 @@ class Store:
 
     async def release_compaction(self, topic: Topic, partition: int, token: str) -> bool:
         return await self.run(compaction.release(self.ks, topic, partition, token))
+
+    # -- share groups (KIP-932) ---------------------------------------------------------------------
+    async def share_acquire(
+        self,
+        partitions: Sequence[tuple[Topic, int]],
+        group: str,
+        member: str,
+        max_records: int,
+        limits: Sequence[share.Limits],
+        start: str,
+    ) -> list[share.Acquired]:
+        """Acquires on every partition in one pipelined round trip (limits: one per partition)."""
+        calls = [
+            share.acquire(self.ks, t, p, group, member, max_records, lim, start)
+            for (t, p), lim in zip(partitions, limits, strict=True)
+        ]
+        return await self.drive(together(calls))
+
+    async def share_acknowledge(
+        self, items: Sequence[tuple[Topic, int, Sequence[share.AckBatch]]], group: str, member: str,
+        limits: share.Limits,
+    ) -> list[share.Acknowledged]:  # fmt: skip
+        calls = [share.acknowledge(self.ks, t, p, group, member, b, limits) for t, p, b in items]
+        return await self.drive(together(calls))
+
+    async def share_states(
+        self, partitions: Sequence[tuple[Topic, int]], group: str
+    ) -> list[share.ShareState | None]:
+        return await self.drive(together([share.state(self.ks, t, p, group) for t, p in partitions]))
+
+    async def share_reset(
+        self, partitions: Sequence[tuple[Topic, int]], group: str, start_offsets: Sequence[int | None]
+    ) -> list[int]:
+        """Starts each share partition over at its offset, or deletes it where the offset is None."""
+        calls = [
+            share.reset(self.ks, t, p, group, o) for (t, p), o in zip(partitions, start_offsets, strict=True)
+        ]
+        return await self.drive(together(calls))
+
+    async def share_register_topics(self, group: str, topics: Sequence[str]) -> None:
+        await self.run(share.register_topics(self.ks, group, topics))
+
+    async def share_unregister_topics(self, group: str, topics: Sequence[str]) -> None:
+        await self.run(share.unregister_topics(self.ks, group, topics))
+
+    async def share_topics(self, group: str) -> list[str]:
+        return await self.run(share.topics(self.ks, group))
+
+    async def share_forget_group(self, group: str) -> None:
+        await self.run(share.forget_group(self.ks, group))

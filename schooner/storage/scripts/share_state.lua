@@ -1,0 +1,30 @@
+-- uses: _ids, _mq, _share
+-- share_state.lua: what DescribeShareGroupOffsets and the CLI show of one share partition.
+-- KEYS[1] stream   KEYS[2] share partition state
+-- ARGV[1] group   ARGV[2] sequence bits (-1: dense)
+-- Returns {} when the share partition is not initialized, else {start offset, in-flight count,
+-- lag (-1 when Redis cannot tell), archived, dead-lettered}. The start offset is the oldest entry
+-- still in the window, or past the last one delivered when the window is empty.
+local stream, group, bits = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', stream)
+if not ok then return {} end
+local g
+for _, flat in ipairs(groups) do
+  local t = fields_of(flat)
+  if t['name'] == group then g = t end
+end
+if not g then return {} end
+local summary = redis.call('XPENDING', stream, group)
+local in_flight = tonumber(summary[1])
+local start
+if in_flight > 0 then start = offset_of(summary[2], bits)
+else start = offset_of(g['last-delivered-id'], bits) + 1 end
+local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+if first and in_flight == 0 then
+  local low = offset_of(first[1], bits)
+  if low > start then start = low end
+end
+local lag = g['lag']
+if lag == nil or lag == false then lag = -1 else lag = tonumber(lag) + in_flight end
+local s = redis.call('HMGET', KEYS[2], 'archived', 'dead_lettered')
+return {string.format('%d', start), in_flight, lag, tonumber(s[1] or 0), tonumber(s[2] or 0)}
