@@ -20,6 +20,7 @@ from ..storage.store import Store
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
 from .sequencer import PartitionSequencer
+from .share_sessions import ShareSessions
 from .waiters import AppendWaiters
 
 # (client id, client host) of the request being handled; set by the connection for each request.
@@ -43,6 +44,7 @@ class BrokerContext:
     transactions: TransactionCoordinator = field(init=False)
     durability: Durability = field(default_factory=Durability)  # what acks=all waits for
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
+    share_sessions: ShareSessions = field(default_factory=ShareSessions)
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

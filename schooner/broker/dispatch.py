@@ -52,6 +52,7 @@ from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
 from .handlers.producers import handle_describe_producers
 from .handlers.quotas import handle_alter_client_quotas, handle_describe_client_quotas
+from .handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
 from .handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -114,6 +115,8 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
     ApiKey.DESCRIBE_TRANSACTIONS: handle_describe_transactions,
     ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
+    ApiKey.SHARE_FETCH: handle_share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: handle_share_acknowledge,
 }
 
 

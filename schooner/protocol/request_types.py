@@ -248,6 +248,10 @@ from kio.schema.produce.v10.request import ProduceRequest as ProduceV10
 from kio.schema.produce.v11.request import ProduceRequest as ProduceV11
 from kio.schema.produce.v12.request import ProduceRequest as ProduceV12
 from kio.schema.produce.v13.request import ProduceRequest as ProduceV13
+from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest as ShareAcknowledgeV1
+from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest as ShareAcknowledgeV2
+from kio.schema.share_fetch.v1.request import ShareFetchRequest as ShareFetchV1
+from kio.schema.share_fetch.v2.request import ShareFetchRequest as ShareFetchV2
 from kio.schema.sync_group.v0.request import SyncGroupRequest as SyncGroupV0
 from kio.schema.sync_group.v1.request import SyncGroupRequest as SyncGroupV1
 from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupV2
@@ -462,3 +466,5 @@ TxnOffsetCommitRequest: TypeAlias = (
 )
 DescribeTransactionsRequest: TypeAlias = DescribeTransactionsV0
 ListTransactionsRequest: TypeAlias = ListTransactionsV0 | ListTransactionsV1 | ListTransactionsV2
+ShareFetchRequest: TypeAlias = ShareFetchV1 | ShareFetchV2
+ShareAcknowledgeRequest: TypeAlias = ShareAcknowledgeV1 | ShareAcknowledgeV2

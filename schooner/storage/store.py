@@ -290,6 +290,12 @@ class Store:
         ]
         return await self.drive(together(calls))
 
+    async def share_release_member(
+        self, partitions: Sequence[tuple[Topic, int]], group: str, member: str
+    ) -> int:
+        calls = [share.release_member(self.ks, t, p, group, member) for t, p in partitions]
+        return sum(await self.drive(together(calls)))
+
     async def share_register_topics(self, group: str, topics: Sequence[str]) -> None:
         await self.run(share.register_topics(self.ks, group, topics))
 

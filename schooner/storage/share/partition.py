@@ -26,6 +26,7 @@ INVALID_RECORD_STATE = -1
 
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 ACK_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT, RENEW))
+RELEASE_MAX = 100_000  # most records one member can hold on a partition (far above any window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,11 @@ def reset(ks: Keyspace, topic: Topic, partition: int, group: str, start_offset: 
     ]
     after = "" if start_offset is None else _id_before(topic, start_offset)
     return script("share_reset", keys, [group, after, str(topic.id)], int)
+
+
+def release_member(ks: Keyspace, topic: Topic, partition: int, group: str, member: str) -> Call[int]:
+    """Releases every record the member holds there (its session closed); returns how many."""
+    return script("share_release", [ks.stream(topic.name, partition)], [group, member, RELEASE_MAX], int)
 
 
 def register_topics(ks: Keyspace, group: str, topics: Sequence[str]) -> Call[int]:

@@ -1,0 +1,378 @@
+"""ShareFetch and ShareAcknowledge (KIP-932): a share group member's records, acquired for it alone until it
+accepts, releases, rejects or renews them, or its lock runs out. The share partitions themselves are
+storage/share/partition.py; the member's share session is broker/share_sessions.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
+
+from ...coordinators.share_config import EARLIEST, ShareGroupConfig, share_group_config
+from ...protocol.messages import make, response_module_of
+from ...protocol.request_types import ShareAcknowledgeRequest, ShareFetchRequest
+from ...storage.share.partition import ACK_TYPES, RENEW, AckBatch, Acquired, Limits
+from ...storage.topic_partition import TopicPartition
+from ...storage.topics.metadata import Topic
+from ..context import BrokerContext
+from ..fetch_codec import codec_for, encode_entries
+from ..share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
+
+DEFAULT_MAX_RECORDS = 500
+# Released records and lapsed locks publish no append notice: a waiting fetch looks again this often.
+POLL_SECONDS = 0.25
+NO_LIMIT_BYTES = 1 << 62  # acquired records are all sent: a record cut off would stay locked unseen
+
+
+class _Batch(Protocol):
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def acknowledge_types(self) -> Sequence[int]: ...
+
+
+@dataclass(slots=True)
+class _Result:
+    """One partition's part of the response."""
+
+    index: int
+    error: ErrorCode = ErrorCode.none
+    ack_error: ErrorCode | None = None  # None: no acknowledgement for it in this request
+    records: bytes = b""
+    acquired: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, delivery count)
+    listed: bool = False  # answered even when empty (the request that opened the session)
+
+    @property
+    def worth_sending(self) -> bool:
+        return bool(self.listed or self.error or self.ack_error is not None or self.acquired)
+
+
+async def group_config(ctx: BrokerContext, group: str) -> ShareGroupConfig:
+    """The group's share.* configs (one place, so the per-group config cache plugs in here)."""
+    return share_group_config({}, ctx.settings)
+
+
+def limits_of(config: ShareGroupConfig) -> Limits:
+    return Limits(
+        lock_ms=config.record_lock_duration_ms,
+        delivery_limit=config.delivery_count_limit,
+        max_locks=config.partition_max_record_locks,
+        read_committed=config.read_committed,
+        dead_letters=bool(config.dlq_topic),
+    )
+
+
+async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> ResponsePayload:
+    mod = response_module_of(body)
+    group, member, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+    config = await group_config(ctx, group)
+    lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
+    if not group or not member:
+        return _fetch_error(mod, ErrorCode.invalid_request, "A share fetch needs a group id and a member id")
+    acks = [
+        (t.topic_id, p.partition_index, p.acknowledgement_batches) for t in body.topics for p in t.partitions
+    ]
+    if epoch == INITIAL_EPOCH:
+        if any(batches for _, _, batches in acks):
+            return _fetch_error(
+                mod, ErrorCode.invalid_request, "Acknowledgements in a request opening a session"
+            )
+        opened = ctx.share_sessions.open(group, member)
+        if isinstance(opened, ErrorCode):
+            return _fetch_error(mod, opened, "Too many share sessions on this broker")
+        session = opened
+    else:
+        found = ctx.share_sessions.find(group, member, epoch)
+        if isinstance(found, ErrorCode):
+            return _fetch_error(mod, found, f"No share session at epoch {epoch} for this member")
+        session = found
+    results: dict[SessionPartition, _Result] = {}
+    await _acknowledge(
+        ctx, group, member, config, [a for a in acks if a[2]], results, getattr(body, "is_renew_ack", False)
+    )
+    if epoch == FINAL_EPOCH:
+        await _close(ctx, session)
+    else:
+        session.add(
+            [(t.topic_id, p.partition_index) for t in body.topics for p in t.partitions if t.topic_id]
+        )
+        session.forget(
+            [(t.topic_id, p) for t in body.forgotten_topics_data if t.topic_id for p in t.partitions]
+        )
+        max_records = body.max_records if body.max_records > 0 else DEFAULT_MAX_RECORDS
+        deadline = time.monotonic() + body.max_wait.total_seconds()
+        if getattr(body, "is_renew_ack", False):
+            deadline = 0.0  # a renewing request only renews (KIP-1222)
+        await _fetch(ctx, session, config, max_records, deadline, results)
+        session.advance()
+    if epoch == INITIAL_EPOCH:
+        for key in session.partitions:
+            results.setdefault(key, _Result(key[1])).listed = True
+    return make(
+        mod.ShareFetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=lock,
+        responses=_topics(mod, results),
+        node_endpoints=(),
+    )
+
+
+async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeRequest) -> ResponsePayload:
+    mod = response_module_of(body)
+    group, member, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+    config = await group_config(ctx, group)
+    lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
+
+    def answer(error: ErrorCode, message: str | None, responses: tuple[Any, ...] = ()) -> ResponsePayload:
+        return make(
+            mod.ShareAcknowledgeResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            error_message=message,
+            acquisition_lock_timeout=lock,
+            responses=responses,
+            node_endpoints=(),
+        )
+
+    if not group or not member:
+        return answer(ErrorCode.invalid_request, "A share acknowledge needs a group id and a member id")
+    if epoch == INITIAL_EPOCH:
+        return answer(ErrorCode.invalid_share_session_epoch, "Acknowledgements cannot open a share session")
+    found = ctx.share_sessions.find(group, member, epoch)
+    if isinstance(found, ErrorCode):
+        return answer(found, f"No share session at epoch {epoch} for this member")
+    acks = [
+        (t.topic_id, p.partition_index, p.acknowledgement_batches) for t in body.topics for p in t.partitions
+    ]
+    results: dict[SessionPartition, _Result] = {}
+    await _acknowledge(ctx, group, member, config, acks, results, getattr(body, "is_renew_ack", False))
+    if epoch == FINAL_EPOCH:
+        await _close(ctx, found)
+    else:
+        found.advance()
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for (topic_id, _), r in results.items():
+        by_topic.setdefault(topic_id, []).append(
+            make(
+                mod.PartitionData,
+                partition_index=r.index,
+                error_code=r.ack_error if r.ack_error is not None else r.error,
+                error_message=None,
+                current_leader=make(mod.LeaderIdAndEpoch, leader_id=-1, leader_epoch=-1),
+            )
+        )
+    topics = tuple(
+        make(mod.ShareAcknowledgeTopicResponse, topic_id=t, partitions=tuple(ps))
+        for t, ps in by_topic.items()
+    )
+    return answer(ErrorCode.none, None, topics)
+
+
+# -- acknowledgements -----------------------------------------------------------------------------
+async def _acknowledge(
+    ctx: BrokerContext,
+    group: str,
+    member: str,
+    config: ShareGroupConfig,
+    acks: Sequence[tuple[uuid.UUID | None, int, Sequence[_Batch]]],
+    results: dict[SessionPartition, _Result],
+    renew_allowed: bool,
+) -> None:
+    items: list[tuple[Topic, int, list[AckBatch]]] = []
+    keys: list[SessionPartition] = []
+    for topic_id, index, batches in acks:
+        if topic_id is None:
+            continue
+        result = results.setdefault((topic_id, index), _Result(index))
+        topic = await _topic(ctx, topic_id, index)
+        if isinstance(topic, ErrorCode):
+            result.ack_error = topic
+            continue
+        parsed = _ack_batches(batches, renew_allowed)
+        if parsed is None:
+            result.ack_error = ErrorCode.invalid_request
+            continue
+        items.append((topic, index, parsed))
+        keys.append((topic_id, index))
+    if not items:
+        return
+    try:
+        done = await ctx.store.share_acknowledge(items, group, member, limits_of(config))
+    except STORAGE_ERRORS:
+        for key in keys:
+            results[key].ack_error = LOG_UNAVAILABLE
+        return
+    for key, outcome in zip(keys, done, strict=True):
+        results[key].ack_error = ErrorCode.none if outcome.ok else ErrorCode.invalid_record_state
+
+
+def _ack_batches(batches: Sequence[_Batch], renew_allowed: bool) -> list[AckBatch] | None:
+    """The request's batches, or None when one is malformed (INVALID_REQUEST)."""
+    out = []
+    for b in batches:
+        types = tuple(int(t) for t in b.acknowledge_types)
+        width = b.last_offset - b.first_offset + 1
+        if b.first_offset < 0 or width < 1 or not types or len(types) not in (1, width):
+            return None
+        if not set(types) <= ACK_TYPES or (RENEW in types and not renew_allowed):
+            return None
+        out.append(AckBatch(b.first_offset, b.last_offset, types))
+    return out
+
+
+async def _close(ctx: BrokerContext, session: ShareSession) -> None:
+    """Ends the session and hands back every record the member still holds in it."""
+    ctx.share_sessions.close(session)
+    partitions = []
+    for topic_id, index in session.partitions:
+        topic = await _topic(ctx, topic_id, index)
+        if isinstance(topic, Topic):
+            partitions.append((topic, index))
+    if partitions:
+        with contextlib.suppress(*STORAGE_ERRORS):  # else the locks lapse by themselves
+            await ctx.store.share_release_member(partitions, session.group, session.member)
+
+
+# -- acquisition ----------------------------------------------------------------------------------
+async def _fetch(
+    ctx: BrokerContext,
+    session: ShareSession,
+    config: ShareGroupConfig,
+    max_records: int,
+    deadline: float,
+    results: dict[SessionPartition, _Result],
+) -> None:
+    targets: list[tuple[SessionPartition, Topic]] = []
+    for key in session.fetch_order():
+        topic = await _topic(ctx, key[0], key[1])
+        if isinstance(topic, ErrorCode):
+            results.setdefault(key, _Result(key[1])).error = topic
+        else:
+            targets.append((key, topic))
+    if not targets:
+        return
+    waits = [TopicPartition(t.name, key[1]) for key, t in targets]
+    limits = limits_of(config)
+    start = "0" if config.auto_offset_reset == EARLIEST else "$"
+    while True:
+        event = ctx.waiters.register(waits)
+        try:
+            got = await _acquire(ctx, session, targets, limits, start, max_records, results)
+            remaining = deadline - time.monotonic()
+            if got or remaining <= 0:
+                return
+            await ctx.waiters.wait(event, min(remaining, POLL_SECONDS))
+        finally:
+            ctx.waiters.unregister(waits, event)
+
+
+async def _acquire(
+    ctx: BrokerContext,
+    session: ShareSession,
+    targets: list[tuple[SessionPartition, Topic]],
+    limits: Limits,
+    start: str,
+    max_records: int,
+    results: dict[SessionPartition, _Result],
+) -> int:
+    """One pipelined acquire over the session's partitions; returns how many records were acquired.
+    Every partition is asked for up to max_records; the first ones in the rotation get them first."""
+    partitions = [(t, key[1]) for key, t in targets]
+    try:
+        replies = await ctx.store.share_acquire(
+            partitions, session.group, session.member, max_records, [limits] * len(partitions), start
+        )
+    except STORAGE_ERRORS:
+        for key, _ in targets:
+            results.setdefault(key, _Result(key[1])).error = LOG_UNAVAILABLE
+        return 0
+    total = 0
+    created = []
+    for (key, topic), reply in zip(targets, replies, strict=True):
+        result = results.setdefault(key, _Result(key[1]))
+        if reply.status != 0:
+            result.error = ErrorCode.unknown_topic_id
+            continue
+        if reply.created:
+            created.append(topic.name)
+        if reply.entries:
+            _encode(topic, reply, result)
+            total += len(reply.entries)
+    if created:
+        await ctx.store.share_register_topics(session.group, created)
+    return total
+
+
+def _encode(topic: Topic, reply: Acquired, result: _Result) -> None:
+    records, _, _ = encode_entries(
+        reply.entries, topic.offsets, codec_for(topic.compression_type), topic.log_append_time, NO_LIMIT_BYTES
+    )
+    result.records += records
+    offsets = topic.offsets
+    ranges = result.acquired
+    for (entry_id, _), count in zip(reply.entries, reply.deliveries, strict=True):
+        offset = offsets.offset_of_id(entry_id)
+        if ranges and ranges[-1][1] == offset - 1 and ranges[-1][2] == count:
+            ranges[-1] = (ranges[-1][0], offset, count)
+        else:
+            ranges.append((offset, offset, count))
+
+
+async def _topic(ctx: BrokerContext, topic_id: uuid.UUID, index: int) -> Topic | ErrorCode:
+    topic = await resolve_topic(ctx, None, topic_id)
+    if isinstance(topic, Topic) and not 0 <= index < topic.partitions:
+        return ErrorCode.unknown_topic_or_partition
+    return topic
+
+
+# -- the response ---------------------------------------------------------------------------------
+def _topics(mod: ModuleType, results: dict[SessionPartition, _Result]) -> tuple[Any, ...]:
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for (topic_id, _), r in results.items():
+        if not r.worth_sending:
+            continue
+        by_topic.setdefault(topic_id, []).append(
+            make(
+                mod.PartitionData,
+                partition_index=r.index,
+                error_code=r.error,
+                error_message=None,
+                acknowledge_error_code=r.ack_error if r.ack_error is not None else ErrorCode.none,
+                acknowledge_error_message=None,
+                current_leader=make(mod.LeaderIdAndEpoch, leader_id=-1, leader_epoch=-1),
+                records=r.records,
+                acquired_records=tuple(
+                    make(mod.AcquiredRecords, first_offset=a, last_offset=b, delivery_count=n)
+                    for a, b, n in r.acquired
+                ),
+            )
+        )
+    return tuple(
+        make(mod.ShareFetchableTopicResponse, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+    )
+
+
+def _fetch_error(mod: ModuleType, error: ErrorCode, message: str) -> ResponsePayload:
+    return make(
+        mod.ShareFetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=message,
+        acquisition_lock_timeout=datetime.timedelta(0),
+        responses=(),
+        node_endpoints=(),
+    )
