@@ -139,7 +139,8 @@ def test_bad_input_gets_the_protocols_errors(broker_factory: Any) -> None:
     # session epochs: a stale or future epoch, a session never opened, acks on the opening request
     assert _fetch(port, topic_id, "m1", 7).error_code == ErrorCode.invalid_share_session_epoch
     assert _fetch(port, topic_id, "nobody", 3).error_code == ErrorCode.share_session_not_found
-    assert _ack(port, topic_id, "m1", 0, _batch(0, 0, ACCEPT)).error_code == ErrorCode.invalid_share_session_epoch
+    opening = _ack(port, topic_id, "m1", 0, _batch(0, 0, ACCEPT))
+    assert opening.error_code == ErrorCode.invalid_share_session_epoch
     assert _fetch(port, topic_id, "m3", 0, (_batch(0, 0, ACCEPT),)).error_code == ErrorCode.invalid_request
     # malformed batches: last before first, a type out of range, types not matching the width
     for epoch, bad in enumerate((_batch(1, 0, ACCEPT), _batch(0, 0, 9), _batch(0, 2, ACCEPT, ACCEPT)), 2):
