@@ -26,6 +26,9 @@ INVALID_RECORD_STATE = -1
 
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 ACK_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT, RENEW))
+# A share member's name in the Redis consumer group: the prefix tells an MQ member taking over a
+# partition which pending entries are a share consumer's (left to their locks) and which an MQ member's.
+CONSUMER_PREFIX = "share:"
 RELEASE_MAX = 100_000  # most records one member can hold on a partition (far above any window)
 
 
@@ -93,7 +96,7 @@ def acquire(
         ks.mq_dead_letters(name, partition),
     ]
     args = [
-        group, member, max_records, limits.lock_ms, limits.delivery_limit, limits.max_locks,
+        group, CONSUMER_PREFIX + member, max_records, limits.lock_ms, limits.delivery_limit, limits.max_locks,
         _flag(limits.read_committed), topic.offsets.script_arg, str(topic.id), start,
         _flag(limits.dead_letters), name, partition,
     ]  # fmt: skip
@@ -118,7 +121,7 @@ def acknowledge(
         ks.mq_dead_letters(name, partition),
     ]
     args: list[Any] = [
-        group, member, limits.lock_ms, limits.delivery_limit, codec.script_arg,
+        group, CONSUMER_PREFIX + member, limits.lock_ms, limits.delivery_limit, codec.script_arg,
         _flag(limits.dead_letters), name, partition,
     ]  # fmt: skip
     for b in batches:
@@ -153,7 +156,12 @@ def reset(ks: Keyspace, topic: Topic, partition: int, group: str, start_offset: 
 
 def release_member(ks: Keyspace, topic: Topic, partition: int, group: str, member: str) -> Call[int]:
     """Releases every record the member holds there (its session closed); returns how many."""
-    return script("share_release", [ks.stream(topic.name, partition)], [group, member, RELEASE_MAX], int)
+    return script(
+        "share_release",
+        [ks.stream(topic.name, partition)],
+        [group, CONSUMER_PREFIX + member, RELEASE_MAX],
+        int,
+    )
 
 
 def register_topics(ks: Keyspace, group: str, topics: Sequence[str]) -> Call[int]:
