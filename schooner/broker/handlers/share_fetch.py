@@ -27,6 +27,7 @@ from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
 from ..share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
+from .share_dead_letters import copy_to_topic
 
 DEFAULT_MAX_RECORDS = 500
 # Released records and lapsed locks publish no append notice: a waiting fetch looks again this often.
@@ -216,8 +217,9 @@ async def _acknowledge(
         for key in keys:
             results[key].ack_error = LOG_UNAVAILABLE
         return
-    for key, outcome in zip(keys, done, strict=True):
+    for key, (topic, index, _), outcome in zip(keys, items, done, strict=True):
         results[key].ack_error = ErrorCode.none if outcome.ok else ErrorCode.invalid_record_state
+        await copy_to_topic(ctx, group, config, topic, index, outcome.dead_lettered)
 
 
 def _ack_batches(batches: Sequence[_Batch], renew_allowed: bool) -> list[AckBatch] | None:
@@ -266,12 +268,11 @@ async def _fetch(
     if not targets:
         return
     waits = [TopicPartition(t.name, key[1]) for key, t in targets]
-    limits = limits_of(config)
     start = "0" if config.auto_offset_reset == EARLIEST else "$"
     while True:
         event = ctx.waiters.register(waits)
         try:
-            got = await _acquire(ctx, session, targets, limits, start, max_records, results)
+            got = await _acquire(ctx, session, targets, config, start, max_records, results)
             remaining = deadline - time.monotonic()
             if got or remaining <= 0:
                 return
@@ -284,7 +285,7 @@ async def _acquire(
     ctx: BrokerContext,
     session: ShareSession,
     targets: list[tuple[SessionPartition, Topic]],
-    limits: Limits,
+    config: ShareGroupConfig,
     start: str,
     max_records: int,
     results: dict[SessionPartition, _Result],
@@ -294,7 +295,12 @@ async def _acquire(
     partitions = [(t, key[1]) for key, t in targets]
     try:
         replies = await ctx.store.share_acquire(
-            partitions, session.group, session.member, max_records, [limits] * len(partitions), start
+            partitions,
+            session.group,
+            session.member,
+            max_records,
+            [limits_of(config)] * len(partitions),
+            start,
         )
     except STORAGE_ERRORS:
         for key, _ in targets:
@@ -309,6 +315,7 @@ async def _acquire(
             continue
         if reply.created:
             created.append(topic.name)
+        await copy_to_topic(ctx, session.group, config, topic, key[1], reply.dead_lettered)
         if reply.entries:
             _encode(topic, reply, result)
             total += len(reply.entries)
