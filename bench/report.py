@@ -277,7 +277,19 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
                 f"{co['compaction_records']:,} records over {co['compaction_keys']:,} keys",
             )
         )
-    for name in ("first_message", "rebalance", "mq", "spark", "transactions", "compaction"):
+    sh = results.get("share")
+    if sh and "error" not in sh:
+        for n in (1, 4):
+            rows.append(
+                (
+                    f"share group consume msgs/s, {n} consumer{'s' if n > 1 else ''}, 1 partition",
+                    _num(sh[f"share_{n}_msgs_per_s"]),
+                    f"{_num(sh['mq_msgs_per_s'])} (MQ library)",
+                    f"{sh[f'share_{n}_ratio']:.3f}",
+                    "ShareConsumer, implicit acks; paired",
+                )
+            )
+    for name in ("first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share"):
         figure = results.get(name)
         if figure and "error" in figure:
             rows.append((f"{name}: failed", figure["error"][:60], "", "", ""))

@@ -38,7 +38,9 @@ class Options:
     latency_rate: int = 5000
     latency_seconds: float = 5.0
     # Figures besides throughput, latency and memory; `--skip NAME` leaves one out.
-    extras: tuple[str, ...] = ("first_message", "rebalance", "mq", "spark", "transactions", "compaction")
+    extras: tuple[str, ...] = (
+        "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share",
+    )  # fmt: skip
 
 
 def produce_topic_name(run: int) -> str:
@@ -303,6 +305,10 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import compaction
 
                 out[name] = compaction.run(ep.redis_url)
+            elif name == "share":
+                from . import share
+
+                out[name] = share.run(ep, min(opts.messages, share.MESSAGES), min(opts.runs, share.RUNS))
         except Exception as exc:  # one figure failing must not lose the others
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
