@@ -64,8 +64,9 @@ class Ownership:
 @dataclass(frozen=True, slots=True)
 class GroupStats:
     name: str
-    members: list[str]  # live members
+    members: list[str]  # live MQ members (a share group's members are the broker's: see `share`)
     partitions: list[GroupInfo | None]  # None where the group is missing on a partition
+    share: bool = False  # a share group of this name consumes the topic too: the same queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +112,14 @@ class Admin:
         self.redis.sadd(self.ks.mq_groups(topic), group)
 
     def delete_group(self, topic: str, group: str) -> None:
-        """Destroys the group on every partition, with its leases and member registry."""
+        """Destroys the group on every partition, with its leases and member registry. A share group of
+        the same name is the same queue: its share partitions go too (its members, if any, start anew)."""
         t = self.topic(topic)
         todo: list[calls.Call[Any]] = []
         for p in range(t.partitions):
             todo.append(queue.destroy_group(self.ks, topic, p, group))
             todo.append(calls.command("DEL", self.ks.mq_lease(topic, p, group)))
+            todo.append(calls.command("DEL", self.ks.share_partition(topic, p, group)))
         todo.append(calls.command("DEL", self.ks.mq_members(topic, group)))
         todo.append(calls.command("SREM", self.ks.mq_groups(topic), group))
         self._run(todo)
@@ -126,11 +129,12 @@ class Admin:
         names = calls.run_sync(self.redis, leases.groups(self.ks, topic))
         infos = self._run([queue_admin.groups(self.ks, topic, p) for p in range(t.partitions)])
         names = sorted(set(names) | {g.name for per in infos for g in per})
+        shared = self._run([queue_admin.is_share_group(self.ks, topic, name) for name in names])
         out = []
-        for name in names:
+        for name, share in zip(names, shared, strict=True):
             members = self.members(topic, name)
             per = [next((g for g in gs if g.name == name), None) for gs in infos]
-            out.append(GroupStats(name, members, per))
+            out.append(GroupStats(name, members, per, share))
         return out
 
     def members(self, topic: str, group: str) -> list[str]:

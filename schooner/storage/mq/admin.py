@@ -1,4 +1,8 @@
-"""Read-mostly round trips for MQ administration: partition stats, groups, lag, and safe trimming."""
+"""Read-mostly round trips for MQ administration: partition stats, groups, lag, and safe trimming.
+
+A group here is a Redis consumer group on the partition streams, which a share group of the same name
+(storage/share/partition.py) is too: the figures cover both kinds of consumer.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +72,12 @@ def stats(ks: Keyspace, topic: Topic, partition: int) -> Steps[PartitionStats]:
 def groups(ks: Keyspace, topic: str, partition: int) -> Call[list[GroupInfo]]:
     """XINFO GROUPS of the partition's stream; [] when the stream does not exist."""
     return script("queue_groups", [ks.stream(topic, partition)], [], _parse_groups)
+
+
+def is_share_group(ks: Keyspace, topic: str, group: str) -> Call[bool]:
+    """Whether a share group (KIP-932) of that name has consumed the topic: then it is the same queue
+    as the MQ group of that name (docs/share-groups.md)."""
+    return command("SISMEMBER", ks.share_topics(group), topic, parse=lambda r: int(r) == 1)
 
 
 def lag(

@@ -1,5 +1,9 @@
-"""Consumer-group delivery on a partition stream: group creation, lease-checked XREADGROUP, XAUTOCLAIM
-of a departed member's pending entries, XACK, and XPENDING.
+"""Consumer-group delivery on a partition stream: group creation, lease-checked XREADGROUP, the claim of
+a departed member's pending entries (XPENDING, XCLAIM), XACK, and XPENDING.
+
+A share group of the same name is the same Redis consumer group, so the same queue
+(docs/share-groups.md): its members' pending entries are theirs until their locks lapse, and the claim
+leaves them alone.
 
 Transactions (storage/log/transactions.py) are settled in the read and claim scripts themselves, in the
 round trip that delivers: markers are acked unseen, and read committed (the default) also acks the
@@ -14,6 +18,7 @@ from typing import Any
 
 from ..keys import Keyspace
 from ..redis.calls import Call, command, script, text
+from ..share.partition import CONSUMER_PREFIX as SHARE_CONSUMER_PREFIX
 from ..topics.metadata import Topic
 
 LATEST = "$"
@@ -100,10 +105,11 @@ def claim(
     count: int,
     committed: bool = True,
 ) -> Call[ClaimReply]:
-    """Takes over up to count pending entries of the group, oldest first, with their delivery counts."""
+    """Takes over up to count pending entries of the group, oldest first, with their delivery counts;
+    none that a share consumer holds."""
     name = topic.name
     keys = [ks.stream(name, partition), ks.mq_lease(name, partition, group), ks.aborted(name, partition)]
-    args = [group, member, cursor, count, _flag(committed), topic.offsets.script_arg]
+    args = [group, member, cursor, count, _flag(committed), topic.offsets.script_arg, SHARE_CONSUMER_PREFIX]
     return script("queue_claim", keys, args, _parse_claim)
 
 
@@ -114,9 +120,13 @@ def ack(ks: Keyspace, topic: str, partition: int, group: str, entry_ids: list[by
 def pending(
     ks: Keyspace, topic: str, partition: int, group: str, start: bytes | str = "-", count: int = 1000
 ) -> Call[list[PendingEntry]]:
-    """Pending entries from start on, in ID order (XPENDING, extended form)."""
+    """Pending entries from start on, in ID order (XPENDING, extended form); none where the group does
+    not exist (a share group exists only on the partitions its members have fetched)."""
     stream = ks.stream(topic, partition)
-    return command("XPENDING", stream, group, start, "+", count, parse=_parse_pending, parse_detail=True)
+    return command(
+        "XPENDING", stream, group, start, "+", count,
+        parse=_parse_pending, on_error=_none_without_group, parse_detail=True,
+    )  # fmt: skip
 
 
 def _flag(on: bool) -> str:
@@ -152,6 +162,12 @@ def _parse_pending(reply: Any) -> list[PendingEntry]:
         else:
             out.append(PendingEntry(item[0], text(item[1]), int(item[2]), int(item[3])))
     return out
+
+
+def _none_without_group(error: Exception) -> list[PendingEntry]:
+    if "NOGROUP" in str(error):
+        return []
+    raise error
 
 
 def _int_or_zero(reply: Any) -> int:
