@@ -33,8 +33,10 @@ def _append(redis: Any, ks: Keyspace, topic: Topic, *values: bytes) -> None:
     assert run(redis, log_append.append(ks, topic, 0, RecordBatch(records))).status == APPENDED
 
 
-def _share_acquire(redis: Any, ks: Keyspace, topic: Topic, member: str, n: int) -> share.Acquired:
-    got = run(redis, share.acquire(ks, topic, 0, GROUP, member, n, LIMITS, "0"))
+def _share_acquire(
+    redis: Any, ks: Keyspace, topic: Topic, member: str, n: int, start: str = "0", limits: Limits = LIMITS
+) -> share.Acquired:
+    got = run(redis, share.acquire(ks, topic, 0, GROUP, member, n, limits, start))
     assert got.status == 0
     return got
 
@@ -69,7 +71,7 @@ def test_records_split_between_a_share_and_an_mq_member_each_once(
     by_share: list[bytes | None] = []
     by_mq: list[bytes | None] = []
     for _ in range(10):
-        got = _share_acquire(redis, ks, topic, "s1", 2)
+        got = _share_acquire(redis, ks, topic, "s1", 2, "$")  # the queue exists: "$" does not matter
         for entry_id, fields in got.entries:
             assert _share_ack(redis, ks, topic, "s1", entry_id, ACCEPT)
             by_share.append(_value(fields))
@@ -177,3 +179,37 @@ def test_mq_admin_shows_the_share_group_and_its_holders(redis: Any, ks: Keyspace
     admin.create_group("jobs", "mq-only")
     kinds = {g.name: g.share for g in admin.groups("jobs")}
     assert kinds == {GROUP: True, "mq-only": False}
+
+
+def test_delivery_counts_are_one_counter_and_locks_apply_to_mq_entries(
+    redis: Any, ks: Keyspace, topic: Topic
+) -> None:
+    _append(redis, ks, topic, b"a")
+    run(redis, queue.create_group(ks, topic, 0, GROUP, queue.EARLIEST))
+    assert run(redis, leases.acquire(ks, "jobs", 0, GROUP, "mq1", 10_000))
+    (read,) = _mq_read(redis, ks, topic, "mq1", 10)  # and mq1 dies
+    short = Limits(lock_ms=100, delivery_limit=5, max_locks=100, read_committed=True, dead_letters=True)
+    assert _share_acquire(redis, ks, topic, "s1", 10, limits=short).entries == []  # still within the lock
+    time.sleep(0.15)
+    taken = _share_acquire(redis, ks, topic, "s1", 10, limits=short)
+    assert [e[0] for e in taken.entries] == [read.entry_id] and taken.deliveries == [2]
+    assert _holders(redis, ks) == {read.entry_id: "share:s1"}
+
+
+def test_deleting_the_mq_group_or_resetting_the_share_group_restarts_the_queue(
+    redis: Any, ks: Keyspace, topic: Topic
+) -> None:
+    _append(redis, ks, topic, b"a", b"b")
+    assert len(_share_acquire(redis, ks, topic, "s1", 1).entries) == 1
+    assert run(redis, share.state(ks, topic, 0, GROUP)) is not None
+    admin = Admin(redis, keyspace=ks)
+    admin.delete_group("jobs", GROUP)
+    assert run(redis, share.state(ks, topic, 0, GROUP)) is None
+    assert not redis.exists(ks.share_partition("jobs", 0, GROUP))
+    admin.create_group("jobs", GROUP, "earliest")
+    assert run(redis, leases.acquire(ks, "jobs", 0, GROUP, "mq1", 10_000))
+    assert len(_mq_read(redis, ks, topic, "mq1", 1)) == 1
+    second = topic.offsets.offset_of_id(redis.xrange(ks.stream("jobs", 0))[1][0])
+    assert run(redis, share.reset(ks, topic, 0, GROUP, second)) == 1
+    assert _holders(redis, ks) == {}  # what the MQ member held is not pending any more
+    assert [_value(d.fields) for d in _mq_read(redis, ks, topic, "mq1", 10)] == [b"b"]
