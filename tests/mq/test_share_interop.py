@@ -23,39 +23,39 @@ N, WAVE = 300, 10
 
 
 def test_mq_and_share_consumers_split_one_queue(
-    broker_factory: Any, redis_server: Any, keyspace: str
+    broker_factory: Any, redis_server: Any, redis: Any, keyspace: str
 ) -> None:
     # A window of 10 records in flight keeps the share consumer from taking whole waves ahead of time.
     broker = broker_factory(share_partition_max_record_locks=10)
     create_topic(broker.bootstrap, TOPIC)
     ks = Keyspace(keyspace)
-    admin = Admin(redis_server.url, keyspace=ks)
+    admin = Admin(redis, keyspace=ks)
 
     def share_accept(d: Delivery) -> Any:
         time.sleep(0.002)
         return AcknowledgeType.ACCEPT
 
     runner = ShareRunner("share", broker.bootstrap, GROUP, [TOPIC], share_accept).start()
-    # The share consumer's first ShareFetch makes the group's queue on the partition (at the latest
-    # offset, the share group's default), so every record produced from here on is the queue's.
-    wait_for(lambda: any(g.name == GROUP for g in admin.groups(TOPIC)), 30, "the share consumer fetching")
-
     by_mq: list[Message] = []
 
     def mq_handle(m: Message) -> None:
         time.sleep(0.002)
         by_mq.append(m)
 
-    config = ConsumerConfig(start="earliest", batch_size=5, lease_ms=2000, poll_ms=10)
-    mq = Consumer(redis_server.url, TOPIC, GROUP, mq_handle, keyspace=ks, config=config,
-                  registry=CollectorRegistry())  # fmt: skip
-    with mq:
-        values = [b"r%03d" % i for i in range(N)]
-        for i in range(0, N, WAVE):  # in waves, while both consume
-            produce(broker.bootstrap, TOPIC, values[i : i + WAVE])
-            time.sleep(0.05)
-        wait_for(lambda: len(by_mq) + len(runner.deliveries) >= N, 60, "all records consumed")
-        time.sleep(0.5)  # anything delivered twice would show up now
+    values = [b"r%03d" % i for i in range(N)]
+    try:
+        # The share consumer's first ShareFetch makes the group's queue on the partition (at the latest
+        # offset, the share group's default), so every record produced from here on is the queue's.
+        wait_for(lambda: any(g.name == GROUP for g in admin.groups(TOPIC)), 30, "the share consumer fetching")
+        config = ConsumerConfig(start="earliest", batch_size=5, lease_ms=2000, poll_ms=10)
+        with Consumer(redis_server.url, TOPIC, GROUP, mq_handle, keyspace=ks, config=config,
+                      registry=CollectorRegistry()):  # fmt: skip
+            for i in range(0, N, WAVE):  # in waves, while both consume
+                produce(broker.bootstrap, TOPIC, values[i : i + WAVE])
+                time.sleep(0.05)
+            wait_for(lambda: len(by_mq) + len(runner.deliveries) >= N, 60, "all records consumed")
+            time.sleep(0.5)  # anything delivered twice would show up now
+    finally:
         runner.stop()
     by_share = runner.deliveries
     assert runner.errors == []
@@ -67,4 +67,3 @@ def test_mq_and_share_consumers_split_one_queue(
     assert [(p.messages, p.pending) for p in admin.lag(TOPIC, GROUP)] == [(0, 0)]
     (group,) = [g for g in admin.groups(TOPIC) if g.name == GROUP]
     assert group.share and group.members == []  # the MQ member left the registry when it stopped
-    admin.close()
