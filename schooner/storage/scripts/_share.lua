@@ -44,3 +44,6 @@ end
 
 -- Far past any acquisition lock: the idle time a released entry gets, so the next acquire takes it.
 local RELEASED_IDLE_MS = 1000000000000
+
+-- The prefix of share members' consumer names (storage/share/partition.py CONSUMER_PREFIX).
+local SHARE_PREFIX = 'share:'

@@ -7,6 +7,7 @@
 -- or past the last stable offset.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] txn-open   KEYS[4] aborted index
 -- KEYS[5] share partition state (hash: archived, dead_lettered)   KEYS[6] dead-letter stream
+-- KEYS[7] the MQ group's lease on the partition (storage/mq/leases.py)
 -- ARGV[1] group   ARGV[2] member   ARGV[3] max records   ARGV[4] lock duration ms
 -- ARGV[5] delivery count limit   ARGV[6] max in-flight records   ARGV[7] '1' read committed
 -- ARGV[8] sequence bits (-1: dense)   ARGV[9] topic id   ARGV[10] start ID for a new group ('$', '0')
@@ -35,36 +36,44 @@ end
 local in_flight = tonumber(info[1])
 
 local out, dead = {}, {}
--- Available entries of the window: XAUTOCLAIM takes those idle for at least the lock duration.
+-- Available entries of the window: those idle for at least the lock duration. An MQ member's (a
+-- consumer name without the share prefix) only while no MQ member holds the partition's lease: the
+-- lease holder claims them itself (queue_claim.lua), and a live one may still be handling them.
 if in_flight > 0 then
-  local cursor, rounds = '0-0', 0
-  repeat
-    local reply = redis.call('XAUTOCLAIM', stream, group, member, lock_ms, cursor, 'COUNT', want - #out)
-    cursor, rounds = reply[1], rounds + 1
-    local claimed = reply[2]
-    if #claimed > 0 then
+  local mq_free = redis.call('EXISTS', KEYS[7]) == 0
+  local start, looked = '-', 0
+  while #out < want and looked < 20 * want do
+    local asked = want - #out
+    local page = redis.call('XPENDING', stream, group, 'IDLE', lock_ms, start, '+', asked)
+    if #page == 0 then break end
+    local ids, counts = {}, {}
+    for _, p in ipairs(page) do
+      if mq_free or string.sub(p[2], 1, #SHARE_PREFIX) == SHARE_PREFIX then
+        ids[#ids + 1] = p[1]
+        counts[p[1]] = p[4] + 1
+      end
+    end
+    looked = looked + #page
+    start = '(' .. page[#page][1]
+    if #page < asked then looked = 20 * want end  -- the last page
+    if #ids > 0 then
+      local claimed = redis.call('XCLAIM', stream, group, member, lock_ms, unpack(ids))
       local entries, skip = split_txn_entries(claimed, committed, KEYS[4], bits)
       ack_all(stream, group, skip)
-      if #entries > 0 then
-        local counts = {}
-        local pending = redis.call('XPENDING', stream, group, entries[1][1], entries[#entries][1],
-          math.max(#claimed, in_flight), member)
-        for _, p in ipairs(pending) do counts[p[1]] = p[4] end
-        for _, e in ipairs(entries) do
-          local n = counts[e[1]] or 1
-          if n > limit then
-            -- Delivered the limit times already: archived, not delivered again.
-            if archive(stream, group, state, KEYS[6], e[1], n - 1, 'delivery_limit',
-                'delivered ' .. (n - 1) .. ' times without being accepted', origin, now) then
-              dead[#dead + 1] = e[1]
-            end
-          else
-            out[#out + 1] = {e[1], e[2], n}
+      for _, e in ipairs(entries) do
+        local n = counts[e[1]]
+        if n > limit then
+          -- Delivered the limit times already: archived, not delivered again.
+          if archive(stream, group, state, KEYS[6], e[1], n - 1, 'delivery_limit',
+              'delivered ' .. (n - 1) .. ' times without being accepted', origin, now) then
+            dead[#dead + 1] = e[1]
           end
+        else
+          out[#out + 1] = {e[1], e[2], n}
         end
       end
     end
-  until cursor == '0-0' or #out >= want or rounds >= 20
+  end
   in_flight = tonumber(redis.call('XPENDING', stream, group)[1])
 end
 

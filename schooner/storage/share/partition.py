@@ -94,6 +94,7 @@ def acquire(
         ks.aborted(name, partition),
         ks.share_partition(name, partition, group),
         ks.mq_dead_letters(name, partition),
+        ks.mq_lease(name, partition, group),
     ]
     args = [
         group, CONSUMER_PREFIX + member, max_records, limits.lock_ms, limits.delivery_limit, limits.max_locks,

@@ -181,19 +181,21 @@ def test_mq_admin_shows_the_share_group_and_its_holders(redis: Any, ks: Keyspace
     assert kinds == {GROUP: True, "mq-only": False}
 
 
-def test_delivery_counts_are_one_counter_and_locks_apply_to_mq_entries(
+def test_delivery_counts_are_one_counter_and_a_held_lease_guards_mq_entries(
     redis: Any, ks: Keyspace, topic: Topic
 ) -> None:
-    _append(redis, ks, topic, b"a")
+    _append(redis, ks, topic, b"a", b"b")
     run(redis, queue.create_group(ks, topic, 0, GROUP, queue.EARLIEST))
-    assert run(redis, leases.acquire(ks, "jobs", 0, GROUP, "mq1", 10_000))
-    (read,) = _mq_read(redis, ks, topic, "mq1", 10)  # and mq1 dies
+    assert run(redis, leases.acquire(ks, "jobs", 0, GROUP, "mq1", 300))
+    (read,) = _mq_read(redis, ks, topic, "mq1", 1)  # a; then mq1 dies
     short = Limits(lock_ms=100, delivery_limit=5, max_locks=100, read_committed=True, dead_letters=True)
-    assert _share_acquire(redis, ks, topic, "s1", 10, limits=short).entries == []  # still within the lock
-    time.sleep(0.15)
-    taken = _share_acquire(redis, ks, topic, "s1", 10, limits=short)
-    assert [e[0] for e in taken.entries] == [read.entry_id] and taken.deliveries == [2]
-    assert _holders(redis, ks) == {read.entry_id: "share:s1"}
+    time.sleep(0.15)  # past the lock duration, but mq1's lease still holds: only b is the share side's
+    got = _share_acquire(redis, ks, topic, "s1", 10, limits=short)
+    assert [_value(f) for _, f in got.entries] == [b"b"]
+    time.sleep(0.3)  # the lease lapses: a is anyone's, with its delivery counted
+    taken = _share_acquire(redis, ks, topic, "s2", 10, limits=short)
+    assert [e[0] for e in taken.entries][0] == read.entry_id and taken.deliveries == [2, 2]
+    assert set(_holders(redis, ks).values()) == {"share:s2"}
 
 
 def test_deleting_the_mq_group_or_resetting_the_share_group_restarts_the_queue(
