@@ -28,6 +28,7 @@ class ShareSession:
     epoch: int = 0  # what the next request must carry (advanced past the opening request to 1)
     partitions: dict[SessionPartition, None] = field(default_factory=dict)  # insertion-ordered set
     rotation: int = 0  # where the next fetch starts, so every partition gets its turn first
+    registered: set[str] = field(default_factory=set)  # topics known to be in the group's share-topics set
     used: float = field(default_factory=time.monotonic)
 
     def advance(self) -> None:

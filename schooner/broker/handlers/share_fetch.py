@@ -313,7 +313,8 @@ async def _acquire(
         if reply.status != 0:
             result.error = ErrorCode.unknown_topic_id
             continue
-        if reply.created:
+        if reply.created or topic.name not in session.registered:
+            # Registered once per session (SADD is idempotent): an MQ group may have made the Redis group.
             created.append(topic.name)
         await copy_to_topic(ctx, session.group, config, topic, key[1], reply.dead_lettered)
         if reply.entries:
@@ -321,6 +322,7 @@ async def _acquire(
             total += len(reply.entries)
     if created:
         await ctx.store.share_register_topics(session.group, created)
+        session.registered.update(created)
     return total
 
 
