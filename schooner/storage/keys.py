@@ -183,3 +183,8 @@ class Keyspace:
     def quota_entity(self, entity_id: str) -> str:
         """Hash: quota key (producer_byte_rate, ...) -> value, as decimal text, of one entity."""
         return f"{self.prefix}:{{quotas}}:entity:{entity_id}"
+
+    # -- group configs: beside the group's keys, in its slot ---------------------------------------
+    def group_configs(self, group_id: str) -> str:
+        """Hash: group config name -> value, the overrides set for one group id (groups/configs.py)."""
+        return f"{self.prefix}:group-configs:{{{group_id}}}"
