@@ -83,6 +83,19 @@ class Settings:
     share_partition_max_record_locks: int = 2000
     share_session_timeout_ms: int = 45_000
     share_heartbeat_interval_ms: int = 5000
+    # The bounds of the other group configs (Kafka's group.consumer.min/max.* and group.share.min/max.*),
+    # and KIP-1191's errors.deadletterqueue.topic.name.prefix: a group's DLQ topic must start with it.
+    consumer_group_min_session_ms: int = 45_000
+    consumer_group_max_session_ms: int = 60_000
+    consumer_group_min_heartbeat_ms: int = 5000
+    consumer_group_max_heartbeat_ms: int = 15_000
+    share_min_session_timeout_ms: int = 45_000
+    share_max_session_timeout_ms: int = 60_000
+    share_min_heartbeat_interval_ms: int = 5000
+    share_max_heartbeat_interval_ms: int = 15_000
+    share_min_partition_max_record_locks: int = 100
+    share_max_partition_max_record_locks: int = 4000
+    dlq_topic_name_prefix: str = "dlq."
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:

@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ..config import Settings
+from ..coordinators.group_configs import GroupConfigs
 from ..coordinators.group_coordinator import GroupCoordinator
 from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
@@ -48,6 +49,7 @@ class BrokerContext:
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
 
     @property
     def ks(self) -> Keyspace:

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from ..config import Settings
+from ..coordinators.group_configs import GroupConfigs
 from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
@@ -80,6 +81,7 @@ class Broker:
             s.transaction_max_timeout_ms,
             s.transactional_id_expiration_ms,
         )
+        self.ctx.group_configs = GroupConfigs(store, s)
         self.ctx.cluster_id = await store.cluster_id()
         self.ctx.durability = await store.durability()
         await store.heartbeat(me, s.session_ms)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from . import cluster, quotas
 from .cluster import BrokerInfo
-from .groups import commits, state
+from .groups import commits, configs, state
 from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
 from .log import append, compaction, lookup, producers, read, retention, sizes, transactions
@@ -307,3 +307,22 @@ class Store:
 
     async def share_forget_group(self, group: str) -> None:
         await self.run(share.forget_group(self.ks, group))
+    # -- group configs (the GROUP config resource) --------------------------------------------------
+    async def group_configs(self, group_id: str) -> dict[str, str]:
+        return await self.run(configs.get(self.ks, group_id))
+
+    async def alter_group_configs(
+        self,
+        group_id: str,
+        set_configs: Mapping[str, str],
+        delete_configs: Iterable[str] = (),
+        replace: bool = False,
+        expected: Mapping[str, str] | None = None,
+    ) -> bool:
+        """False (nothing written) when expected is given and the stored overrides differ from it."""
+        call = configs.alter(self.ks, group_id, set_configs, delete_configs, replace, expected)
+        return await self.run(call)
+
+    async def delete_group_configs(self, group_id: str) -> bool:
+        """Drops the group's configs; DeleteGroups leaves them, as Kafka does, unless it calls this."""
+        return await self.run(configs.delete_all(self.ks, group_id))

@@ -1,10 +1,10 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics; broker configs are static."""
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics; broker configs are static; group
+configs are group_configs.py's."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Protocol, cast
 
@@ -21,7 +21,9 @@ from ...protocol.request_types import (
 from ...storage.topics.config import (
     CONFIG_DEFS,
     SEQUENCE_BITS,
+    ConfigSource,
     ConfigType,
+    ConfigValue,
     InvalidConfig,
     check_together,
     effective,
@@ -31,14 +33,14 @@ from ...storage.topics.config import (
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+from .group_configs import GROUP, Change, alter_group, describe_group
 
 TOPIC = 2
 BROKER = 4
 
-# Config sources (DescribeConfigsResponse); the config types are storage's ConfigType.
-DYNAMIC_TOPIC_CONFIG = 1
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
+DYNAMIC_TOPIC_CONFIG = ConfigSource.DYNAMIC_TOPIC_CONFIG
+STATIC_BROKER_CONFIG = ConfigSource.STATIC_BROKER_CONFIG
+DEFAULT_CONFIG = ConfigSource.DEFAULT_CONFIG
 
 # IncrementalAlterConfigs operations.
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -47,17 +49,6 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 STATIC_BROKER_MESSAGE = (
     "broker configs are static in Schooner: set them in the broker's config file or environment and restart"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigValue:
-    name: str
-    value: str | None
-    source: int
-    read_only: bool
-    config_type: int
-    synonyms: tuple[tuple[str, str | None, int], ...]
-    documentation: str | None = None
 
 
 def check_config(name: str, value: str | None) -> None:
@@ -214,6 +205,8 @@ async def _describe_resource(
             return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist", []
         values = topic_config_values(topic.overrides, ctx.topic_defaults, topic.fixed_configs)
         return ErrorCode.none, None, values
+    if resource.resource_type == GROUP:
+        return await describe_group(ctx, name)
     if resource.resource_type == BROKER:
         if name not in ("", str(ctx.me.broker_id)):
             return ErrorCode.invalid_request, f"This is broker {ctx.me.broker_id}, not broker {name!r}", []
@@ -291,6 +284,9 @@ async def _alter(
             code, message = ErrorCode.invalid_request, "Duplicate resource in the request"
         elif resource.resource_type == BROKER:
             code, message = ErrorCode.invalid_request, STATIC_BROKER_MESSAGE
+        elif resource.resource_type == GROUP:
+            changes, only = _changes(resource, incremental), bool(body.validate_only)
+            code, message = await alter_group(ctx, resource.resource_name, changes, not incremental, only)
         elif resource.resource_type != TOPIC:
             code, message = (
                 ErrorCode.invalid_request,
@@ -353,6 +349,14 @@ async def _alter_topic(
     finally:
         ctx.forget_topic(name)
     return ErrorCode.none, None
+
+
+def _changes(resource: _AlterResource, incremental: bool) -> list[Change]:
+    """A resource's configs as (name, operation, value); AlterConfigs' are all SET."""
+    if incremental:  # so the resource is IncrementalAlterConfigs', whose configs have operations
+        configs = cast(Sequence[_IncrementalConfig], resource.configs)
+        return [(c.name, c.config_operation, c.value) for c in configs]
+    return [(c.name, SET, c.value) for c in resource.configs]
 
 
 def _check_topic_value(topic: Topic, name: str, value: str | None) -> None:

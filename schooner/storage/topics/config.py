@@ -85,6 +85,33 @@ class ConfigType(IntEnum):
     LIST = 7
 
 
+class ConfigSource(IntEnum):
+    """Where a described config's value comes from, numbered as Kafka's DescribeConfigs reports it."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    DYNAMIC_GROUP_CONFIG = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """One config as DescribeConfigs reports it (of a topic, the broker or a group)."""
+
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    config_type: int
+    synonyms: tuple[tuple[str, str | None, int], ...]  # (name, value, source), the winning one first
+    documentation: str | None = None
+
+
 NO_EFFECT_DOC = "Accepted for compatibility; it has no effect on a log kept in Redis Streams."
 
 
