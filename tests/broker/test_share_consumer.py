@@ -107,7 +107,7 @@ def test_a_record_that_always_fails_stops_at_the_limit_and_lands_in_the_dlq(brok
         share_auto_offset_reset="earliest",
         share_delivery_count_limit="3",
         **{
-            "errors.deadletterqueue.topic.name": "sq-poison-dlq",
+            "errors.deadletterqueue.topic.name": "dlq.sq-poison",
             "errors.deadletterqueue.copy.record.enable": "true",
         },
     )
@@ -125,7 +125,7 @@ def test_a_record_that_always_fails_stops_at_the_limit_and_lands_in_the_dlq(brok
 
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "dlq-reader",
                          "auto.offset.reset": "earliest"})  # fmt: skip
-    consumer.subscribe(["sq-poison-dlq"])
+    consumer.subscribe(["dlq.sq-poison"])
     letters = []
     deadline = time.time() + 20
     while not letters and time.time() < deadline:

@@ -61,8 +61,12 @@ class _Result:
 
 
 async def group_config(ctx: BrokerContext, group: str) -> ShareGroupConfig:
-    """The group's share.* configs (one place, so the per-group config cache plugs in here)."""
-    return share_group_config({}, ctx.settings)
+    """The group's share.* configs, from each broker's one-second cache of them; the broker's defaults
+    when Redis cannot say (the acquire that follows then fails with a retriable error)."""
+    try:
+        return await ctx.group_configs.share(group)
+    except STORAGE_ERRORS:
+        return share_group_config({}, ctx.settings)
 
 
 def limits_of(config: ShareGroupConfig) -> Limits:
