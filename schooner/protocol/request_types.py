@@ -248,6 +248,8 @@ from kio.schema.produce.v10.request import ProduceRequest as ProduceV10
 from kio.schema.produce.v11.request import ProduceRequest as ProduceV11
 from kio.schema.produce.v12.request import ProduceRequest as ProduceV12
 from kio.schema.produce.v13.request import ProduceRequest as ProduceV13
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest as ShareGroupDescribeV1
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest as ShareGroupHeartbeatV1
 from kio.schema.sync_group.v0.request import SyncGroupRequest as SyncGroupV0
 from kio.schema.sync_group.v1.request import SyncGroupRequest as SyncGroupV1
 from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupV2
@@ -462,3 +464,5 @@ TxnOffsetCommitRequest: TypeAlias = (
 )
 DescribeTransactionsRequest: TypeAlias = DescribeTransactionsV0
 ListTransactionsRequest: TypeAlias = ListTransactionsV0 | ListTransactionsV1 | ListTransactionsV2
+ShareGroupHeartbeatRequest: TypeAlias = ShareGroupHeartbeatV1
+ShareGroupDescribeRequest: TypeAlias = ShareGroupDescribeV1
