@@ -12,8 +12,7 @@ from confluent_kafka import ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
-from tests.broker.helpers import wait
-from tests.broker.test_share_group_heartbeat import share_describe
+from tests.broker.helpers import share_describe, wait
 
 SESSION_MS = 3000  # members that stop heartbeating are gone this soon
 

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
-from tests.broker.helpers import JOIN_TIMEOUT, subscription, wait
+from tests.broker.helpers import JOIN_TIMEOUT, share_describe, share_heartbeat, subscription, wait
 from tests.wire import call
 
 MINUTE = datetime.timedelta(minutes=1)
@@ -25,26 +25,6 @@ def _topic(broker: Any, name: str, partitions: int) -> uuid.UUID:
     return broker.call(broker.broker.ctx.topic(name)).id  # type: ignore[no-any-return]
 
 
-def share_hb(
-    port: int,
-    group: str,
-    member: str,
-    epoch: int,
-    topics: tuple[str, ...] | None = None,
-    rack: str | None = None,
-) -> Any:
-    cls = request_type(ApiKey.SHARE_GROUP_HEARTBEAT, 1)
-    body = make(
-        cls, group_id=group, member_id=member, member_epoch=epoch, rack_id=rack, subscribed_topic_names=topics
-    )
-    return call(port, body)
-
-
-def share_describe(port: int, *groups: str) -> list[Any]:
-    cls = request_type(ApiKey.SHARE_GROUP_DESCRIBE, 1)
-    return list(call(port, make(cls, group_ids=groups, include_authorized_operations=False)).groups)
-
-
 def _parts(response: Any) -> dict[uuid.UUID, list[int]]:
     assert response.assignment is not None
     return {t.topic_id: sorted(t.partitions) for t in response.assignment.topic_partitions}
@@ -52,7 +32,7 @@ def _parts(response: Any) -> dict[uuid.UUID, list[int]]:
 
 def test_members_join_share_a_partition_and_leave(broker) -> None:
     tid = _topic(broker, "s1", 1)
-    a = share_hb(broker.port, "sg1", "member-a", 0, ("s1",), rack="r1")
+    a = share_heartbeat(broker.port, "sg1", "member-a", 0, ("s1",), rack="r1")
     assert (a.error_code, a.error_message, a.member_id, a.member_epoch) == (
         ErrorCode.none,
         None,
@@ -61,9 +41,9 @@ def test_members_join_share_a_partition_and_leave(broker) -> None:
     )
     assert a.heartbeat_interval == datetime.timedelta(milliseconds=5000)  # share.heartbeat.interval.ms
     assert _parts(a) == {tid: [0]}
-    b = share_hb(broker.port, "sg1", "member-b", 0, ("s1",))
+    b = share_heartbeat(broker.port, "sg1", "member-b", 0, ("s1",))
     assert (b.member_epoch, _parts(b)) == (2, {tid: [0]}), "a partition goes to several members"
-    steady = share_hb(broker.port, "sg1", "member-a", 1)
+    steady = share_heartbeat(broker.port, "sg1", "member-a", 1)
     assert (steady.member_epoch, steady.assignment) == (2, None), "unchanged: not sent again"
 
     (described,) = share_describe(broker.port, "sg1")
@@ -86,17 +66,17 @@ def test_members_join_share_a_partition_and_leave(broker) -> None:
     (row,) = ma.assignment.topic_partitions
     assert (row.topic_id, row.topic_name, tuple(row.partitions)) == (tid, "s1", (0,))
 
-    left = share_hb(broker.port, "sg1", "member-b", -1)
+    left = share_heartbeat(broker.port, "sg1", "member-b", -1)
     assert (left.error_code, left.member_id, left.member_epoch) == (ErrorCode.none, "member-b", -1)
-    assert share_hb(broker.port, "sg1", "member-b", 2).error_code == ErrorCode.unknown_member_id
-    assert share_hb(broker.port, "sg1", "member-b", -1).error_code == ErrorCode.unknown_member_id
+    assert share_heartbeat(broker.port, "sg1", "member-b", 2).error_code == ErrorCode.unknown_member_id
+    assert share_heartbeat(broker.port, "sg1", "member-b", -1).error_code == ErrorCode.unknown_member_id
     (after,) = share_describe(broker.port, "sg1")
     assert [m.member_id for m in after.members] == ["member-a"] and after.group_epoch == 3
 
 
 def test_bad_heartbeats_get_kafkas_errors(broker) -> None:
     _topic(broker, "s2", 2)
-    assert share_hb(broker.port, "sg2", "m", 0, ("s2",)).member_epoch == 1
+    assert share_heartbeat(broker.port, "sg2", "m", 0, ("s2",)).member_epoch == 1
     for group, member, epoch, topics, code in [
         ("sg2", "", 0, ("s2",), ErrorCode.invalid_request),
         ("sg2", "n", 0, None, ErrorCode.invalid_request),
@@ -106,7 +86,7 @@ def test_bad_heartbeats_get_kafkas_errors(broker) -> None:
         ("sg2", "stranger", 1, None, ErrorCode.unknown_member_id),
         ("nobody", "m", 1, None, ErrorCode.group_id_not_found),
     ]:
-        answer = share_hb(broker.port, group, member, epoch, topics)
+        answer = share_heartbeat(broker.port, group, member, epoch, topics)
         assert answer.error_code == code, (group, member, epoch, answer)
         assert answer.error_message and answer.assignment is None
     empty, missing, other = share_describe(broker.port, "", "nobody", "sg2")
@@ -164,7 +144,7 @@ def test_a_group_id_used_by_another_kind_of_group(broker) -> None:
     assert _join_group(broker.port, "classic3", asked.member_id).error_code == ErrorCode.none
     assert _consumer_hb(broker.port, "kip848", "c").error_code == ErrorCode.none
     for group, kind in (("classic3", "classic"), ("kip848", "consumer")):
-        refused = share_hb(broker.port, group, "s", 0, ("s3",))
+        refused = share_heartbeat(broker.port, group, "s", 0, ("s3",))
         assert (refused.error_code, refused.error_message) == (
             ErrorCode.group_id_not_found,
             f"Group {group} is not a share group.",
@@ -176,8 +156,8 @@ def test_a_group_id_used_by_another_kind_of_group(broker) -> None:
         )
 
     # The other way round: a share group, even an empty one, refuses the other protocols.
-    assert share_hb(broker.port, "share3", "s", 0, ("s3",)).error_code == ErrorCode.none
-    assert share_hb(broker.port, "share3", "s", -1).error_code == ErrorCode.none
+    assert share_heartbeat(broker.port, "share3", "s", 0, ("s3",)).error_code == ErrorCode.none
+    assert share_heartbeat(broker.port, "share3", "s", -1).error_code == ErrorCode.none
     assert _join_group(broker.port, "share3").error_code == ErrorCode.inconsistent_group_protocol
     kip848 = _consumer_hb(broker.port, "share3", "c")
     assert (kip848.error_code, kip848.error_message) == (
@@ -197,7 +177,7 @@ def test_a_group_id_used_by_another_kind_of_group(broker) -> None:
 
 def test_offset_apis_on_a_share_group(broker) -> None:
     tid = _topic(broker, "s4", 1)
-    assert share_hb(broker.port, "share4", "s", 0, ("s4",)).error_code == ErrorCode.none
+    assert share_heartbeat(broker.port, "share4", "s", 0, ("s4",)).error_code == ErrorCode.none
     cls = request_type(ApiKey.OFFSET_COMMIT, 9)
     part = make(
         sibling(cls, "OffsetCommitRequestPartition"),
@@ -245,16 +225,16 @@ def test_offset_apis_on_a_share_group(broker) -> None:
 
 def test_delete_groups_refuses_a_share_group_with_members(broker) -> None:
     _topic(broker, "s5", 1)
-    assert share_hb(broker.port, "share5", "s", 0, ("s5",)).error_code == ErrorCode.none
+    assert share_heartbeat(broker.port, "share5", "s", 0, ("s5",)).error_code == ErrorCode.none
     cls = request_type(ApiKey.DELETE_GROUPS, 2)
     busy = call(broker.port, make(cls, groups_names=("share5",)))
     assert busy.results[0].error_code == ErrorCode.non_empty_group
-    assert share_hb(broker.port, "share5", "s", -1).error_code == ErrorCode.none
+    assert share_heartbeat(broker.port, "share5", "s", -1).error_code == ErrorCode.none
     done = call(broker.port, make(cls, groups_names=("share5", "share5-never")))
     assert [r.error_code for r in done.results] == [ErrorCode.none, ErrorCode.group_id_not_found]
     (gone,) = share_describe(broker.port, "share5")
     assert gone.error_code == ErrorCode.group_id_not_found
-    again = share_hb(broker.port, "share5", "t", 0, ("s5",))
+    again = share_heartbeat(broker.port, "share5", "t", 0, ("s5",))
     assert (again.error_code, again.member_epoch) == (ErrorCode.none, 1), "the id is free again"
 
 
@@ -267,18 +247,18 @@ def test_another_broker_answers_not_coordinator(broker_factory) -> None:
         for i in range(100)
         if first.call(first.broker.ctx.groups.coordinator_for(f"share6-{i}")).broker_id == second.broker_id
     )
-    refused = share_hb(first.port, group, "s", 0, ("s6",))
+    refused = share_heartbeat(first.port, group, "s", 0, ("s6",))
     assert (refused.error_code, refused.member_epoch) == (ErrorCode.not_coordinator, 0)
     assert share_describe(first.port, group)[0].error_code == ErrorCode.group_id_not_found  # nothing yet
-    assert share_hb(second.port, group, "s", 0, ("s6",)).error_code == ErrorCode.none
+    assert share_heartbeat(second.port, group, "s", 0, ("s6",)).error_code == ErrorCode.none
     assert share_describe(first.port, group)[0].error_code == ErrorCode.not_coordinator
 
 
 def test_a_restarted_broker_keeps_the_share_group(broker_factory) -> None:
     first = broker_factory()
     tid = _topic(first, "s7", 2)
-    a = share_hb(first.port, "share7", "a", 0, ("s7",))
-    b = share_hb(first.port, "share7", "b", 0, ("s7",))
+    a = share_heartbeat(first.port, "share7", "a", 0, ("s7",))
+    b = share_heartbeat(first.port, "share7", "b", 0, ("s7",))
     assert (a.member_epoch, b.member_epoch) == (1, 2)
     first.stop()
     second = broker_factory()
@@ -294,7 +274,7 @@ def test_a_restarted_broker_keeps_the_share_group(broker_factory) -> None:
         2,
     )
     assert {m.member_id: m.member_epoch for m in described.members} == {"a": 1, "b": 2}
-    moved_on = share_hb(second.port, "share7", "a", 1)
+    moved_on = share_heartbeat(second.port, "share7", "a", 1)
     assert (moved_on.error_code, moved_on.member_epoch) == (ErrorCode.none, 2)
     assert len(_parts(moved_on)[tid]) == 1, "a takes its half on the new coordinator"
-    assert share_hb(second.port, "share7", "b", 2).error_code == ErrorCode.none
+    assert share_heartbeat(second.port, "share7", "b", 2).error_code == ErrorCode.none
