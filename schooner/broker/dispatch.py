@@ -46,6 +46,7 @@ from .handlers.groups.classic import (
 )
 from .handlers.groups.consumer import handle_consumer_group_describe, handle_consumer_group_heartbeat
 from .handlers.groups.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
+from .handlers.groups.share import handle_share_group_describe, handle_share_group_heartbeat
 from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from .handlers.metadata import handle_metadata
 from .handlers.produce import handle_produce
@@ -117,6 +118,8 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
     ApiKey.SHARE_FETCH: handle_share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: handle_share_acknowledge,
+    ApiKey.SHARE_GROUP_HEARTBEAT: handle_share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: handle_share_group_describe,
 }
 
 

@@ -31,8 +31,8 @@ from .classic_group import (
     SyncResult,
     Wait,
 )
-from .consumer_group import ConsumerGroup
 from .group_ownership import AnyGroup, GroupOwnership, NotCoordinator
+from .share_group import ShareGroup
 
 T = TypeVar("T")
 
@@ -64,7 +64,7 @@ class ClassicCoordinator:
             return JoinResult(error, req.member_id)
         group = await self._classic_for_join(req.group_id)
         if group is None:
-            return JoinResult(ErrorCode.inconsistent_group_protocol, req.member_id)  # a consumer group
+            return JoinResult(ErrorCode.inconsistent_group_protocol, req.member_id)  # consumer or share
         async with self._locked(group):
             new_id = rules.new_member_id(req.client_id)
             step = rules.join(group, req, new_id, time.monotonic(), self.settings)
@@ -75,10 +75,13 @@ class ClassicCoordinator:
         return await future
 
     async def _classic_for_join(self, group_id: str) -> Group | None:
-        """The classic group to join; an empty consumer group becomes one, a busy one refuses (None)."""
+        """The classic group to join; an empty consumer group becomes one, a busy one refuses (None), and
+        so does a share group, empty or not (Kafka: INCONSISTENT_GROUP_PROTOCOL)."""
         group = await self.ownership.group(group_id)
         if isinstance(group, Group):
             return group
+        if isinstance(group, ShareGroup):
+            return None
         async with group.lock:
             if group.members:
                 return None
@@ -195,7 +198,7 @@ class ClassicCoordinator:
 
     def unloaded(self, group: AnyGroup) -> None:
         """Waiting requests are told NOT_COORDINATOR, to find the group's coordinator again."""
-        if isinstance(group, ConsumerGroup):
+        if not isinstance(group, Group):
             return
         waiting = self._waiting.pop(group.group_id, None)
         if waiting is None:

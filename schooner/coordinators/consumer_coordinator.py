@@ -3,8 +3,8 @@
 The GroupCoordinator (group_coordinator.py) holds one of these. It shares the classic coordinator's
 GroupOwnership: which broker owns a group (a hash of the group id over the live brokers), loading it
 from Redis on takeover, fenced saves, and the same group hash in Redis, whose `type` field says
-"consumer". A group id is either classic or consumer: an empty group of one kind becomes the other
-kind when a member of the other kind joins; a non-empty one refuses.
+"consumer". A group id is classic or consumer: an empty group of one kind becomes the other kind
+when a member of the other kind joins; a non-empty one refuses, and so does a share group.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .consumer_group import (
     is_subset,
 )
 from .group_ownership import GroupOwnership
+from .share_group import ShareGroup
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ class ConsumerGroupCoordinator:
         group = await self.ownership.group(group_id)
         if isinstance(group, ConsumerGroup):
             return group
-        if group.members or group.pending:
+        if isinstance(group, ShareGroup) or group.members or group.pending:
             return HeartbeatAnswer(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
             return HeartbeatAnswer(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")

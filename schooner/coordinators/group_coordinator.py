@@ -4,7 +4,8 @@ It composes the three parts and routes each request to the right one:
 - GroupOwnership (group_ownership.py): which groups this broker coordinates, loading them from Redis
   and fenced saves;
 - ClassicCoordinator (classic_coordinator.py): JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
-- ConsumerGroupCoordinator (consumer_coordinator.py): KIP-848 ConsumerGroupHeartbeat.
+- ConsumerGroupCoordinator (consumer_coordinator.py): KIP-848 ConsumerGroupHeartbeat;
+- ShareGroupCoordinator (share_coordinator.py): KIP-932 ShareGroupHeartbeat.
 Offset checks and session expiry go to whichever kind the group is.
 """
 
@@ -24,6 +25,8 @@ from .consumer_coordinator import ConsumerGroupCoordinator
 from .consumer_group import ConsumerGroup
 from .group_ownership import AnyGroup, GroupOwnership, NotCoordinator
 from .redis_health import RedisHealth
+from .share_coordinator import ShareGroupCoordinator
+from .share_group import ShareGroup
 
 __all__ = ["GroupCoordinator", "GroupSettings", "JoinRequest", "NotCoordinator"]
 
@@ -39,6 +42,7 @@ class GroupCoordinator:
         self.ownership = GroupOwnership(store, me, live_brokers)
         self.classic = ClassicCoordinator(self.ownership, settings)
         self.consumer = ConsumerGroupCoordinator(self.ownership)
+        self.share = ShareGroupCoordinator(self.ownership)
         self.redis_health = RedisHealth()  # the broker reports its Redis round trips here
 
     # -- which groups, where ----------------------------------------------------------------------
@@ -98,6 +102,8 @@ class GroupCoordinator:
         group = await self.ownership.group(group_id)
         if isinstance(group, ConsumerGroup):
             return self.consumer.check_commit(group, generation, member_id, version)
+        if isinstance(group, ShareGroup):
+            return ErrorCode.group_id_not_found  # share groups have no committed offsets, as in Kafka
         return await self.classic.check_commit(group, generation, member_id, instance_id)
 
     async def check_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
@@ -117,13 +123,16 @@ class GroupCoordinator:
         if health.in_trouble():
             return
         for group in self.ownership.held():
-            if not isinstance(group, ConsumerGroup):
+            if not isinstance(group, ConsumerGroup | ShareGroup):
                 await self.classic.expire(group, health.back_at)
                 continue
             async with group.lock:
                 if self.ownership.holds(group):
                     with contextlib.suppress(NotCoordinator):
-                        await self.consumer.expire(group, health.back_at)
+                        if isinstance(group, ShareGroup):
+                            await self.share.expire(group, health.back_at)
+                        else:
+                            await self.consumer.expire(group, health.back_at)
 
     async def check_ownership(self) -> None:
         """Unloads groups that now hash to another broker (the live broker set changed)."""

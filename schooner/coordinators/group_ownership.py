@@ -2,8 +2,8 @@
 
 A broker coordinates the groups that hash to it over the live brokers. It claims a group in Redis
 before serving it (bumping the owner epoch), so a broker that lost a group can no longer save it.
-Both coordinators (classic_coordinator.py, consumer_coordinator.py) hold this one GroupOwnership
-and load, save and drop groups through it; a group id is one kind or the other at a time.
+The coordinators (classic_coordinator.py, consumer_coordinator.py, share_coordinator.py) hold this
+one GroupOwnership and load, save and drop groups through it; a group id is one kind at a time.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from ..storage.groups.commits import Owner
 from ..storage.store import Store
 from .classic_model import Group
 from .consumer_group import ConsumerGroup
+from .share_group import ShareGroup
 
 log = logging.getLogger(__name__)
 
-AnyGroup = Group | ConsumerGroup
+AnyGroup = Group | ConsumerGroup | ShareGroup
 
 
 class NotCoordinator(Exception):
@@ -74,6 +75,9 @@ class GroupOwnership:
                 if saved.get("type") == "consumer":
                     found = ConsumerGroup.from_saved(group_id, saved)
                     log.info("coordinating consumer group %s (epoch %d)", group_id, found.group_epoch)
+                elif saved.get("type") == "share":
+                    found = ShareGroup.from_saved(group_id, saved)
+                    log.info("coordinating share group %s (epoch %d)", group_id, found.group_epoch)
                 else:
                     found = Group.from_saved(group_id, saved, time.monotonic())
                     log.info("coordinating group %s (generation %d)", group_id, found.generation)
@@ -113,8 +117,7 @@ class GroupOwnership:
             return False
         self.unload(old.group_id)
         self._groups[old.group_id] = new
-        kind = "consumer" if isinstance(new, ConsumerGroup) else "classic"
-        log.info("group %s is now a %s group", old.group_id, kind)
+        log.info("group %s is now a %s group", old.group_id, kind_of(new))
         return True
 
     def forget(self, group: AnyGroup) -> None:
@@ -141,16 +144,22 @@ class GroupOwnership:
             raise NotCoordinator(group.group_id)
 
     async def save_consumer(self, group: ConsumerGroup) -> None:
+        await self._save_changes(group)
+
+    async def save_share(self, group: ShareGroup) -> None:
+        await self._save_changes(group)
+
+    async def _save_changes(self, group: ConsumerGroup | ShareGroup) -> None:
         """Writes the fields that changed; with none changed it still checks that this broker owns the
         group, so a coordinator that lost it never answers from stale state."""
         if not self.holds(group):
             raise NotCoordinator(group.group_id)
         state = group.to_saved()
-        changed = {k: v for k, v in state.items() if group.saved.get(k) != v} or {"type": "consumer"}
+        changed = {k: v for k, v in state.items() if group.saved.get(k) != v} or {"type": state["type"]}
         if not await self.store.save_group(
             group.group_id, Owner(self.me.broker_id, group.owner_epoch), changed
         ):
-            log.info("consumer group %s was claimed by another broker", group.group_id)
+            log.info("%s group %s was claimed by another broker", kind_of(group), group.group_id)
             self.unload(group.group_id)
             raise NotCoordinator(group.group_id)
         group.saved.update(state)
@@ -168,3 +177,12 @@ class GroupOwnership:
         self._closed = True
         for group_id in list(self._groups):
             self.unload(group_id)
+
+
+def kind_of(group: AnyGroup) -> str:
+    """The group's type as ListGroups and the saved `type` field name it."""
+    if isinstance(group, ConsumerGroup):
+        return "consumer"
+    if isinstance(group, ShareGroup):
+        return "share"
+    return "classic"

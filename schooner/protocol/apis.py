@@ -65,6 +65,8 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
 
 
 # api key -> (min, max) of the versions this broker serves.
@@ -117,6 +119,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.SHARE_FETCH: (1, 2),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
 }
 
 

@@ -252,6 +252,8 @@ from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest as S
 from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest as ShareAcknowledgeV2
 from kio.schema.share_fetch.v1.request import ShareFetchRequest as ShareFetchV1
 from kio.schema.share_fetch.v2.request import ShareFetchRequest as ShareFetchV2
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest as ShareGroupDescribeV1
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest as ShareGroupHeartbeatV1
 from kio.schema.sync_group.v0.request import SyncGroupRequest as SyncGroupV0
 from kio.schema.sync_group.v1.request import SyncGroupRequest as SyncGroupV1
 from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupV2
@@ -468,3 +470,5 @@ DescribeTransactionsRequest: TypeAlias = DescribeTransactionsV0
 ListTransactionsRequest: TypeAlias = ListTransactionsV0 | ListTransactionsV1 | ListTransactionsV2
 ShareFetchRequest: TypeAlias = ShareFetchV1 | ShareFetchV2
 ShareAcknowledgeRequest: TypeAlias = ShareAcknowledgeV1 | ShareAcknowledgeV2
+ShareGroupHeartbeatRequest: TypeAlias = ShareGroupHeartbeatV1
+ShareGroupDescribeRequest: TypeAlias = ShareGroupDescribeV1

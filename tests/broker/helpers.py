@@ -1,5 +1,5 @@
 """Helpers shared by the broker's test modules: filling topics, waiting for a condition, reading a
-group's saved state from Redis, and building classic JoinGroup requests.
+group's saved state from Redis, building classic JoinGroup requests, and share groups' raw requests.
 
 Test modules import these from here, never from one another."""
 
@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
 from schooner.storage.keys import Keyspace
+from tests.wire import call
 
 Produced = tuple[str, int, int]  # topic, partition, offset
 
@@ -86,3 +87,25 @@ def join_request(version: int, member_id: str = "", instance: str | None = None)
         protocols=(protocol(name="range", metadata=subscription("t")),),
         reason=None,
     )
+
+
+def share_heartbeat(
+    port: int,
+    group: str,
+    member: str,
+    epoch: int,
+    topics: tuple[str, ...] | None = None,
+    rack: str | None = None,
+) -> Any:
+    """One ShareGroupHeartbeat (v1); a join (epoch 0) must carry `topics`."""
+    cls = request_type(ApiKey.SHARE_GROUP_HEARTBEAT, 1)
+    body = make(
+        cls, group_id=group, member_id=member, member_epoch=epoch, rack_id=rack, subscribed_topic_names=topics
+    )
+    return call(port, body)
+
+
+def share_describe(port: int, *groups: str) -> list[Any]:
+    """ShareGroupDescribe (v1) of the groups: one described group each, in order."""
+    cls = request_type(ApiKey.SHARE_GROUP_DESCRIBE, 1)
+    return list(call(port, make(cls, group_ids=groups, include_authorized_operations=False)).groups)

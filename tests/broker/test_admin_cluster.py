@@ -259,7 +259,7 @@ def _reassign(port: int, v: int, topic: str, replicas: tuple[int, ...] | None, *
 # -- Features: ApiVersions and UpdateFeatures ----------------------------------------------------------
 
 
-def test_transaction_version_is_the_one_feature_and_every_update_is_refused(
+def test_transaction_and_share_versions_are_the_features_and_every_update_is_refused(
     broker: Any, kadmin: KafkaAdminClient
 ) -> None:
     for v in (3, 4):
@@ -267,8 +267,9 @@ def test_transaction_version_is_the_one_feature_and_every_update_is_refused(
         versions = wire.call(broker.port, asked)
         supported = [(f.name, f.min_version, f.max_version) for f in versions.supported_features]
         finalized = [(f.name, f.min_version_level, f.max_version_level) for f in versions.finalized_features]
-        assert supported == [("transaction.version", 0, 2)]  # KIP-890's transactions v2 and the older ones
-        assert finalized == [("transaction.version", 2, 2)]
+        # KIP-890's transactions v2 and the older ones; KIP-932's share groups on (Kafka 4.1+)
+        assert supported == [("transaction.version", 0, 2), ("share.version", 0, 1)]
+        assert finalized == [("transaction.version", 2, 2), ("share.version", 1, 1)]
         assert versions.finalized_features_epoch >= 0
     for validate_only in (False, True):
         with pytest.raises(Errors.InvalidUpdateVersionError, match="metadata.version"):

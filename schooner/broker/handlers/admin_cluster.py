@@ -368,8 +368,8 @@ UPGRADE_TYPES = (1, 2, 3)  # upgrade, safe downgrade, unsafe downgrade
 
 
 async def handle_update_features(ctx: BrokerContext, body: UpdateFeaturesRequest) -> ResponsePayload:
-    """The broker supports no feature (ApiVersions lists none), so every update fails, as Kafka's
-    controller refuses a feature it does not support; validate_only gives the same answers."""
+    """The features ApiVersions lists stay at their levels, so every update fails with
+    INVALID_UPDATE_VERSION; validate_only gives the same answers."""
     mod = response_module_of(body)
     counts = Counter(u.feature for u in body.feature_updates)
     top: Outcome = OK

@@ -11,9 +11,11 @@ from ...protocol.request_types import ApiVersionsRequest
 from ..context import BrokerContext
 from .common import NO_THROTTLE
 
-# KIP-584 features: transaction.version 2 is transactions v2 (KIP-890), which clients that know it
-# use (EndTxn v5, Produce v12, TxnOffsetCommit v5); 1 and 0 are the older protocol, served too.
-FEATURES = {"transaction.version": (0, 2)}
+# KIP-584 features, each finalized at its highest level: transaction.version 2 is transactions v2
+# (KIP-890), which clients that know it use (EndTxn v5, Produce v12, TxnOffsetCommit v5); 1 and 0 are
+# the older protocol, served too. share.version 1 turns share groups (KIP-932) on, as in Kafka 4.1+:
+# clients look for it before they use ShareGroupHeartbeat.
+FEATURES = {"transaction.version": (0, 2), "share.version": (0, 1)}
 FEATURES_EPOCH = 1
 
 

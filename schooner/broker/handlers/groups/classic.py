@@ -10,8 +10,10 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from ....coordinators.classic_group import GroupState
-from ....coordinators.consumer_group import ConsumerGroup
+from ....coordinators.classic_model import Group
 from ....coordinators.group_coordinator import JoinRequest, NotCoordinator
+from ....coordinators.group_ownership import kind_of
+from ....coordinators.share_group import ShareGroup
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import (
     DeleteGroupsRequest,
@@ -217,8 +219,8 @@ async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest
             if group is None:
                 described.append(make(mod.DescribedGroup, **values))  # never seen: Dead, as Kafka says
                 continue
-            if isinstance(group, ConsumerGroup):
-                # Kafka answers Dead for a consumer group here, and from v6 says why.
+            if not isinstance(group, Group):
+                # Kafka answers Dead for a consumer or share group here, and from v6 says why.
                 if body.__version__ >= 6:
                     values["error_code"] = ErrorCode.group_id_not_found
                     values["error_message"] = f"Group {group_id} is not a classic group."
@@ -265,8 +267,8 @@ async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> Res
         loaded = ctx.groups.loaded(group_id)
         if loaded is not None:
             state = loaded.state.value
-            kind = "consumer" if isinstance(loaded, ConsumerGroup) else "classic"
-            protocol_type = "consumer" if isinstance(loaded, ConsumerGroup) else loaded.protocol_type or ""
+            kind = kind_of(loaded)
+            protocol_type = (loaded.protocol_type or "") if isinstance(loaded, Group) else kind
         else:
             state = saved[group_id].get("state") or GroupState.EMPTY.value
             kind = saved[group_id].get("type") or "classic"
@@ -309,6 +311,8 @@ async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) ->
                 )
                 if deleted == 1:
                     ctx.groups.unload(group_id)
+                    if isinstance(group, ShareGroup):
+                        await ctx.groups.share.forget_share_state(group_id)
         except NotCoordinator:
             code = ErrorCode.not_coordinator
         except STORAGE_ERRORS:

@@ -26,7 +26,7 @@ from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: the member uses the consumer protocol
 
 
-class _Topics:
+class BrokerTopics:
     """The broker's cached view of topics, as the coordinator reads it."""
 
     def __init__(self, ctx: BrokerContext) -> None:
@@ -91,7 +91,7 @@ async def handle_consumer_group_heartbeat(
         ctx.settings.consumer_group_session_ms, ctx.settings.consumer_group_heartbeat_ms
     )
     try:
-        answer = await ctx.groups.consumer.heartbeat(hb, _Topics(ctx), timeouts)
+        answer = await ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts)
         code, message = answer.error, answer.message
     except NotCoordinator:
         answer, code, message = None, ErrorCode.not_coordinator, None

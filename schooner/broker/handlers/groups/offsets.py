@@ -13,6 +13,7 @@ from kio.static.protocol import Entity, ResponsePayload
 from ....coordinators.classic_group import GroupState
 from ....coordinators.consumer_group import ConsumerGroup
 from ....coordinators.group_coordinator import NotCoordinator
+from ....coordinators.share_group import ShareGroup
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
 from ....storage.topic_partition import TopicPartition
@@ -232,7 +233,9 @@ async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) ->
     subscribed: set[str] = set()
     try:
         group = await ctx.groups.group(body.group_id)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, ShareGroup):
+            code = ErrorCode.group_id_not_found  # a share group has no committed offsets, as in Kafka
+        elif isinstance(group, ConsumerGroup):
             subscribed = group.subscribed_topics()
         elif group.state == GroupState.DEAD:
             code = ErrorCode.group_id_not_found
