@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from schooner.mq import Consumer, ConsumerConfig, Message
 from schooner.mq.admin import Admin
 from schooner.storage.keys import Keyspace
-from tests.broker.share_rig import Delivery, ShareRunner, create_topic, produce, wait_for
+from tests.broker.share_rig import Delivery, ShareRunner, create_topic, produce, set_group_configs, wait_for
 
 TOPIC, GROUP = "one-queue", "workers"
 N, WAVE = 300, 10
@@ -28,6 +28,9 @@ def test_mq_and_share_consumers_split_one_queue(
     # A window of 10 records in flight keeps the share consumer from taking whole waves ahead of time.
     broker = broker_factory(share_partition_max_record_locks=10)
     create_topic(broker.bootstrap, TOPIC)
+    # The smallest in-flight window: a share consumer prefetches, and would otherwise take every record
+    # the moment it lands, before the MQ member's next read.
+    set_group_configs(broker.bootstrap, GROUP, share_partition_max_record_locks="100")
     ks = Keyspace(keyspace)
     admin = Admin(redis, keyspace=ks)
 
