@@ -10,6 +10,7 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType, Consumer
 
+from tests.broker.helpers import share_describe
 from tests.broker.share_rig import (
     Delivery,
     ShareRunner,
@@ -20,6 +21,12 @@ from tests.broker.share_rig import (
 )
 
 LOCK_MS = 2000
+
+
+def _assigned(broker: Any, group: str) -> int:
+    """Members of the share group with a partition assigned (ShareGroupDescribe)."""
+    (described,) = share_describe(broker.port, group)
+    return sum(1 for m in described.members if m.assignment.topic_partitions)
 
 
 def _values(n: int) -> list[bytes]:
@@ -40,6 +47,8 @@ def test_consumers_share_one_partition_and_every_record_is_delivered_once(broker
         ShareRunner(f"c{i}", broker.bootstrap, "sq-many-g", ["sq-many"], slow_accept).start()
         for i in range(3)
     ]
+    # Every consumer has the partition before the first record lands.
+    wait_for(lambda: _assigned(broker, "sq-many-g") == 3, 30, "three members with the partition")
     produce(broker.bootstrap, "sq-many", _values(300))
     seen = lambda: {d.offset for r in runners for d in r.deliveries}  # noqa: E731
     wait_for(lambda: len(seen()) == 300, 60, "all 300 records delivered")

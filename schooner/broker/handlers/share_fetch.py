@@ -223,6 +223,10 @@ async def _acknowledge(
         return
     for key, (topic, index, _), outcome in zip(keys, items, done, strict=True):
         results[key].ack_error = ErrorCode.none if outcome.ok else ErrorCode.invalid_record_state
+        if outcome.settled:
+            # Room in the window, or released records: members waiting here on this broker look again
+            # now, before this member's own acquire in the same request takes it all.
+            ctx.waiters.notify(topic.name, index)
         await copy_to_topic(ctx, group, config, topic, index, outcome.dead_lettered)
 
 
@@ -251,6 +255,8 @@ async def _close(ctx: BrokerContext, session: ShareSession) -> None:
     if partitions:
         with contextlib.suppress(*STORAGE_ERRORS):  # else the locks lapse by themselves
             await ctx.store.share_release_member(partitions, session.group, session.member)
+            for topic, index in partitions:
+                ctx.waiters.notify(topic.name, index)
 
 
 # -- acquisition ----------------------------------------------------------------------------------
