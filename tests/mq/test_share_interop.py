@@ -16,10 +16,10 @@ from prometheus_client import CollectorRegistry
 from schooner.mq import Consumer, ConsumerConfig, Message
 from schooner.mq.admin import Admin
 from schooner.storage.keys import Keyspace
-from tests.broker.share_rig import Delivery, ShareRunner, create_topic, produce, set_group_configs, wait_for
+from tests.broker.share_rig import Delivery, ShareRunner, create_topic, produce, wait_for
 
 TOPIC, GROUP = "one-queue", "workers"
-N, WAVE = 300, 10
+N, WAVE = 300, 50  # a wave is larger than the share window (10): the MQ member always gets some
 
 
 def test_mq_and_share_consumers_split_one_queue(
@@ -28,9 +28,6 @@ def test_mq_and_share_consumers_split_one_queue(
     # A window of 10 records in flight keeps the share consumer from taking whole waves ahead of time.
     broker = broker_factory(share_partition_max_record_locks=10)
     create_topic(broker.bootstrap, TOPIC)
-    # The smallest in-flight window: a share consumer prefetches, and would otherwise take every record
-    # the moment it lands, before the MQ member's next read.
-    set_group_configs(broker.bootstrap, GROUP, share_partition_max_record_locks="100")
     ks = Keyspace(keyspace)
     admin = Admin(redis, keyspace=ks)
 
@@ -53,6 +50,8 @@ def test_mq_and_share_consumers_split_one_queue(
         config = ConsumerConfig(start="earliest", batch_size=5, lease_ms=2000, poll_ms=10)
         with Consumer(redis_server.url, TOPIC, GROUP, mq_handle, keyspace=ks, config=config,
                       registry=CollectorRegistry()):  # fmt: skip
+            # The MQ member holds the partition's lease before the first record lands.
+            wait_for(lambda: redis.exists(ks.mq_lease(TOPIC, 0, GROUP)), 30, "the MQ member's lease")
             for i in range(0, N, WAVE):  # in waves, while both consume
                 produce(broker.bootstrap, TOPIC, values[i : i + WAVE])
                 time.sleep(0.05)
