@@ -53,6 +53,11 @@ from .handlers.producer_ids import handle_init_producer_id
 from .handlers.producers import handle_describe_producers
 from .handlers.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from .handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
+from .handlers.share_offsets import (
+    handle_alter_share_group_offsets,
+    handle_delete_share_group_offsets,
+    handle_describe_share_group_offsets,
+)
 from .handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -117,6 +122,9 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
     ApiKey.SHARE_FETCH: handle_share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: handle_share_acknowledge,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: handle_describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: handle_alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: handle_delete_share_group_offsets,
 }
 
 

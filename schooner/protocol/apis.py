@@ -65,6 +65,9 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 # api key -> (min, max) of the versions this broker serves.
@@ -117,6 +120,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.SHARE_FETCH: (1, 2),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 
