@@ -7,7 +7,6 @@ are made by ShareFetch and ShareAcknowledge requests, as a share consumer's woul
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from typing import Any
 
@@ -17,8 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
-from schooner.protocol.records import read_batches
-from tests.broker.helpers import wait
+from tests.broker.helpers import share_acknowledge, share_fetch, wait
 from tests.group_clients import ConsumerProtocolMember
 from tests.wire import call
 
@@ -40,39 +38,12 @@ def _produce(broker: Any, name: str, values: range) -> None:
     assert producer.flush(10) == 0
 
 
-# -- the share consumer's side: ShareFetch and ShareAcknowledge ---------------------------------------
 def _fetch(broker: Any, topic_id: uuid.UUID, member: str, epoch: int, max_records: int = 100) -> list[int]:
-    """The offsets acquired on partition 0 (each record's value says its offset)."""
-    req = request_type(ApiKey.SHARE_FETCH, 2)
-    part = make(sibling(req, "FetchPartition"), partition_index=0, acknowledgement_batches=())
-    topic = make(sibling(req, "FetchTopic"), topic_id=topic_id, partitions=(part,))
-    response = call(
-        broker.port,
-        make(req, group_id=GROUP, member_id=member, share_session_epoch=epoch,
-             max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1 << 20, max_records=max_records,
-             batch_size=max_records, topics=(topic,), forgotten_topics_data=()),
-    )  # fmt: skip
-    assert response.error_code == ErrorCode.none, response.error_message
-    offsets = []
-    for t in response.responses:
-        for p in t.partitions:
-            assert p.error_code == ErrorCode.none
-            acquired = [o for a in p.acquired_records for o in range(a.first_offset, a.last_offset + 1)]
-            values = [r.value for b in read_batches(p.records) for r in b.records]
-            assert values == [b"v%d" % o for o in acquired]
-            offsets += acquired
-    return offsets
+    return share_fetch(broker.port, GROUP, topic_id, member, epoch, max_records)
 
 
 def _accept(broker: Any, topic_id: uuid.UUID, member: str, epoch: int, first: int, last: int) -> None:
-    req = request_type(ApiKey.SHARE_ACKNOWLEDGE, 2)
-    batch = make(sibling(req, "AcknowledgementBatch"), first_offset=first, last_offset=last,
-                 acknowledge_types=(ACCEPT,))  # fmt: skip
-    part = make(sibling(req, "AcknowledgePartition"), partition_index=0, acknowledgement_batches=(batch,))
-    topic = make(sibling(req, "AcknowledgeTopic"), topic_id=topic_id, partitions=(part,))
-    body = make(req, group_id=GROUP, member_id=member, share_session_epoch=epoch, topics=(topic,))
-    response = call(broker.port, body)
-    assert response.responses[0].partitions[0].error_code == ErrorCode.none
+    share_acknowledge(broker.port, GROUP, topic_id, member, epoch, first, last, ACCEPT)
 
 
 # -- the admin's side: APIs 90-92 ---------------------------------------------------------------------
