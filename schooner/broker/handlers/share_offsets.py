@@ -134,12 +134,18 @@ async def _initialized(ctx: BrokerContext, group_id: str) -> list[tuple[str, lis
 async def _describe_topic(
     ctx: BrokerContext, mod: ModuleType, group_id: str, name: str, indexes: list[int], only_initialized: bool
 ) -> Any:
-    found: list[tuple[int, Topic | ErrorCode]] = [(i, await _partition_of(ctx, name, i)) for i in indexes]
-    known = [(t, i) for i, t in found if isinstance(t, Topic)]
-    states = dict(zip([i for _, i in known], await ctx.store.share_states(known, group_id), strict=True))
+    """The topic's part of the answer; None when only initialized partitions are wanted and it has none."""
+    topic = await resolve_topic(ctx, name)
+    states: dict[int, ShareState | None] = {}
+    if isinstance(topic, Topic):
+        known = [i for i in indexes if 0 <= i < topic.partitions]
+        if known:
+            found = await ctx.store.share_states([(topic, i) for i in known], group_id)
+            states = dict(zip(known, found, strict=True))
+    missing = topic if isinstance(topic, ErrorCode) else ErrorCode.unknown_topic_or_partition
     partitions = []
-    for index, topic in found:
-        state: ShareState | None = states.get(index)
+    for index in indexes:
+        state = states.get(index)
         if only_initialized and state is None:
             continue
         partitions.append(
@@ -149,17 +155,16 @@ async def _describe_topic(
                 start_offset=state.start_offset if state else UNKNOWN,
                 leader_epoch=UNKNOWN,
                 lag=state.lag if state else UNKNOWN,
-                error_code=topic if isinstance(topic, ErrorCode) else ErrorCode.none,
+                error_code=ErrorCode.none if index in states else missing,
                 error_message=None,
             )
         )
     if only_initialized and not partitions:
         return None
-    topic_id = next((t.id for t, _ in known), None)
     return make(
         mod.DescribeShareGroupOffsetsResponseTopic,
         topic_name=name,
-        topic_id=topic_id,
+        topic_id=topic.id if isinstance(topic, Topic) else None,
         partitions=tuple(partitions),
     )
 
