@@ -54,6 +54,11 @@ from .handlers.producer_ids import handle_init_producer_id
 from .handlers.producers import handle_describe_producers
 from .handlers.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from .handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
+from .handlers.share_offsets import (
+    handle_alter_share_group_offsets,
+    handle_delete_share_group_offsets,
+    handle_describe_share_group_offsets,
+)
 from .handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -120,6 +125,9 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.SHARE_ACKNOWLEDGE: handle_share_acknowledge,
     ApiKey.SHARE_GROUP_HEARTBEAT: handle_share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: handle_share_group_describe,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: handle_describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: handle_alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: handle_delete_share_group_offsets,
 }
 
 

@@ -1,4 +1,4 @@
-"""`schooner groups`: consumer groups and their lag, read straight from Redis."""
+"""`schooner groups`: consumer and share groups, their lag and share partitions, read straight from Redis."""
 
 from __future__ import annotations
 
@@ -7,31 +7,33 @@ import json
 import click
 
 from ..storage.groups import commits, state
-from ..storage.groups.lag import partition_lag
+from ..storage.groups.lag import PartitionLag, partition_lag
 from ..storage.keys import Keyspace
-from ..storage.redis.calls import drive_sync, run_sync
+from ..storage.redis.calls import BlockingRedis, drive_sync, run_sync, together
 from ..storage.redis.client import connect_sync
+from ..storage.share import partition as share
 from ..storage.topics import metadata
 from .redis_options import redis_url_of, with_redis_options
 
 
 @click.group()
 def groups() -> None:
-    """Consumer groups: list them, and show their lag per partition."""
+    """Consumer and share groups: list and describe them, and show their lag per partition."""
 
 
 @groups.command("list")
 @with_redis_options
 def list_groups(redis_url: str | None, data_dir: str, keyspace: str) -> None:
-    """Every group with its state, generation and member count."""
+    """Every group with its state, generation (a share or consumer group's epoch), member count and type."""
     redis = connect_sync(redis_url_of(redis_url, data_dir))
     ks = Keyspace(keyspace)
-    click.echo(f"{'GROUP':30} {'STATE':20} {'GENERATION':>10} {'MEMBERS':>7}")
+    click.echo(f"{'GROUP':30} {'STATE':20} {'GENERATION':>10} {'MEMBERS':>7} TYPE")
     for group_id in run_sync(redis, state.list_ids(ks)):
         saved = run_sync(redis, state.load_state(ks, group_id))
         members = len(json.loads(saved.get("members") or "[]"))
         click.echo(
-            f"{group_id:30} {saved.get('state', 'Empty'):20} {saved.get('generation', '0'):>10} {members:>7}"
+            f"{group_id:30} {saved.get('state', 'Empty'):20} {saved.get('generation', '0'):>10} {members:>7} "
+            f"{saved.get('type') or 'classic'}"
         )
 
 
@@ -46,21 +48,73 @@ def lag(group_id: str, redis_url: str | None, data_dir: str, keyspace: str, as_j
     have gaps, the records are counted.
     """
     redis = connect_sync(redis_url_of(redis_url, data_dir))
+    rows = _lag_rows(redis, Keyspace(keyspace), group_id)
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps(_lag_json(r)))
+        return
+    _echo_lag_table(rows)
+
+
+@groups.command("describe")
+@click.argument("group_id")
+@with_redis_options
+@click.option("--json", "as_json", is_flag=True, help="The group as one JSON object.")
+def describe(group_id: str, redis_url: str | None, data_dir: str, keyspace: str, as_json: bool) -> None:
+    """The group's type, state and members, then per partition: for a share group the share-partition
+    start offset, the records in flight, archived and dead-lettered, and the lag (records in flight or
+    not yet delivered); for a classic or consumer group what `schooner groups lag` shows.
+    """
+    redis = connect_sync(redis_url_of(redis_url, data_dir))
     ks = Keyspace(keyspace)
+    saved = run_sync(redis, state.load_state(ks, group_id))
+    share_topics = run_sync(redis, share.topics(ks, group_id))
+    kind = saved.get("type") or ("share" if share_topics else None)
+    lags = [] if kind == "share" else _lag_rows(redis, ks, group_id)
+    kind = kind or ("classic" if lags else None)
+    if kind is None:  # a hash without a type is only a coordinator's claim on the id
+        raise click.ClickException(f"no group {group_id}")
+    summary = {
+        "group": group_id,
+        "type": kind,
+        "state": saved.get("state") or "Empty",
+        "generation": int(saved.get("generation") or 0),
+        "members": len(json.loads(saved.get("members") or "[]")),
+    }
+    shares = _share_rows(redis, ks, group_id, share_topics) if kind == "share" else []
+    if as_json:
+        rows = shares if kind == "share" else [_lag_json(r) for r in lags]
+        click.echo(json.dumps({**summary, "partitions": rows}))
+        return
+    click.echo("  ".join(f"{k.upper()} {v}" for k, v in summary.items()))
+    click.echo()
+    if kind != "share":
+        _echo_lag_table(lags)
+        return
+    line = "{:24} {:>4} {:>20} {:>10} {:>10} {:>12} {:>12}"
+    click.echo(line.format("TOPIC", "PART", "START OFFSET", "IN FLIGHT", "ARCHIVED", "DEAD LETTERS", "LAG"))
+    for r in shares:
+        cells = [r[k] for k in ("start_offset", "in_flight", "archived", "dead_lettered", "lag")]
+        click.echo(line.format(r["topic"], r["partition"], *("-" if c is None else c for c in cells)))
+
+
+def _lag_rows(redis: BlockingRedis, ks: Keyspace, group_id: str) -> list[PartitionLag]:
     committed = drive_sync(redis, commits.fetch(ks, group_id))
     topics = {t.name: t for t in drive_sync(redis, metadata.load_all(ks, {}))}
     rows = []
     for (topic_name, partition), c in sorted(committed.items()):
         topic = topics.get(topic_name)
-        if topic is None:
-            continue
-        rows.append(drive_sync(redis, partition_lag(ks, topic, partition, c.offset)))
-    if as_json:
-        for r in rows:
-            click.echo(json.dumps({"topic": r.topic, "partition": r.partition, "committed": r.committed,
-                                   "end_offset": r.end_offset, "lag_records": r.records, "exact": r.exact,
-                                   "lag_seconds": round(r.seconds, 3)}))  # fmt: skip
-        return
+        if topic is not None:
+            rows.append(drive_sync(redis, partition_lag(ks, topic, partition, c.offset)))
+    return rows
+
+
+def _lag_json(r: PartitionLag) -> dict[str, object]:
+    return {"topic": r.topic, "partition": r.partition, "committed": r.committed, "end_offset": r.end_offset,
+            "lag_records": r.records, "exact": r.exact, "lag_seconds": round(r.seconds, 3)}  # fmt: skip
+
+
+def _echo_lag_table(rows: list[PartitionLag]) -> None:
     header = ("TOPIC", "PART", "COMMITTED", "END OFFSET", "LAG (records)", "LAG (time)")
     click.echo("{:24} {:>4} {:>20} {:>20} {:>14} {:>11}".format(*header))
     for r in rows:
@@ -69,3 +123,22 @@ def lag(group_id: str, redis_url: str | None, data_dir: str, keyspace: str, as_j
             f"{r.topic:24} {r.partition:>4} {r.committed if r.committed is not None else '-':>20} "
             f"{r.end_offset:>20} {records:>14} {r.seconds:>10.1f}s"
         )
+
+
+def _share_rows(
+    redis: BlockingRedis, ks: Keyspace, group_id: str, names: list[str]
+) -> list[dict[str, object]]:
+    """Every partition of the topics where the group has share partitions; None where it has none."""
+    wanted = set(names)
+    topics = [t for t in drive_sync(redis, metadata.load_all(ks, {})) if t.name in wanted]
+    partitions = [(t, p) for t in sorted(topics, key=lambda t: t.name) for p in range(t.partitions)]
+    states = drive_sync(redis, together([share.state(ks, t, p, group_id) for t, p in partitions]))
+    rows: list[dict[str, object]] = []
+    for (t, p), st in zip(partitions, states, strict=True):
+        row: dict[str, object] = {"topic": t.name, "partition": p, "start_offset": None, "in_flight": None,
+                                  "archived": None, "dead_lettered": None, "lag": None}  # fmt: skip
+        if st is not None:
+            row.update(start_offset=st.start_offset, in_flight=st.in_flight, archived=st.archived,
+                       dead_lettered=st.dead_lettered, lag=None if st.lag < 0 else st.lag)  # fmt: skip
+        rows.append(row)
+    return rows

@@ -67,6 +67,9 @@ class ApiKey(IntEnum):
     SHARE_ACKNOWLEDGE = 79
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 # api key -> (min, max) of the versions this broker serves.
@@ -121,6 +124,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 

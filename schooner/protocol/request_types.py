@@ -35,6 +35,9 @@ from kio.schema.alter_partition_reassignments.v1.request import (
 )
 from kio.schema.alter_replica_log_dirs.v1.request import AlterReplicaLogDirsRequest as AlterReplicaLogDirsV1
 from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest as AlterReplicaLogDirsV2
+from kio.schema.alter_share_group_offsets.v0.request import (
+    AlterShareGroupOffsetsRequest as AlterShareGroupOffsetsV0,
+)
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v1.request import ApiVersionsRequest as ApiVersionsV1
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsV2
@@ -74,6 +77,9 @@ from kio.schema.delete_groups.v2.request import DeleteGroupsRequest as DeleteGro
 from kio.schema.delete_records.v0.request import DeleteRecordsRequest as DeleteRecordsV0
 from kio.schema.delete_records.v1.request import DeleteRecordsRequest as DeleteRecordsV1
 from kio.schema.delete_records.v2.request import DeleteRecordsRequest as DeleteRecordsV2
+from kio.schema.delete_share_group_offsets.v0.request import (
+    DeleteShareGroupOffsetsRequest as DeleteShareGroupOffsetsV0,
+)
 from kio.schema.delete_topics.v1.request import DeleteTopicsRequest as DeleteTopicsV1
 from kio.schema.delete_topics.v2.request import DeleteTopicsRequest as DeleteTopicsV2
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest as DeleteTopicsV3
@@ -105,6 +111,12 @@ from kio.schema.describe_log_dirs.v3.request import DescribeLogDirsRequest as De
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest as DescribeLogDirsV4
 from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest as DescribeLogDirsV5
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersV0
+from kio.schema.describe_share_group_offsets.v0.request import (
+    DescribeShareGroupOffsetsRequest as DescribeShareGroupOffsetsV0,
+)
+from kio.schema.describe_share_group_offsets.v1.request import (
+    DescribeShareGroupOffsetsRequest as DescribeShareGroupOffsetsV1,
+)
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest as DescribeTransactionsV0
 from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersV0
 from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersV1
@@ -472,3 +484,6 @@ ShareFetchRequest: TypeAlias = ShareFetchV1 | ShareFetchV2
 ShareAcknowledgeRequest: TypeAlias = ShareAcknowledgeV1 | ShareAcknowledgeV2
 ShareGroupHeartbeatRequest: TypeAlias = ShareGroupHeartbeatV1
 ShareGroupDescribeRequest: TypeAlias = ShareGroupDescribeV1
+DescribeShareGroupOffsetsRequest: TypeAlias = DescribeShareGroupOffsetsV0 | DescribeShareGroupOffsetsV1
+AlterShareGroupOffsetsRequest: TypeAlias = AlterShareGroupOffsetsV0
+DeleteShareGroupOffsetsRequest: TypeAlias = DeleteShareGroupOffsetsV0

@@ -194,6 +194,7 @@ class Keyspace:
         """Set: the topics where the share group has initialized share partitions (for Describe and
         Delete of its offsets and for DeleteGroups)."""
         return f"{self.prefix}:share-topics:{{{group}}}"
+
     # -- group configs: beside the group's keys, in its slot ---------------------------------------
     def group_configs(self, group_id: str) -> str:
         """Hash: group config name -> value, the overrides set for one group id (groups/configs.py)."""

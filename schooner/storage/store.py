@@ -307,6 +307,7 @@ class Store:
 
     async def share_forget_group(self, group: str) -> None:
         await self.run(share.forget_group(self.ks, group))
+
     # -- group configs (the GROUP config resource) --------------------------------------------------
     async def group_configs(self, group_id: str) -> dict[str, str]:
         return await self.run(configs.get(self.ks, group_id))

@@ -1,5 +1,7 @@
 """Helpers shared by the broker's test modules: filling topics, waiting for a condition, reading a
 group's saved state from Redis, building classic JoinGroup requests, and share groups' raw requests.
+group's saved state from Redis, building classic JoinGroup requests, and a share consumer's
+ShareFetch and ShareAcknowledge over the raw wire.
 
 Test modules import these from here, never from one another."""
 
@@ -9,15 +11,18 @@ import datetime
 import json
 import struct
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import redis
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
 
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
+from schooner.protocol.records import read_batches
 from schooner.storage.keys import Keyspace
 from tests.wire import call
 
@@ -109,3 +114,43 @@ def share_describe(port: int, *groups: str) -> list[Any]:
     """ShareGroupDescribe (v1) of the groups: one described group each, in order."""
     cls = request_type(ApiKey.SHARE_GROUP_DESCRIBE, 1)
     return list(call(port, make(cls, group_ids=groups, include_authorized_operations=False)).groups)
+
+
+def share_fetch(
+    port: int, group: str, topic_id: uuid.UUID, member: str, epoch: int, max_records: int = 100
+) -> list[int]:
+    """A ShareFetch (v2) of partition 0 that returns at once; the offsets acquired there. Each record's
+    value must say its offset (b"v<offset>")."""
+    req = request_type(ApiKey.SHARE_FETCH, 2)
+    part = make(sibling(req, "FetchPartition"), partition_index=0, acknowledgement_batches=())
+    topic = make(sibling(req, "FetchTopic"), topic_id=topic_id, partitions=(part,))
+    response = call(
+        port,
+        make(req, group_id=group, member_id=member, share_session_epoch=epoch, max_wait=datetime.timedelta(0),
+             min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=max_records, topics=(topic,),
+             forgotten_topics_data=()),
+    )  # fmt: skip
+    assert response.error_code == ErrorCode.none, response.error_message
+    offsets = []
+    for t in response.responses:
+        for p in t.partitions:
+            assert p.error_code == ErrorCode.none
+            acquired = [o for a in p.acquired_records for o in range(a.first_offset, a.last_offset + 1)]
+            values = [r.value for b in read_batches(p.records) for r in b.records]
+            assert values == [b"v%d" % o for o in acquired]
+            offsets += acquired
+    return offsets
+
+
+def share_acknowledge(port: int, group: str, topic_id: uuid.UUID, member: str, epoch: int, first: int,
+                      last: int, kind: int) -> None:  # fmt: skip
+    """A ShareAcknowledge (v2) of offsets first..last of partition 0, all of one kind (1 accept,
+    2 release, 3 reject), which must succeed."""
+    req = request_type(ApiKey.SHARE_ACKNOWLEDGE, 2)
+    batch = make(sibling(req, "AcknowledgementBatch"), first_offset=first, last_offset=last,
+                 acknowledge_types=(kind,))  # fmt: skip
+    part = make(sibling(req, "AcknowledgePartition"), partition_index=0, acknowledgement_batches=(batch,))
+    topic = make(sibling(req, "AcknowledgeTopic"), topic_id=topic_id, partitions=(part,))
+    body = make(req, group_id=group, member_id=member, share_session_epoch=epoch, topics=(topic,))
+    response = call(port, body)
+    assert response.responses[0].partitions[0].error_code == ErrorCode.none
