@@ -1,7 +1,6 @@
 """Helpers shared by the broker's test modules: filling topics, waiting for a condition, reading a
-group's saved state from Redis, building classic JoinGroup requests, and share groups' raw requests.
-group's saved state from Redis, building classic JoinGroup requests, and a share consumer's
-ShareFetch and ShareAcknowledge over the raw wire.
+group's saved state from Redis, building classic JoinGroup requests, and share groups' raw requests
+(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge).
 
 Test modules import these from here, never from one another."""
 
