@@ -232,12 +232,6 @@ class ShareGroupCoordinator:
                 log.info("share group %s: members %s expired", group.group_id, ", ".join(lapsed))
                 await self.ownership.save_share(group)
 
-    async def forget_share_state(self, group_id: str) -> None:
-        """Called once DeleteGroups has deleted an empty share group. The share-partition state (start
-        offsets, in-flight records, archived ranges) lives apart from the group hash; deleting it is
-        the share-partition storage's to add here. Nothing to do yet."""
-        return None
-
 
 def _update_member(member: ShareMember, hb: ShareHeartbeat, timeouts: MemberTimeouts) -> bool:
     """Applies what the heartbeat changed; True when that changes the assignment (a new group epoch)."""

@@ -16,6 +16,8 @@ from kio.schema.errors import ErrorCode
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
 from schooner.protocol.records import read_batches
+from schooner.storage.keys import Keyspace
+from tests.broker.helpers import share_heartbeat
 from tests.wire import call
 
 GROUP = "wire-share"
@@ -168,3 +170,22 @@ def test_closing_the_session_releases_what_the_member_holds(broker_factory: Any)
     # offsets 1 and 2 were released at once, not after the 30 s lock
     assert _acquired(_fetch(port, topic_id, "m2", 1)) == [(1, 2, 2)]
     assert _fetch(port, topic_id, "m1", 2).error_code == ErrorCode.share_session_not_found
+
+
+def test_deleting_the_share_group_drops_its_share_partitions(broker_factory: Any, redis_client: Any) -> None:
+    broker = broker_factory()
+    topic_id = _topic(broker, "wire-share-d", 2)
+    ks = Keyspace(broker.settings.keyspace)
+    joined = share_heartbeat(broker.port, GROUP, "m1", 0, ("wire-share-d",))
+    assert joined.error_code == ErrorCode.none
+    _fetch(broker.port, topic_id, "m1", 0)  # makes the share partition (at the latest offset)
+    stream = ks.stream("wire-share-d", 0)
+    assert [g["name"] for g in redis_client.xinfo_groups(stream)] == [GROUP.encode()]
+    assert redis_client.smembers(ks.share_topics(GROUP)) == {b"wire-share-d"}
+    assert share_heartbeat(broker.port, GROUP, "m1", -1).error_code == ErrorCode.none  # leaves
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_consumer_groups([GROUP])[GROUP].result(10)
+    assert redis_client.xinfo_groups(stream) == []
+    assert not redis_client.exists(ks.share_topics(GROUP))
+    assert redis_client.xlen(stream) == 2  # the records stay

@@ -22,6 +22,7 @@ from kio.static.protocol import ResponsePayload
 from ...coordinators.classic_model import Group
 from ...coordinators.consumer_group import ConsumerGroup
 from ...coordinators.group_coordinator import NotCoordinator
+from ...coordinators.share_group import ShareGroup
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import (
     AlterShareGroupOffsetsRequest,
@@ -38,14 +39,10 @@ UNKNOWN = -1  # start offset and lag of a share partition not initialized; every
 
 
 async def _active_members(ctx: BrokerContext, group_id: str) -> int:
-    """How many members the share group has now. The share-group coordinator (ctx.groups.share) lands
-    separately; until it does no share group has members. Raises NotCoordinator when another broker
+    """How many members the share group has now. Raises NotCoordinator when another broker
     coordinates the group."""
-    share = getattr(ctx.groups, "share", None)
-    if share is None:
-        return 0
-    found = await share.find(group_id)
-    return len(getattr(found, "members", None) or ())
+    found = await ctx.groups.share.find(group_id)
+    return len(found.members) if isinstance(found, ShareGroup) else 0
 
 
 async def _other_kind(ctx: BrokerContext, group_id: str) -> str | None:

@@ -27,6 +27,7 @@ from ....protocol.request_types import (
 )
 from ...context import CLIENT, BrokerContext
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+from .share import forget_share_state
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -312,7 +313,7 @@ async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) ->
                 if deleted == 1:
                     ctx.groups.unload(group_id)
                     if isinstance(group, ShareGroup):
-                        await ctx.groups.share.forget_share_state(group_id)
+                        await forget_share_state(ctx, group_id)
         except NotCoordinator:
             code = ErrorCode.not_coordinator
         except STORAGE_ERRORS:

@@ -87,9 +87,12 @@ async def handle_consumer_group_heartbeat(
         client_host=host,
         version=body.__version__,
     )
-    timeouts = MemberTimeouts(
-        ctx.settings.consumer_group_session_ms, ctx.settings.consumer_group_heartbeat_ms
-    )
+    try:  # the group's consumer.* configs over the broker's defaults
+        timeouts = MemberTimeouts(*await ctx.group_configs.consumer_timeouts(body.group_id))
+    except STORAGE_ERRORS:
+        timeouts = MemberTimeouts(
+            ctx.settings.consumer_group_session_ms, ctx.settings.consumer_group_heartbeat_ms
+        )
     try:
         answer = await ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts)
         code, message = answer.error, answer.message

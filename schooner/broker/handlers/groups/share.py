@@ -25,10 +25,26 @@ from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .consumer import BrokerTopics
 
 
-def group_config(ctx: BrokerContext, group_id: str) -> ShareGroupConfig:
-    """The share group's settings: the broker's group.share.* defaults until per-group configs (the
-    GROUP resource's share.* configs) are cached on the context; then only this line changes."""
-    return share_group_config({}, ctx.settings)
+async def group_config(ctx: BrokerContext, group_id: str) -> ShareGroupConfig:
+    """The share group's settings: its share.* group configs over the broker's defaults (the
+    defaults alone when Redis cannot say)."""
+    try:
+        return await ctx.group_configs.share(group_id)
+    except STORAGE_ERRORS:
+        return share_group_config({}, ctx.settings)
+
+
+async def forget_share_state(ctx: BrokerContext, group_id: str) -> None:
+    """After DeleteGroups deleted an empty share group: its share partitions go too (the Redis consumer
+    groups on the partitions' streams, with their counters), and the list of its topics."""
+    partitions = []
+    for name in await ctx.store.share_topics(group_id):
+        topic = await ctx.topic(name)
+        if topic is not None:
+            partitions += [(topic, p) for p in range(topic.partitions)]
+    if partitions:
+        await ctx.store.share_reset(partitions, group_id, [None] * len(partitions))
+    await ctx.store.share_forget_group(group_id)
 
 
 async def handle_share_group_heartbeat(
@@ -46,7 +62,7 @@ async def handle_share_group_heartbeat(
         client_id=client_id,
         client_host=host,
     )
-    config = group_config(ctx, body.group_id)
+    config = await group_config(ctx, body.group_id)
     timeouts = MemberTimeouts(config.session_timeout_ms, config.heartbeat_interval_ms)
     try:
         answer = await ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts)
