@@ -68,6 +68,20 @@ def test_readme_python_tour_runs(broker, capsys) -> None:
     assert len(lines) == 10 and all("order" in line for line in lines)
 
 
+def test_readme_share_consumer_tour_runs(broker, capsys) -> None:
+    readme = (DOCS.parent / "README.md").read_text()
+    blocks = [
+        b.replace("127.0.0.1:9092", broker.bootstrap)
+        for b in re.findall(r"```python\n(.*?)```", readme, re.S)
+    ]
+    assert "ShareConsumer" in blocks[1]
+    exec(compile(blocks[0], "README.md", "exec"), {})
+    capsys.readouterr()
+    exec(compile(blocks[1], "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 10 and all(" 1 b'order " in line for line in lines), lines
+
+
 def test_group_keys_are_documented() -> None:
     text = (DOCS / "key-layout.md").read_text()
     ks = Keyspace("schooner")
