@@ -11,6 +11,7 @@ import pytest
 
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
+from schooner.storage.log import transactions
 from schooner.storage.log.append import APPENDED, RecordBatch
 from schooner.storage.log.entry import Record, parse_fields
 from schooner.storage.mq import dead_letters
@@ -162,3 +163,29 @@ def test_lag_counts_the_records_in_flight_and_not_yet_delivered(
     assert run(redis, share.state(ks, topic, 0, G)).lag == (2 if offset_encoding == "dense" else -1)
     _acquire(redis, ks, topic, "m1", 1)
     assert run(redis, share.state(ks, topic, 0, G)).lag == (2 if offset_encoding == "dense" else -1)
+
+
+def test_read_committed_skips_aborted_records_and_waits_for_open_ones(
+    redis: Any, ks: Keyspace, topic: Topic
+) -> None:
+    committed = Limits(
+        lock_ms=30_000, delivery_limit=3, max_locks=100, read_committed=True, dead_letters=False
+    )
+    now = int(time.time() * 1000)
+
+    def txn(pid: int, seq: int, *values: bytes) -> None:
+        batch = RecordBatch([Record(now, None, v) for v in values], pid, 0, seq, transactional_id=f"tx-{pid}")
+        assert run(redis, log_append.append(ks, topic, 0, batch)).status == APPENDED
+
+    def end(pid: int, commit: bool) -> None:
+        marker = transactions.write_marker(ks, topic, 0, pid, 0, commit)
+        assert run(redis, marker).status == transactions.MARKER_WRITTEN
+
+    _append(redis, ks, topic, b"plain")
+    txn(7, 0, b"aborted")
+    end(7, False)
+    txn(8, 0, b"open")  # stays open: nothing at or past it is acquired yet
+    _append(redis, ks, topic, b"after")
+    assert _values(_acquire(redis, ks, topic, "m1", limits=committed)) == [b"plain"]
+    end(8, True)
+    assert _values(_acquire(redis, ks, topic, "m1", limits=committed)) == [b"open", b"after"]
