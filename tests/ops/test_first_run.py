@@ -103,9 +103,11 @@ def test_first_command_as_written_then_the_tour_then_a_restart_keeps_the_data(ne
         ]
         for value in (b"hello", b"streams", b"world"):
             assert value.decode() in from_redis
-        python_tour, redis_tour = _readme_blocks("python")
+        python_tour, share_tour, redis_tour = _readme_blocks("python")
         lines = _run_python(python_tour, newcomer_dir).splitlines()
         assert len(lines) == 10 and all("order" in line for line in lines)
+        lines = _run_python(share_tour, newcomer_dir).splitlines()
+        assert len(lines) == 10 and all(" 1 b'order " in line for line in lines), lines  # delivery count 1
         _run_python(redis_tour, newcomer_dir)  # reads .data/redis/url relative to the folder
     finally:
         log = _stop(proc)
