@@ -30,8 +30,8 @@ from schooner.storage.topics import metadata
 from . import mq
 from .servers import BenchServers, Endpoints
 
-MESSAGES = 20_000
-RUNS = 3
+MESSAGES = 100_000
+RUNS = 5
 CONSUMERS = 4
 TIMEOUT_S = 300.0
 
