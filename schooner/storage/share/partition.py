@@ -3,10 +3,10 @@
 A share group's state on one topic-partition is the Redis consumer group of the same name on the
 partition's stream: XREADGROUP acquires, the pending entries list is the in-flight window, an entry's
 idle time is its acquisition lock and its delivery counter the delivery count; XACK accepts; a release
-sets the idle time past any lock so the next acquire (XAUTOCLAIM on the lock duration) takes it again.
-Archived records leave the window counted, and with a dead-letter queue become dead letters in the MQ
-library's format (storage/mq/dead_letters.py), so `schooner.mq`'s admin lists and replays them. An MQ
-group of the same name on the same topic is the very same queue.
+sets the idle time past any lock, so the next acquire (XPENDING IDLE on the lock duration, then XCLAIM)
+takes it again. Archived records leave the window counted, and with a dead-letter queue become dead
+letters in the MQ library's format (storage/mq/dead_letters.py), so `schooner.mq`'s admin lists and
+replays them. An MQ group of the same name on the same topic is the very same queue.
 
 The scripts are share_*.lua; each touches only the partition's slot.
 """
