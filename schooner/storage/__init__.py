@@ -14,7 +14,10 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
              producers' state: DescribeProducers and expiry), sizes.py (DescribeLogDirs),
              repair.py (offsets for a dense partition's `XADD *` entries), compaction.py
              (cleanup.policy compact: the claimed, stepped compactor)
-  groups/    Kafka consumer groups: state.py (the group hash, owner-fenced), commits.py, lag.py
+  groups/    Kafka consumer groups: state.py (the group hash, owner-fenced), commits.py, lag.py,
+             configs.py (group configs)
+  transactions/ the transaction coordinator's state (state.py) and transactional offsets (offsets.py)
+  share/     share groups (KIP-932): partition.py, share partitions on Redis consumer groups
   mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace
 
