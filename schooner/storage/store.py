@@ -260,12 +260,13 @@ class Store:
         member: str,
         max_records: int,
         limits: Sequence[share.Limits],
-        start: str,
+        starts: Sequence[str | int],
     ) -> list[share.Acquired]:
-        """Acquires on every partition in one pipelined round trip (limits: one per partition)."""
+        """Acquires on every partition in one pipelined round trip (limits and starts: one per
+        partition; a start is where a share partition made now begins, see share.acquire)."""
         calls = [
             share.acquire(self.ks, t, p, group, member, max_records, lim, start)
-            for (t, p), lim in zip(partitions, limits, strict=True)
+            for (t, p), lim, start in zip(partitions, limits, starts, strict=True)
         ]
         return await self.drive(together(calls))
 

@@ -6,6 +6,7 @@ nothing else disturbed."""
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from typing import Any
 
@@ -18,6 +19,7 @@ from schooner.protocol.messages import make, sibling
 from schooner.protocol.records import read_batches
 from schooner.storage.keys import Keyspace
 from tests.broker.helpers import share_heartbeat
+from tests.broker.share_rig import set_group_configs
 from tests.wire import call
 
 GROUP = "wire-share"
@@ -189,3 +191,18 @@ def test_deleting_the_share_group_drops_its_share_partitions(broker_factory: Any
     assert redis_client.xinfo_groups(stream) == []
     assert not redis_client.exists(ks.share_topics(GROUP))
     assert redis_client.xlen(stream) == 2  # the records stay
+
+
+def test_by_duration_starts_at_the_first_record_no_older_than_that(broker_factory: Any) -> None:
+    broker = broker_factory()
+    topic_id = _topic(broker, "wire-share-e", 0)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    two_hours_ago = int(time.time() * 1000) - 7_200_000
+    for i in range(3):
+        producer.produce("wire-share-e", value=b"old%d" % i, timestamp=two_hours_ago)
+    for i in range(2):
+        producer.produce("wire-share-e", value=b"new%d" % i)
+    assert producer.flush(10) == 0
+    set_group_configs(broker.bootstrap, GROUP, share_auto_offset_reset="by_duration:PT1H")
+    got = _fetch(broker.port, topic_id, "m1", 0)
+    assert _values(got) == [b"new0", b"new1"] and _acquired(got) == [(3, 4, 1)]

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from ...coordinators.group_config_defs import by_duration_ms
 from ...coordinators.share_config import EARLIEST, ShareGroupConfig, share_group_config
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import ShareAcknowledgeRequest, ShareFetchRequest
@@ -278,11 +279,11 @@ async def _fetch(
     if not targets:
         return
     waits = [TopicPartition(t.name, key[1]) for key, t in targets]
-    start = "0" if config.auto_offset_reset == EARLIEST else "$"
+    starts = await _starts(ctx, session, targets, config)
     while True:
         event = ctx.waiters.register(waits)
         try:
-            got = await _acquire(ctx, session, targets, config, start, max_records, results)
+            got = await _acquire(ctx, session, targets, config, starts, max_records, results)
             remaining = deadline - time.monotonic()
             if got or remaining <= 0:
                 return
@@ -291,12 +292,32 @@ async def _fetch(
             ctx.waiters.unregister(waits, event)
 
 
+async def _starts(
+    ctx: BrokerContext, session: ShareSession, targets: list[tuple[SessionPartition, Topic]],
+    config: ShareGroupConfig,
+) -> list[str | int]:  # fmt: skip
+    """Where each share partition begins if this fetch makes it (share.auto.offset.reset): latest,
+    earliest, or by_duration:<ISO 8601>, the first record no older than that (latest when none is)."""
+    back = by_duration_ms(config.auto_offset_reset)
+    if back is None:
+        return ["0" if config.auto_offset_reset == EARLIEST else "$"] * len(targets)
+    since = int(time.time() * 1000) - back
+    starts: list[str | int] = []
+    for (_, index), topic in targets:
+        found = None
+        if topic.name not in session.registered:  # else the share partition exists: no start is used
+            with contextlib.suppress(*STORAGE_ERRORS):
+                found = await ctx.store.offset_for_timestamp(topic, index, since)
+        starts.append("$" if found is None else found[0])
+    return starts
+
+
 async def _acquire(
     ctx: BrokerContext,
     session: ShareSession,
     targets: list[tuple[SessionPartition, Topic]],
     config: ShareGroupConfig,
-    start: str,
+    starts: list[str | int],
     max_records: int,
     results: dict[SessionPartition, _Result],
 ) -> int:
@@ -310,7 +331,7 @@ async def _acquire(
             session.member,
             max_records,
             [limits_of(config)] * len(partitions),
-            start,
+            starts,
         )
     except STORAGE_ERRORS:
         for key, _ in targets:

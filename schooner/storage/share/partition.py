@@ -83,9 +83,9 @@ def acquire(
     member: str,
     max_records: int,
     limits: Limits,
-    start: str,
+    start: str | int,
 ) -> Call[Acquired]:
-    """start: where a new share partition begins, "$" (latest) or "0" (earliest)."""
+    """start: where a new share partition begins, "$" (latest), "0" (earliest) or an offset."""
     name = topic.name
     keys = [
         ks.stream(name, partition),
@@ -98,7 +98,8 @@ def acquire(
     ]
     args = [
         group, CONSUMER_PREFIX + member, max_records, limits.lock_ms, limits.delivery_limit, limits.max_locks,
-        _flag(limits.read_committed), topic.offsets.script_arg, str(topic.id), start,
+        _flag(limits.read_committed), topic.offsets.script_arg, str(topic.id),
+        start if isinstance(start, str) else _id_before(topic, start),
         _flag(limits.dead_letters), name, partition,
     ]  # fmt: skip
     return script("share_acquire", keys, args, _parse_acquired)
