@@ -8,6 +8,17 @@ local function id_less(ams, aseq, bms, bseq)
   return ams < bms or (ams == bms and aseq < bseq)
 end
 
+-- The Kafka offset of entry ms-seq, as storage/offsets.py computes it (bits < 0: dense offsets).
+local function offset_at(ms, seq, bits)
+  if bits < 0 then return seq - 1 end
+  return ms * 2 ^ bits + seq
+end
+
+local function offset_of(id, bits)
+  local ms, seq = parse_id(id)
+  return offset_at(ms, seq, bits)
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,15 +1,9 @@
 -- Shared helpers of the share-group scripts (storage/share/partition.py), prepended to scripts whose
--- header says "-- uses: ..., _share". A share partition is a Redis consumer group on the partition's
--- stream: its pending entries list is the in-flight window, XPENDING's idle time is the acquisition
--- lock, its delivery counter is the delivery count. An entry pending longer than the lock duration is
--- available again; a released one is made so at once by setting its idle time far past any lock.
-
--- The offset of an entry ID (bits < 0: dense offsets), as storage/offsets.py computes it.
-local function offset_of(id, bits)
-  local ms, seq = parse_id(id)
-  if bits < 0 then return seq - 1 end
-  return ms * 2 ^ bits + seq
-end
+-- header says "-- uses: _ids, ..., _share" (archive() takes _ids' offset_of). A share partition is a
+-- Redis consumer group on the partition's stream: its pending entries list is the in-flight window,
+-- XPENDING's idle time is the acquisition lock, its delivery counter is the delivery count. An entry
+-- pending longer than the lock duration is available again; a released one is made so at once by
+-- setting its idle time far past any lock.
 
 -- Archives an entry: out of the window for good, counted, and with a dead-letter queue configured,
 -- added to the partition's dead-letter stream in the MQ library's format (storage/mq/dead_letters.py).

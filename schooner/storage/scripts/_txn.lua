@@ -67,7 +67,7 @@ local function split_txn_entries(entries, committed, aborted, bits)
       any_txn = true
       if committed and kind ~= true then
         local ms, seq = parse_id(e[1])
-        local score = bits < 0 and seq - 1 or ms * 2 ^ bits + seq
+        local score = offset_at(ms, seq, bits)
         if not low or score < low then low = score end
       end
     end

@@ -195,17 +195,10 @@ if pass_to and caught_up then
   if ended then redis.call('HDEL', state, 'pass_to') else more = 1 end
 end
 
--- The marker's offset, as the aborted index scores it.
-local function offset_of(id)
-  local ms, seq = parse_id(id)
-  if dense then return seq - 1 end
-  return ms * 2 ^ bits + seq
-end
-
 local function drop_aborted(txn, id)
   local pid = string.match(txn or '', '^(%d+):')
   if not pid then return end
-  local at = offset_of(id)
+  local at = offset_of(id, bits)  -- the marker's offset, as the aborted index scores it
   local near = redis.call('ZRANGEBYSCORE', aborted, string.format('%.0f', at - 1), string.format('%.0f', at + 1))
   for _, m in ipairs(near) do
     if string.sub(m, 1, #pid + 1) == pid .. ',' and string.sub(m, -#id - 1) == ',' .. id then

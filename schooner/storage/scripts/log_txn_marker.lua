@@ -44,7 +44,7 @@ redis.call('XADD', stream, id, 'timestamp', now, 'control', ARGV[4], 'txn', pid 
 redis.call('HSET', state, 'last_ms', ms, 'last_seq', seq)
 redis.call('HDEL', open, pid)
 if ARGV[4] == 'abort' then
-  local offset = dense and seq - 1 or ms * 2 ^ bits + seq
+  local offset = offset_at(ms, seq, bits)
   redis.call('ZADD', aborted, offset, pid .. ',' .. first_id .. ',' .. id)
 end
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end

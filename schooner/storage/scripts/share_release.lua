@@ -1,4 +1,4 @@
--- uses: _share
+-- uses: _ids, _share
 -- share_release.lua: releases every record a member still holds on one share partition (its share
 -- session closed, or it left the group), so the other members get them at once, not after the lock.
 -- The delivery count is kept: the next delivery counts as another attempt.
