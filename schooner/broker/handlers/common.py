@@ -45,6 +45,16 @@ async def resolve_topic(
         return unavailable
 
 
+async def resolve_partition(
+    ctx: BrokerContext, name: str | None, index: int, topic_id: uuid.UUID | None = None
+) -> Topic | ErrorCode:
+    """resolve_topic, and UNKNOWN_TOPIC_OR_PARTITION when the topic has no partition `index`."""
+    topic = await resolve_topic(ctx, name, topic_id)
+    if isinstance(topic, Topic) and not 0 <= index < topic.partitions:
+        return ErrorCode.unknown_topic_or_partition
+    return topic
+
+
 async def all_topics(ctx: BrokerContext) -> list[Topic]:
     """Every topic, fresh from Redis (and so into the cache)."""
     found = await ctx.store.topics(ctx.topic_defaults)

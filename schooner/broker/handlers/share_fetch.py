@@ -27,7 +27,7 @@ from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
 from ..share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
-from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_partition
 from .share_dead_letters import copy_to_topic
 
 DEFAULT_MAX_RECORDS = 500
@@ -87,9 +87,7 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
     lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
     if not group or not member:
         return _fetch_error(mod, ErrorCode.invalid_request, "A share fetch needs a group id and a member id")
-    acks = [
-        (t.topic_id, p.partition_index, p.acknowledgement_batches) for t in body.topics for p in t.partitions
-    ]
+    acks = _acks_of(body)
     if epoch == INITIAL_EPOCH:
         if any(batches for _, _, batches in acks):
             return _fetch_error(
@@ -104,10 +102,9 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
         if isinstance(found, ErrorCode):
             return _fetch_error(mod, found, f"No share session at epoch {epoch} for this member")
         session = found
+    renew = getattr(body, "is_renew_ack", False)  # v2+ (KIP-1222)
     results: dict[SessionPartition, _Result] = {}
-    await _acknowledge(
-        ctx, group, member, config, [a for a in acks if a[2]], results, getattr(body, "is_renew_ack", False)
-    )
+    await _acknowledge(ctx, group, member, config, [a for a in acks if a[2]], results, renew)
     if epoch == FINAL_EPOCH:
         await _close(ctx, session)
     else:
@@ -119,8 +116,8 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
         )
         max_records = body.max_records if body.max_records > 0 else DEFAULT_MAX_RECORDS
         deadline = time.monotonic() + body.max_wait.total_seconds()
-        if getattr(body, "is_renew_ack", False):
-            deadline = 0.0  # a renewing request only renews (KIP-1222)
+        if renew:
+            deadline = 0.0  # a renewing request only renews
         await _fetch(ctx, session, config, max_records, deadline, results)
         session.advance()
     if epoch == INITIAL_EPOCH:
@@ -161,9 +158,7 @@ async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeReq
     found = ctx.share_sessions.find(group, member, epoch)
     if isinstance(found, ErrorCode):
         return answer(found, f"No share session at epoch {epoch} for this member")
-    acks = [
-        (t.topic_id, p.partition_index, p.acknowledgement_batches) for t in body.topics for p in t.partitions
-    ]
+    acks = _acks_of(body)
     results: dict[SessionPartition, _Result] = {}
     await _acknowledge(ctx, group, member, config, acks, results, getattr(body, "is_renew_ack", False))
     if epoch == FINAL_EPOCH:
@@ -189,6 +184,15 @@ async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeReq
 
 
 # -- acknowledgements -----------------------------------------------------------------------------
+def _acks_of(
+    body: ShareFetchRequest | ShareAcknowledgeRequest,
+) -> list[tuple[uuid.UUID | None, int, Sequence[_Batch]]]:
+    """(topic id, partition, acknowledgement batches) of every partition the request names."""
+    return [
+        (t.topic_id, p.partition_index, p.acknowledgement_batches) for t in body.topics for p in t.partitions
+    ]
+
+
 async def _acknowledge(
     ctx: BrokerContext,
     group: str,
@@ -204,7 +208,7 @@ async def _acknowledge(
         if topic_id is None:
             continue
         result = results.setdefault((topic_id, index), _Result(index))
-        topic = await _topic(ctx, topic_id, index)
+        topic = await resolve_partition(ctx, None, index, topic_id)
         if isinstance(topic, ErrorCode):
             result.ack_error = topic
             continue
@@ -250,7 +254,7 @@ async def _close(ctx: BrokerContext, session: ShareSession) -> None:
     ctx.share_sessions.close(session)
     partitions = []
     for topic_id, index in session.partitions:
-        topic = await _topic(ctx, topic_id, index)
+        topic = await resolve_partition(ctx, None, index, topic_id)
         if isinstance(topic, Topic):
             partitions.append((topic, index))
     if partitions:
@@ -271,7 +275,7 @@ async def _fetch(
 ) -> None:
     targets: list[tuple[SessionPartition, Topic]] = []
     for key in session.fetch_order():
-        topic = await _topic(ctx, key[0], key[1])
+        topic = await resolve_partition(ctx, None, key[1], key[0])
         if isinstance(topic, ErrorCode):
             results.setdefault(key, _Result(key[1])).error = topic
         else:
@@ -370,13 +374,6 @@ def _encode(topic: Topic, reply: Acquired, result: _Result) -> None:
             ranges[-1] = (ranges[-1][0], offset, count)
         else:
             ranges.append((offset, offset, count))
-
-
-async def _topic(ctx: BrokerContext, topic_id: uuid.UUID, index: int) -> Topic | ErrorCode:
-    topic = await resolve_topic(ctx, None, topic_id)
-    if isinstance(topic, Topic) and not 0 <= index < topic.partitions:
-        return ErrorCode.unknown_topic_or_partition
-    return topic
 
 
 # -- the response ---------------------------------------------------------------------------------

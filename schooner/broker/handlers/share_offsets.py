@@ -32,7 +32,7 @@ from ...protocol.request_types import (
 from ...storage.share.partition import NOT_THIS_TOPIC, ShareState
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
+from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_partition, resolve_topic
 
 SHARE = "share"  # the `type` field of a share group's hash (as ListGroups shows it)
 UNKNOWN = -1  # start offset and lag of a share partition not initialized; every leader epoch
@@ -75,13 +75,6 @@ async def _refusal(ctx: BrokerContext, group_id: str, changing: bool) -> tuple[E
     except STORAGE_ERRORS:
         return GROUPS_UNAVAILABLE, "Redis is unavailable"
     return None
-
-
-async def _partition_of(ctx: BrokerContext, name: str, index: int) -> Topic | ErrorCode:
-    topic = await resolve_topic(ctx, name)
-    if isinstance(topic, Topic) and not 0 <= index < topic.partitions:
-        return ErrorCode.unknown_topic_or_partition
-    return topic
 
 
 # -- DescribeShareGroupOffsets ------------------------------------------------------------------------
@@ -189,7 +182,7 @@ async def handle_alter_share_group_offsets(
             t.topic_name,
             p.partition_index,
             p.start_offset,
-            await _partition_of(ctx, t.topic_name, p.partition_index),
+            await resolve_partition(ctx, t.topic_name, p.partition_index),
         )
         for t in body.topics
         for p in t.partitions
