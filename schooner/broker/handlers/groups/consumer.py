@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -93,8 +93,28 @@ async def handle_consumer_group_heartbeat(
         timeouts = MemberTimeouts(
             ctx.settings.consumer_group_session_ms, ctx.settings.consumer_group_heartbeat_ms
         )
+    heartbeat = ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts)
+    return await heartbeat_response(mod, mod.ConsumerGroupHeartbeatResponse, heartbeat, body, timeouts)
+
+
+class _HeartbeatRequest(Protocol):
+    @property
+    def member_id(self) -> str | None: ...
+    @property
+    def member_epoch(self) -> int: ...
+
+
+async def heartbeat_response(
+    mod: ModuleType,
+    response: type[ResponsePayload],
+    heartbeat: Awaitable[Any],
+    body: _HeartbeatRequest,
+    timeouts: MemberTimeouts,
+) -> ResponsePayload:
+    """Runs a coordinator's heartbeat (KIP-848's or a share group's: both answer error, message,
+    member id and epoch, and an assignment of topic id -> partitions) and builds its response."""
     try:
-        answer = await ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts)
+        answer = await heartbeat
         code, message = answer.error, answer.message
     except NotCoordinator:
         answer, code, message = None, ErrorCode.not_coordinator, None
@@ -110,7 +130,7 @@ async def handle_consumer_group_heartbeat(
             ),
         )
     return make(
-        mod.ConsumerGroupHeartbeatResponse,
+        response,
         throttle_time=NO_THROTTLE,
         error_code=code,
         error_message=message,

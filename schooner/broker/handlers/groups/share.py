@@ -5,7 +5,6 @@ The coordinator (coordinators/share_coordinator.py) does the work; these map fie
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from types import ModuleType
 from typing import Any
@@ -22,7 +21,7 @@ from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
 from ...context import CLIENT, BrokerContext
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
-from .consumer import BrokerTopics
+from .consumer import BrokerTopics, heartbeat_response
 
 
 async def group_config(ctx: BrokerContext, group_id: str) -> ShareGroupConfig:
@@ -64,32 +63,8 @@ async def handle_share_group_heartbeat(
     )
     config = await group_config(ctx, body.group_id)
     timeouts = MemberTimeouts(config.session_timeout_ms, config.heartbeat_interval_ms)
-    try:
-        answer = await ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts)
-        code, message = answer.error, answer.message
-    except NotCoordinator:
-        answer, code, message = None, ErrorCode.not_coordinator, None
-    except STORAGE_ERRORS:
-        answer, code, message = None, GROUPS_UNAVAILABLE, None
-    assignment = None
-    if answer is not None and answer.assignment is not None:
-        assignment = make(
-            mod.Assignment,
-            topic_partitions=tuple(
-                make(mod.TopicPartitions, topic_id=uuid.UUID(t), partitions=tuple(sorted(ps)))
-                for t, ps in sorted(answer.assignment.items())
-            ),
-        )
-    return make(
-        mod.ShareGroupHeartbeatResponse,
-        throttle_time=NO_THROTTLE,
-        error_code=code,
-        error_message=message,
-        member_id=answer.member_id if answer else (body.member_id or None),
-        member_epoch=answer.member_epoch if answer else body.member_epoch,
-        heartbeat_interval=datetime.timedelta(milliseconds=timeouts.heartbeat_ms),
-        assignment=assignment,
-    )
+    heartbeat = ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts)
+    return await heartbeat_response(mod, mod.ShareGroupHeartbeatResponse, heartbeat, body, timeouts)
 
 
 async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType) -> Entity:
