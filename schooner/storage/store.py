@@ -259,14 +259,14 @@ class Store:
         group: str,
         member: str,
         max_records: int,
-        limits: Sequence[share.Limits],
+        limits: share.Limits,
         starts: Sequence[str | int],
     ) -> list[share.Acquired]:
-        """Acquires on every partition in one pipelined round trip (limits and starts: one per
-        partition; a start is where a share partition made now begins, see share.acquire)."""
+        """Acquires on every partition in one pipelined round trip (starts: one per partition, where
+        a share partition made now begins, see share.acquire)."""
         calls = [
-            share.acquire(self.ks, t, p, group, member, max_records, lim, start)
-            for (t, p), lim, start in zip(partitions, limits, starts, strict=True)
+            share.acquire(self.ks, t, p, group, member, max_records, limits, start)
+            for (t, p), start in zip(partitions, starts, strict=True)
         ]
         return await self.drive(together(calls))
 

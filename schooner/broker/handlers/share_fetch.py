@@ -334,7 +334,7 @@ async def _acquire(
             session.group,
             session.member,
             max_records,
-            [limits_of(config)] * len(partitions),
+            limits_of(config),
             starts,
         )
     except STORAGE_ERRORS:
