@@ -13,7 +13,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -80,6 +80,7 @@ class EmbeddedRedis:
         port: int | None = None,
         persistent: bool = True,
         maxmemory: str | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         # Absolute: redis-server changes into --dir before it opens its log file, so a relative path
         # given for either would be resolved twice.
@@ -87,6 +88,7 @@ class EmbeddedRedis:
         self.port = port or free_port()
         self.persistent = persistent
         self.maxmemory = maxmemory
+        self.extra_args = list(extra_args)  # more redis-server options (a cluster node's, for one)
         self.restarts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._stopping = False
@@ -153,7 +155,7 @@ class EmbeddedRedis:
             args += ["--appendonly", "yes", "--appendfsync", "everysec"]
         else:
             args += ["--appendonly", "no"]
-        return args
+        return args + self.extra_args
 
     def _spawn(self, timeout: float) -> None:
         process = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)

@@ -1,0 +1,146 @@
+"""A real Redis Cluster on this machine: N primaries with R replicas each, every node an EmbeddedRedis
+with `--cluster-enabled yes`, joined by `redis-cli --cluster create`. For tests and benchmarks of
+Schooner on a cluster (issue: scale out on Redis Cluster); production clusters are the operator's.
+
+A node's cluster bus listens on its port + 10000, so ports are picked below 55536 with both free.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+from .embedded import EmbeddedRedis
+
+BUS_OFFSET = 10_000
+LOW_PORT, HIGH_PORT = 20_000, 45_000
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_cluster_port(taken: set[int]) -> int:
+    """A port below 55536 whose cluster bus port (port + 10000) is free too."""
+    for _ in range(1000):
+        port = random.randint(LOW_PORT, HIGH_PORT)
+        if port not in taken and _port_free(port) and _port_free(port + BUS_OFFSET):
+            return port
+    raise RuntimeError("no free pair of ports for a cluster node")
+
+
+def redis_cli_binary() -> str:
+    found = shutil.which("redis-cli")
+    if found is None:
+        raise RuntimeError("redis-cli not found (Debian's redis-tools has it)")
+    return found
+
+
+class EmbeddedCluster:
+    def __init__(
+        self,
+        data_dir: Path,
+        primaries: int = 3,
+        replicas: int = 1,
+        node_timeout_ms: int = 2000,
+        persistent: bool = False,
+    ) -> None:
+        self.data_dir = Path(data_dir).absolute()
+        self.primaries = primaries
+        self.replicas = replicas
+        self.node_timeout_ms = node_timeout_ms
+        self.nodes: list[EmbeddedRedis] = []
+        taken: set[int] = set()
+        for i in range(primaries * (1 + replicas)):
+            port = free_cluster_port(taken)
+            taken.add(port)
+            extra = [
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(node_timeout_ms),
+                # A primary that lost its replicas keeps serving (tests kill nodes on purpose).
+                "--cluster-require-full-coverage", "no",
+                # A replica may take over however long its link was down (tests kill nodes soon after
+                # the start, before a first full sync would count as recent).
+                "--cluster-replica-validity-factor", "0",
+            ]  # fmt: skip
+            self.nodes.append(
+                EmbeddedRedis(self.data_dir / f"node-{i}", port, persistent=persistent, extra_args=extra)
+            )
+
+    @property
+    def url(self) -> str:
+        """A URL naming one node; a cluster client finds the others from it."""
+        return self.nodes[0].url
+
+    def start(self, timeout: float = 30.0) -> str:
+        for node in self.nodes:
+            node.start()
+        addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
+        subprocess.run(
+            [redis_cli_binary(), "--cluster", "create", *addresses,
+             "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+            check=True, capture_output=True, timeout=timeout,
+        )  # fmt: skip
+        self.wait_ok(timeout)
+        return self.url
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Until every live node says cluster_state:ok and sees the expected number of primaries."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if all(self._node_ok(n) for n in self.nodes if n.pid is not None):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+
+    def _node_ok(self, node: EmbeddedRedis) -> bool:
+        client = redis.Redis(port=node.port, socket_connect_timeout=0.5, decode_responses=True)
+        try:
+            info = client.execute_command("CLUSTER", "INFO")
+            text = info if isinstance(info, str) else info.decode()
+            fields = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+            if fields.get("cluster_state") != "ok" or int(fields.get("cluster_size", 0)) != self.primaries:
+                return False
+            replication = client.info("replication")
+            # A replica counts once it is in sync with its primary (acks=all waits for it).
+            return replication.get("role") != "slave" or replication.get("master_link_status") == "up"
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
+
+    def primary_ports(self) -> list[int]:
+        """Ports of the nodes that are primaries now (after a failover, some replicas are)."""
+        out = []
+        for node in self.nodes:
+            if node.pid is None:
+                continue
+            client = redis.Redis(port=node.port, socket_connect_timeout=0.5, decode_responses=True)
+            try:
+                if client.execute_command("ROLE")[0] == "master":
+                    out.append(node.port)
+            except redis.RedisError:
+                pass
+            finally:
+                client.close()
+        return sorted(out)
+
+    def node_for_port(self, port: int) -> EmbeddedRedis:
+        return next(n for n in self.nodes if n.port == port)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
