@@ -16,7 +16,6 @@ from ..coordinators.group_coordinator import GroupCoordinator
 from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
-from ..storage.redis.server_info import Durability
 from ..storage.store import Store
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
@@ -43,7 +42,6 @@ class BrokerContext:
     entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
     groups: GroupCoordinator = field(init=False)
     transactions: TransactionCoordinator = field(init=False)
-    durability: Durability = field(default_factory=Durability)  # what acks=all waits for
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
     share_sessions: ShareSessions = field(default_factory=ShareSessions)
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)

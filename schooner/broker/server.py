@@ -17,8 +17,7 @@ from ..storage.keys import Keyspace
 from ..storage.log.notices import AppendNotices
 from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError
-from ..storage.redis.lane import PipelinedLane
-from ..storage.store import Store
+from ..storage.store import Store, open_lane
 from .compactor import compact_partition
 from .context import BrokerContext
 from .dispatch import dispatcher
@@ -55,7 +54,7 @@ class Broker:
     async def start(self) -> None:
         s = self.settings
         redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)
-        store = Store(redis, Keyspace(s.keyspace), PipelinedLane(redis, s.redis_timeout_ms))
+        store = Store(redis, Keyspace(s.keyspace), open_lane(redis, s.redis_timeout_ms))
         await _check_eviction(store, s.allow_evicting_redis)
         broker_id = s.broker_id if s.broker_id is not None else await store.allocate_broker_id()
         # A deeper accept queue than asyncio's 100, so a burst of connects is not dropped and retried.
@@ -83,7 +82,6 @@ class Broker:
         )
         self.ctx.group_configs = GroupConfigs(store, s)
         self.ctx.cluster_id = await store.cluster_id()
-        self.ctx.durability = await store.durability()
         await store.heartbeat(me, s.session_ms)
         self._listener = asyncio.create_task(self._listen_for_appends())
         self._tasks = [

@@ -21,9 +21,11 @@ from .log.compaction import CompactionStep
 from .log.producers import ProducerState
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
-from .redis.calls import Call, Redis, Steps, StorageError, drive, run, together
+from .redis.calls import Call, Redis, Steps, drive, run, together
+from .redis.client import is_cluster
+from .redis.cluster_lanes import ClusterLanes
 from .redis.lane import PipelinedLane
-from .redis.server_info import Durability, Memory
+from .redis.server_info import ACKS_ALL_TIMEOUT_MS, Memory
 from .share import partition as share
 from .topic_partition import TopicPartition
 from .topics import metadata
@@ -33,13 +35,23 @@ from .transactions import offsets as txn_offsets
 T = TypeVar("T")
 
 
+Lane = PipelinedLane | ClusterLanes
+
+
+def open_lane(redis: Redis, timeout_ms: int | None = None) -> Lane:
+    """The append lane: one pipelined connection, or on a Redis Cluster one per primary."""
+    if is_cluster(redis):
+        return ClusterLanes(redis, timeout_ms)  # type: ignore[arg-type]  # connect() types it plainly
+    return PipelinedLane(redis, timeout_ms)
+
+
 class Store:
     """One Redis client and keyspace, and the pipelined lane that carries appends in request order."""
 
-    def __init__(self, redis: Redis, ks: Keyspace, lane: PipelinedLane | None = None) -> None:
+    def __init__(self, redis: Redis, ks: Keyspace, lane: Lane | None = None) -> None:
         self.redis = redis
         self.ks = ks
-        self.lane = lane or PipelinedLane(redis)
+        self.lane = lane or open_lane(redis)
 
     async def run(self, call: Call[T]) -> T:
         return await run(self.redis, call)
@@ -103,11 +115,11 @@ class Store:
             topic, partition, batch, await self.send_append(topic, partition, batch)
         )
 
-    async def wait_durable(self, durable: Durability) -> None:
-        """acks=all: WAIT for the replicas and WAITAOF for the local fsync, where Redis has them."""
-        call = server_info.wait_durable(durable)
-        if call is not None:
-            await self.run(call)
+    async def wait_durable(self, partitions: Iterable[tuple[Topic, int]]) -> bool:
+        """acks=all, after appends to these partitions: WAIT for the replicas their Redis has, and
+        WAITAOF for its fsync where it keeps an AOF. False if fewer replicas took them in time."""
+        keys = [self.ks.stream(t.name, p) for t, p in partitions]
+        return await self.lane.wait_durable(keys, ACKS_ALL_TIMEOUT_MS)
 
     async def bounds(self, topic: Topic, partition: int) -> PartitionBounds:
         return await self.drive(read.bounds(self.ks, topic, partition))
@@ -212,13 +224,6 @@ class Store:
 
     async def next_producer_id(self) -> int:
         return await self.run(cluster.next_producer_id(self.ks))
-
-    async def durability(self) -> Durability:
-        """What acks=all can wait for; nothing when the server will not say."""
-        try:
-            return await self.drive(server_info.durability())
-        except StorageError:
-            return Durability()
 
     async def memory(self) -> Memory:
         return await self.run(server_info.memory())

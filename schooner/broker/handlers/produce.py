@@ -125,8 +125,13 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
                 turn.release()
     await asyncio.gather(*jobs.values())
     results = {key: task.result() for key, task in jobs.items()}
-    if acks == -1 and any(r.error == ErrorCode.none for r in results.values()):
-        await _wait_durable(ctx)
+    if acks == -1:
+        topic_of = {ti: topic for ti, _, topic in resolved if isinstance(topic, Topic)}
+        written = [key for key, r in results.items() if r.error == ErrorCode.none]
+        if written and not await _wait_durable(ctx, [(topic_of[ti], p) for ti, p in written]):
+            for key in written:
+                results[key].error = ErrorCode.not_enough_replicas_after_append
+                results[key].message = _NOT_REPLICATED
     if acks == 0:
         return NO_RESPONSE
     return _response(mod, body, lambda ti, p: results[(ti, p)])
@@ -289,11 +294,17 @@ async def _settle(
     return result
 
 
-async def _wait_durable(ctx: BrokerContext) -> None:
+_NOT_REPLICATED = (
+    "appended, but not acknowledged by every replica of its Redis in time; the retry is deduplicated"
+)
+
+
+async def _wait_durable(ctx: BrokerContext, partitions: list[tuple[Topic, int]]) -> bool:
     try:
-        await ctx.store.wait_durable(ctx.durability)
-    except STORAGE_ERRORS:
-        return
+        return await ctx.store.wait_durable(partitions)
+    except STORAGE_ERRORS as exc:
+        log.info("acks=all: no answer from Redis on replication: %s", exc)
+        return False
 
 
 def _response(

@@ -8,6 +8,7 @@ broker's append lane. Loading a script the server lacks (NOSCRIPT) is handled he
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -15,11 +16,12 @@ from typing import Any, Generic, TypeVar
 
 import redis as sync_redis
 import redis.asyncio as async_redis
+from redis.exceptions import ClusterDownError, MovedError, NoScriptError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import scripts
+from .client import is_cluster
 
 T = TypeVar("T")
 
@@ -61,12 +63,38 @@ def script(name: str, keys: Sequence[str], args: Sequence[Any], parse: Callable[
     return Call(tuple(args), parse, name, tuple(keys))
 
 
-def _queue(pipe: Any, call: Call[Any]) -> None:
+# Commands whose keys redis-py's cluster client would find by asking the server (COMMAND GETKEYS),
+# one more round trip each: on a cluster they are sent to the node of their first stream instead.
+_MOVABLE_KEYS = {"XREAD", "XREADGROUP"}
+# Errors after which a cluster client's map of slots to nodes may be out of date.
+_TOPOLOGY_ERRORS = (RedisConnectionError, RedisTimeoutError, ClusterDownError, MovedError)
+
+
+def _queue(pipe: Any, call: Call[Any], cluster: bool) -> None:
     if call.script:
         s = scripts.script(call.script)
-        pipe.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
+        # The raw command: the cluster pipeline refuses evalsha(), and routes EVALSHA by its keys.
+        pipe.execute_command("EVALSHA", s.sha, len(call.keys), *call.keys, *call.args)
+    elif cluster and str(call.args[0]).upper() in _MOVABLE_KEYS:
+        key = call.args[[str(a).upper() for a in call.args].index("STREAMS") + 1]
+        pipe.execute_command(*call.args, target_nodes=pipe.get_node_from_key(key), **dict(call.options))
     else:
         pipe.execute_command(*call.args, **dict(call.options))
+
+
+def mark_topology_stale(redis: Any) -> None:
+    """A cluster client fetches the slot map again before its next command (after a connection error,
+    a MOVED, or a failover): the pipelines that calls.py sends do not refresh it themselves."""
+    if isinstance(redis, async_redis.RedisCluster):
+        redis._initialize = True  # redis-py's own flag, set by its single-command path on such errors
+    elif isinstance(redis, sync_redis.RedisCluster):
+        with contextlib.suppress(RedisError, OSError):  # nothing reachable: the next call fails alike
+            redis.nodes_manager.initialize()
+
+
+def _check_topology(redis: Any, replies: Sequence[Any]) -> None:
+    if is_cluster(redis) and any(isinstance(r, _TOPOLOGY_ERRORS) for r in replies):
+        mark_topology_stale(redis)
 
 
 # Scripts each client has loaded: a batch's first use of a script loads it in the same round trip, so
@@ -105,24 +133,35 @@ def run_many_sync(redis: BlockingRedis, calls: Sequence[Call[Any]]) -> list[Any]
     """One pipelined round trip; a script the server lacks (a restart) is loaded and its call sent again."""
     if not calls:
         return []
+    cluster = is_cluster(redis)
     loading = _to_load(redis, calls)
-    pipe = redis.pipeline(transaction=False)
-    for s in loading:
-        pipe.script_load(s.source)
-    for call in calls:
-        _queue(pipe, call)
-    replies = list(pipe.execute(raise_on_error=False))[len(loading) :]
-    _loaded[redis].update(s.name for s in loading)
-    missing = _missing_scripts(replies)
-    if missing:
-        _loaded[redis].clear()
-        for name in sorted({calls[i].script for i in missing}):
-            redis.script_load(scripts.script(name).source)
+    if cluster:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
+        for s in loading:
+            redis.script_load(s.source)
+        _loaded[redis].update(s.name for s in loading)
+        loading = []
+    try:
         pipe = redis.pipeline(transaction=False)
-        for i in missing:
-            _queue(pipe, calls[i])
-        for i, reply in zip(missing, pipe.execute(raise_on_error=False), strict=True):
-            replies[i] = reply
+        for s in loading:
+            pipe.script_load(s.source)
+        for call in calls:
+            _queue(pipe, call, cluster)
+        replies = list(pipe.execute(raise_on_error=False))[len(loading) :]
+        _loaded[redis].update(s.name for s in loading)
+        missing = _missing_scripts(replies)
+        if missing:
+            _loaded[redis].clear()
+            for name in sorted({calls[i].script for i in missing}):
+                redis.script_load(scripts.script(name).source)
+            pipe = redis.pipeline(transaction=False)
+            for i in missing:
+                _queue(pipe, calls[i], cluster)
+            for i, reply in zip(missing, pipe.execute(raise_on_error=False), strict=True):
+                replies[i] = reply
+    except _TOPOLOGY_ERRORS:
+        mark_topology_stale(redis)
+        raise
+    _check_topology(redis, replies)
     return _finish(calls, replies)
 
 
@@ -135,25 +174,36 @@ async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
     """The asyncio twin of run_many_sync."""
     if not calls:
         return []
+    cluster = is_cluster(redis)
     loading = _to_load(redis, calls)
-    async with redis.pipeline(transaction=False) as pipe:
-        for s in loading:
-            pipe.script_load(s.source)
-        for call in calls:
-            _queue(pipe, call)
-        replies = list(await pipe.execute(raise_on_error=False))[len(loading) :]
-    _loaded[redis].update(s.name for s in loading)
-    missing = _missing_scripts(replies)
-    if missing:
-        _loaded[redis].clear()
-        for name in sorted({calls[i].script for i in missing}):
-            await redis.script_load(scripts.script(name).source)
+    try:
+        if cluster:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
+            for s in loading:
+                await redis.script_load(s.source)
+            _loaded[redis].update(s.name for s in loading)
+            loading = []
         async with redis.pipeline(transaction=False) as pipe:
-            for i in missing:
-                _queue(pipe, calls[i])
-            again = await pipe.execute(raise_on_error=False)
-        for i, reply in zip(missing, again, strict=True):
-            replies[i] = reply
+            for s in loading:
+                pipe.script_load(s.source)
+            for call in calls:
+                _queue(pipe, call, cluster)
+            replies = list(await pipe.execute(raise_on_error=False))[len(loading) :]
+        _loaded[redis].update(s.name for s in loading)
+        missing = _missing_scripts(replies)
+        if missing:  # a restarted server, or on a cluster a promoted replica or a moved slot
+            _loaded[redis].clear()
+            for name in sorted({calls[i].script for i in missing}):
+                await redis.script_load(scripts.script(name).source)
+            async with redis.pipeline(transaction=False) as pipe:
+                for i in missing:
+                    _queue(pipe, calls[i], cluster)
+                again = await pipe.execute(raise_on_error=False)
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+    except _TOPOLOGY_ERRORS:
+        mark_topology_stale(redis)
+        raise
+    _check_topology(redis, replies)
     return _finish(calls, replies)
 
 

@@ -1,17 +1,29 @@
-"""Redis connections for the storage layer (redis-py with the hiredis parser)."""
+"""Redis connections for the storage layer (redis-py with the hiredis parser), to one server or to a
+Redis Cluster.
+
+Cluster mode is detected from the URL's server (`INFO cluster`), or chosen in the URL with the query
+option `cluster=yes` or `cluster=no` (docs/operations.md). A cluster gets redis-py's cluster client,
+which routes each command by its key's slot and follows MOVED and ASK.
+"""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import hiredis
 import redis
 import redis.asyncio as aredis
+import redis.asyncio.cluster as acluster
+import redis.cluster as scluster
 from redis.asyncio.connection import Connection as AsyncConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.retry import Retry as SyncRetry
 
 _RAW_REPLY_COMMANDS = ("XRANGE", "XREVRANGE", "XREAD", "XINFO STREAM")
+PROBE_TIMEOUT_S = 2.0
 
 
 class HiredisPackedConnection(AsyncConnection):
@@ -31,6 +43,48 @@ def _raw(response: Any, **options: Any) -> Any:
     return response
 
 
+def is_cluster(client: Any) -> bool:
+    """Whether a client from connect / connect_sync talks to a Redis Cluster."""
+    return isinstance(client, (acluster.RedisCluster, scluster.RedisCluster))
+
+
+def _split_mode(url: str) -> tuple[str, str]:
+    """The URL without the `cluster` query option, and that option ("yes", "no" or "auto")."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    mode = "auto"
+    kept = []
+    for name, value in query:
+        if name == "cluster":
+            mode = {"yes": "yes", "true": "yes", "1": "yes", "no": "no", "false": "no", "0": "no"}.get(
+                value.lower(), "auto"
+            )
+        else:
+            kept.append((name, value))
+    return urlunsplit(parts._replace(query=urlencode(kept))), mode
+
+
+@cache
+def _server_is_cluster(url: str) -> bool:
+    """Asks the server once (per URL and process). A server that cannot be reached is taken for a
+    single one: a cluster that is down at start is named with `cluster=yes`."""
+    probe = redis.Redis.from_url(url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S)
+    try:
+        return bool(int(probe.info("cluster").get("cluster_enabled", 0)))
+    except (redis.RedisError, OSError, ValueError):
+        return False
+    finally:
+        probe.close()
+
+
+def cluster_url(url: str) -> tuple[str, bool]:
+    """The URL to hand redis-py, and whether it names a Redis Cluster."""
+    plain, mode = _split_mode(url)
+    if mode == "auto":
+        return plain, _server_is_cluster(plain)
+    return plain, mode == "yes"
+
+
 def connect(url: str, timeout_ms: int | None = None, **options: Any) -> aredis.Redis:
     """An asyncio client whose stream replies are left as hiredis returns them (lists of bytes).
 
@@ -38,7 +92,11 @@ def connect(url: str, timeout_ms: int | None = None, **options: Any) -> aredis.R
     failed round trip is retried here: a retry would stretch the wait past timeout_ms, and could run
     a command twice when only its reply was lost. Callers answer a retriable error instead, and the
     pool replaces connections that broke. Blocking pub/sub reads (listen()) are exempt from it.
+
+    On a cluster this is a redis.asyncio.RedisCluster (typed as the plain client: storage code that
+    needs the difference asks is_cluster).
     """
+    plain, clustered = cluster_url(url)
     if timeout_ms is not None:
         options = {
             "socket_timeout": timeout_ms / 1000,
@@ -46,16 +104,59 @@ def connect(url: str, timeout_ms: int | None = None, **options: Any) -> aredis.R
             "retry": Retry(NoBackoff(), 0),
             **options,
         }
+    if clustered:
+        return _connect_cluster(plain, options)  # type: ignore[return-value]
     client = aredis.Redis.from_url(
-        url, decode_responses=False, connection_class=HiredisPackedConnection, **options
+        plain, decode_responses=False, connection_class=HiredisPackedConnection, **options
     )
     for command in _RAW_REPLY_COMMANDS:
         client.response_callbacks[command] = _raw
     return client
 
 
+def _connect_cluster(url: str, options: dict[str, Any]) -> acluster.RedisCluster:
+    # Surviving shards keep serving while one has no primary (a failover in progress).
+    options.setdefault("retry", Retry(NoBackoff(), 0))
+    client = acluster.RedisCluster.from_url(
+        url, decode_responses=False, require_full_coverage=False, **options
+    )
+    # The cluster client takes no connection class; its nodes, including those found later through
+    # MOVED, are made from this one shared dict.
+    client.connection_kwargs["connection_class"] = HiredisPackedConnection
+    for command in _RAW_REPLY_COMMANDS:
+        client.response_callbacks[command] = _raw
+    return client
+
+
+def _raw_replies_on_nodes(cluster_client: scluster.RedisCluster) -> None:
+    """The blocking cluster client parses replies with each node's own client: raw stream replies are
+    set on the nodes it has and on those it makes later (after a failover or a reshard)."""
+    manager = cluster_client.nodes_manager
+    make_node = manager.create_redis_node
+
+    def make_raw_node(host: str, port: int, **kwargs: Any) -> redis.Redis:
+        node: redis.Redis = make_node(host, port, **kwargs)
+        for command in _RAW_REPLY_COMMANDS:
+            node.response_callbacks[command] = _raw
+        return node
+
+    manager.create_redis_node = make_raw_node  # type: ignore[method-assign]
+    for node in cluster_client.get_nodes():
+        if node.redis_connection is not None:
+            for command in _RAW_REPLY_COMMANDS:
+                node.redis_connection.response_callbacks[command] = _raw
+
+
 def connect_sync(url: str, **options: Any) -> redis.Redis:
-    client = redis.Redis.from_url(url, decode_responses=False, **options)
+    plain, clustered = cluster_url(url)
+    if clustered:
+        options.setdefault("retry", SyncRetry(NoBackoff(), 1))
+        cluster_client = scluster.RedisCluster.from_url(
+            plain, decode_responses=False, require_full_coverage=False, **options
+        )
+        _raw_replies_on_nodes(cluster_client)
+        return cluster_client  # type: ignore[return-value]
+    client = redis.Redis.from_url(plain, decode_responses=False, **options)
     for command in _RAW_REPLY_COMMANDS:
         client.response_callbacks[command] = _raw
     return client

@@ -14,17 +14,32 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import hiredis
+from redis._parsers.base import BaseParser
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    NoScriptError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import scripts
 from .calls import Call, Redis
 
 T = TypeVar("T")
+
+
+# Cluster replies that mean the command did not run on this node.
+REDIRECTS = (MovedError, AskError, TryAgainError, ClusterDownError)
+# How long a lane trusts what INFO said of the server's replicas and AOF before asking again.
+DURABILITY_CHECK_S = 5.0
 
 
 class _Link:
@@ -42,20 +57,34 @@ class _Link:
 
 
 class PipelinedLane:
-    def __init__(self, client: Redis, timeout_ms: int | None = None) -> None:
-        self._client = client
+    """One pipelined connection: to the single Redis of `client`, or to whatever server
+    `make_connection` (a redis-py connection factory) connects to, such as one cluster node."""
+
+    def __init__(
+        self,
+        client: Redis | None,
+        timeout_ms: int | None = None,
+        make_connection: Callable[[], Any] | None = None,
+    ) -> None:
+        if make_connection is None:
+            assert client is not None
+            make_connection = client.connection_pool.make_connection
+        self._make_connection = make_connection
         # A reply later than this fails every command waiting on the connection, and the next command
         # opens a new one: a stalled or silently dead connection must not hold appends forever.
         self._timeout = timeout_ms / 1000 if timeout_ms else None
         self._link: _Link | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
+        self._replicas = 0  # connected replicas, as INFO last said
+        self._waitaof = False  # AOF on, and WAITAOF known (Redis 7.2+)
+        self._checked_at = -DURABILITY_CHECK_S
 
     async def _connect(self) -> _Link:
         async with self._connecting:
             if self._link is not None:
                 return self._link
             # redis-py's connect() is bounded by the client's connect and socket timeouts.
-            connection = self._client.connection_pool.make_connection()
+            connection = self._make_connection()
             await connection.connect()
             link = _Link(connection, connection._writer)
             link.reader = asyncio.ensure_future(self._read_replies(link, connection._reader))
@@ -76,9 +105,8 @@ class PipelinedLane:
                     if future.done():
                         continue
                     if isinstance(reply, ResponseError):
-                        if str(reply).startswith("NOSCRIPT"):
-                            reply = NoScriptError(str(reply))
-                        future.set_exception(reply)
+                        # redis-py's classes: NoScriptError, and on a cluster MovedError, AskError...
+                        future.set_exception(BaseParser.parse_error(str(reply)))
                     else:
                         future.set_result(reply)
         except (OSError, asyncio.IncompleteReadError) as exc:
@@ -146,6 +174,8 @@ class PipelinedLane:
             exc = f.exception()
             if isinstance(exc, NoScriptError) and call.script:
                 loop.create_task(self._retry(result, call))
+            elif isinstance(exc, REDIRECTS):  # not run: the caller sends it where the cluster says
+                result.set_exception(exc)
             elif isinstance(exc, ResponseError) and call.on_error is not None:
                 result.set_result(call.on_error(exc))
             elif exc is not None:
@@ -167,6 +197,32 @@ class PipelinedLane:
         else:
             if not result.done():
                 _settle(result, call, reply)
+
+    async def wait_durable(self, keys: Sequence[str], timeout_ms: int) -> bool:
+        """acks=all: waits until the writes sent on this lane so far are on every replica the server
+        has (WAIT), and fsynced in its AOF where it has one (WAITAOF). On the lane's own connection,
+        because WAIT and WAITAOF count the writes of the connection they are sent on. False when
+        fewer replicas than connected took them within the timeout. (`keys` matter to ClusterLanes.)"""
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._checked_at > DURABILITY_CHECK_S:
+            info = await (await self.send("INFO", "replication", "persistence"))
+            fields = dict(line.split(":", 1) for line in info.decode().splitlines() if ":" in line)
+            self._replicas = int(fields.get("connected_slaves", 0))
+            self._waitaof = fields.get("aof_enabled", "0") == "1"
+            self._checked_at = loop.time()
+        if self._waitaof:
+            try:
+                local, replicas = await (await self.send("WAITAOF", 1, self._replicas, timeout_ms))
+                return bool(local >= 1 and replicas >= self._replicas)
+            except ResponseError:  # Redis before 7.2
+                self._waitaof = False
+        if not self._replicas:
+            return True
+        acked = await (await self.send("WAIT", self._replicas, timeout_ms))
+        if acked < self._replicas:
+            self._checked_at = -DURABILITY_CHECK_S  # a replica may have gone: ask again next time
+            return False
+        return True
 
     async def close(self) -> None:
         link = self._link

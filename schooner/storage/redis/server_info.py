@@ -1,4 +1,5 @@
-"""What the Redis server under Schooner offers and risks: durability for acks=all, eviction, memory."""
+"""What the Redis server under Schooner offers and risks: eviction and memory. (What acks=all waits for
+is asked on each append lane: lane.py.)"""
 
 from __future__ import annotations
 
@@ -7,39 +8,9 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from .calls import Call, Steps, command
+from .calls import Call, command
 
-ACKS_ALL_TIMEOUT_MS = 5000
-
-
-@dataclass
-class Durability:
-    """What acks=all can wait for: replicas (WAIT), and the local AOF fsync (WAITAOF, Redis 7.2+)."""
-
-    replicas: int = 0
-    waitaof: bool = False
-
-
-def _refused(_: Exception) -> bool:
-    return False
-
-
-def durability() -> Steps[Durability]:
-    """Two round trips: INFO, then a WAITAOF probe when AOF is on (it fails on Redis < 7.2)."""
-    replication, persistence = yield [command("INFO", "replication"), command("INFO", "persistence")]
-    found = Durability(replicas=int(replication.get("connected_slaves", 0)))
-    if int(persistence.get("aof_enabled", 0)):
-        (found.waitaof,) = yield [command("WAITAOF", 0, 0, 0, parse=lambda _: True, on_error=_refused)]
-    return found
-
-
-def wait_durable(durable: Durability, timeout_ms: int = ACKS_ALL_TIMEOUT_MS) -> Call[Any] | None:
-    """acks=all: waits for the replicas Redis has and for the local AOF fsync, where configured."""
-    if durable.waitaof:
-        return command("WAITAOF", 1, durable.replicas, timeout_ms)
-    if durable.replicas:
-        return command("WAIT", durable.replicas, timeout_ms)
-    return None
+ACKS_ALL_TIMEOUT_MS = 5000  # acks=all: how long the lanes' WAIT / WAITAOF may take
 
 
 @dataclass(frozen=True)
