@@ -4,7 +4,7 @@ QUIX_VENV ?= .venv-quix
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps broker test lint bench
+.PHONY: install system-deps broker test test-cluster lint bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ test: install $(QUIX_VENV)/.installed system-deps
 	$(VENV)/bin/ruff check schooner tests bench examples
 	$(VENV)/bin/mypy schooner
 	$(VENV)/bin/pytest -q
+
+# The whole suite on a Redis Cluster of 3 primaries and 3 replicas instead of one redis-server.
+test-cluster: install $(QUIX_VENV)/.installed system-deps
+	SCHOONER_TEST_REDIS=cluster $(VENV)/bin/pytest -q -m "not single_redis"
 
 bench: install system-deps
 	$(VENV)/bin/python -m bench

@@ -2,6 +2,11 @@
 
 `redis_server` is a real redis-server (the one Schooner embeds) on a free port, one per test session.
 Each test gets its own keyspace prefix on it, so tests never see each other's keys.
+With SCHOONER_TEST_REDIS=cluster (`make test-cluster`) it is instead `redis_cluster`, a real Redis
+Cluster of 3 primaries with a replica each, so the whole suite runs on a cluster; tests that need one
+single server (they stop, stall or proxy it) are marked `single_redis` and left out there.
+`redis_cluster` itself is always a cluster; tests in tests/cluster/ use it, and `cluster_factory` makes
+clusters of their own for tests that kill nodes or move slots.
 `broker` runs a real Schooner broker on a free port, in a thread with its own event loop, so that
 blocking clients (confluent-kafka, kafka-python, kcat) can talk to it from the test.
 """
@@ -28,10 +33,47 @@ import redis
 from schooner import config
 from schooner.broker.server import Broker
 from schooner.storage.redis.embedded import EmbeddedRedis, free_port
+from schooner.storage.redis.embedded_cluster import EmbeddedCluster
+
+ON_CLUSTER = os.environ.get("SCHOONER_TEST_REDIS", "") == "cluster"
+CLUSTER_NODE_TIMEOUT_MS = 2000
 
 
 @pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
+    """A real Redis Cluster: 3 primaries and 3 replicas, formed by redis-cli --cluster create."""
+    cluster = EmbeddedCluster(
+        tmp_path_factory.mktemp("cluster"), primaries=3, replicas=1, node_timeout_ms=CLUSTER_NODE_TIMEOUT_MS
+    )
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path: Path) -> Iterator[Callable[..., EmbeddedCluster]]:
+    """Clusters of a test's own (it may kill nodes or move slots), stopped after the test."""
+    made: list[EmbeddedCluster] = []
+
+    def make(primaries: int = 3, replicas: int = 1, **options: Any) -> EmbeddedCluster:
+        options.setdefault("node_timeout_ms", CLUSTER_NODE_TIMEOUT_MS)
+        cluster = EmbeddedCluster(tmp_path / f"cluster-{len(made)}", primaries, replicas, **options)
+        made.append(cluster)
+        cluster.start()
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EmbeddedRedis]:
+    if ON_CLUSTER:
+        yield request.getfixturevalue("redis_cluster")
+        return
     server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), persistent=False)
     server.start()
     yield server
@@ -68,7 +110,11 @@ def keyspace() -> str:
 
 @pytest.fixture
 def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url)
+    client = (
+        redis.RedisCluster.from_url(redis_server.url)
+        if ON_CLUSTER
+        else redis.Redis.from_url(redis_server.url)
+    )
     yield client
     client.close()
 

@@ -31,6 +31,8 @@ from tests.group_clients import ClientThread
 from tests.proxy import FaultProxy
 from tests.wire import call, produce_request
 
+pytestmark = pytest.mark.single_redis
+
 FAULT_SECONDS = 10.0
 PARTITIONS = 3
 SESSION_MS = 30_000  # the classic member's session: three times the fault

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 
 from tests.clients import Rec, confluent_consume, confluent_produce
 from tests.wire import call, produce_request
+
+pytestmark = pytest.mark.single_redis
 
 RETRIABLE = {ErrorCode.kafka_storage_error, ErrorCode.request_timed_out, ErrorCode.not_leader_or_follower}
 

@@ -14,6 +14,8 @@ from schooner.storage.redis import client
 from schooner.storage.redis.lane import PipelinedLane
 from tests.proxy import FaultProxy
 
+pytestmark = pytest.mark.single_redis
+
 TIMEOUT_MS = 500
 
 
