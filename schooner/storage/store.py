@@ -226,6 +226,10 @@ class Store:
         return await self.run(cluster.next_producer_id(self.ks))
 
     async def memory(self) -> Memory:
+        """Of the one Redis, or summed over a cluster's primaries."""
+        if is_cluster(self.redis):
+            per_node = await self.redis.execute_command("INFO", "memory", target_nodes="primaries")
+            return server_info.combined([server_info.parse_memory(info) for info in per_node.values()])
         return await self.run(server_info.memory())
 
     # -- log dirs -----------------------------------------------------------------------------------

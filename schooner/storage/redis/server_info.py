@@ -36,7 +36,7 @@ class Memory:
         return self.policy != "noeviction"
 
 
-def _memory(info: Any) -> Memory:
+def parse_memory(info: Any) -> Memory:
     return Memory(
         int(info.get("used_memory", 0)),
         int(info.get("maxmemory", 0)),
@@ -45,9 +45,20 @@ def _memory(info: Any) -> Memory:
     )
 
 
+def combined(memories: list[Memory]) -> Memory:
+    """A cluster's memory as one server's: the primaries' sums, the riskiest eviction policy."""
+    risky = [m.policy for m in memories if m.may_evict]
+    return Memory(
+        sum(m.used for m in memories),
+        0 if any(m.maxmemory == 0 for m in memories) else sum(m.maxmemory for m in memories),
+        risky[0] if risky else "noeviction",
+        max((m.system for m in memories), default=0),
+    )
+
+
 def memory() -> Call[Memory]:
     # INFO rather than CONFIG GET: hosted Redis services often rename or forbid CONFIG.
-    return command("INFO", "memory", parse=_memory)
+    return command("INFO", "memory", parse=parse_memory)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
