@@ -70,14 +70,15 @@ _MOVABLE_KEYS = {"XREAD", "XREADGROUP"}
 _TOPOLOGY_ERRORS = (RedisConnectionError, RedisTimeoutError, ClusterDownError, MovedError)
 
 
-def _queue(pipe: Any, call: Call[Any], cluster: bool) -> None:
+def _queue(pipe: Any, call: Call[Any], cluster: Any) -> None:
+    """Queues one call on a pipeline; `cluster` is the cluster client, or None on a single Redis."""
     if call.script:
         s = scripts.script(call.script)
         # The raw command: the cluster pipeline refuses evalsha(), and routes EVALSHA by its keys.
         pipe.execute_command("EVALSHA", s.sha, len(call.keys), *call.keys, *call.args)
-    elif cluster and str(call.args[0]).upper() in _MOVABLE_KEYS:
+    elif cluster is not None and str(call.args[0]).upper() in _MOVABLE_KEYS:
         key = call.args[[str(a).upper() for a in call.args].index("STREAMS") + 1]
-        pipe.execute_command(*call.args, target_nodes=pipe.get_node_from_key(key), **dict(call.options))
+        pipe.execute_command(*call.args, target_nodes=cluster.get_node_from_key(key), **dict(call.options))
     else:
         pipe.execute_command(*call.args, **dict(call.options))
 
@@ -133,9 +134,9 @@ def run_many_sync(redis: BlockingRedis, calls: Sequence[Call[Any]]) -> list[Any]
     """One pipelined round trip; a script the server lacks (a restart) is loaded and its call sent again."""
     if not calls:
         return []
-    cluster = is_cluster(redis)
+    cluster = redis if is_cluster(redis) else None
     loading = _to_load(redis, calls)
-    if cluster:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
+    if cluster is not None:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
         for s in loading:
             redis.script_load(s.source)
         _loaded[redis].update(s.name for s in loading)
@@ -174,10 +175,11 @@ async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
     """The asyncio twin of run_many_sync."""
     if not calls:
         return []
-    cluster = is_cluster(redis)
+    cluster = redis if is_cluster(redis) else None
     loading = _to_load(redis, calls)
     try:
-        if cluster:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
+        if cluster is not None:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
+            await redis.initialize()  # type: ignore[attr-defined]  # the slot map, for _queue's routing
             for s in loading:
                 await redis.script_load(s.source)
             _loaded[redis].update(s.name for s in loading)
