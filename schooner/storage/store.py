@@ -21,7 +21,7 @@ from .log.compaction import CompactionStep
 from .log.producers import ProducerState
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
-from .redis.calls import Call, Redis, Steps, drive, run, together
+from .redis.calls import Call, Redis, Steps, cluster_errors_as_storage_errors, drive, run, together
 from .redis.client import is_cluster
 from .redis.cluster_lanes import ClusterLanes
 from .redis.lane import PipelinedLane
@@ -228,7 +228,8 @@ class Store:
     async def memory(self) -> Memory:
         """Of the one Redis, or summed over a cluster's primaries."""
         if is_cluster(self.redis):
-            per_node = await self.redis.execute_command("INFO", "memory", target_nodes="primaries")
+            with cluster_errors_as_storage_errors(self.redis):
+                per_node = await self.redis.execute_command("INFO", "memory", target_nodes="primaries")
             return server_info.combined([server_info.parse_memory(info) for info in per_node.values()])
         return await self.run(server_info.memory())
 

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import redis as sync_redis
 import redis.asyncio as async_redis
-from redis.exceptions import ClusterDownError, MovedError, NoScriptError, RedisError, ResponseError
+from redis.exceptions import (
+    ClusterDownError,
+    MovedError,
+    NoScriptError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+    SlotNotCoveredError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -68,6 +76,7 @@ def script(name: str, keys: Sequence[str], args: Sequence[Any], parse: Callable[
 _MOVABLE_KEYS = {"XREAD", "XREADGROUP"}
 # Errors after which a cluster client's map of slots to nodes may be out of date.
 _TOPOLOGY_ERRORS = (RedisConnectionError, RedisTimeoutError, ClusterDownError, MovedError)
+_STALE_MAP_REPLIES = (*_TOPOLOGY_ERRORS, SlotNotCoveredError)
 
 
 def _queue(pipe: Any, call: Call[Any], cluster: Any) -> None:
@@ -83,6 +92,32 @@ def _queue(pipe: Any, call: Call[Any], cluster: Any) -> None:
         pipe.execute_command(*call.args, **dict(call.options))
 
 
+class ClusterUnavailable(RedisConnectionError):
+    """No node of a Redis Cluster answers for a slot now (a failover in progress, or every node
+    unreachable): a connection error, so that callers answer it as the retriable outage it is.
+    (redis-py raises these outside its RedisError tree.)"""
+
+
+@contextlib.contextmanager
+def cluster_errors_as_storage_errors(redis: Any) -> Iterator[None]:
+    """Turns redis-py's cluster outages into ClusterUnavailable, and marks the slot map stale after
+    any error that may mean the topology changed. Other RedisClusterExceptions (a script's keys in
+    two slots) are bugs, and pass unchanged."""
+    try:
+        yield
+    except _TOPOLOGY_ERRORS:
+        mark_topology_stale(redis)
+        raise
+    except SlotNotCoveredError as exc:
+        mark_topology_stale(redis)
+        raise ClusterUnavailable(str(exc)) from exc
+    except RedisClusterException as exc:
+        if "cannot be connected" not in str(exc):
+            raise
+        mark_topology_stale(redis)
+        raise ClusterUnavailable(str(exc)) from exc
+
+
 def mark_topology_stale(redis: Any) -> None:
     """A cluster client fetches the slot map again before its next command (after a connection error,
     a MOVED, or a failover): the pipelines that calls.py sends do not refresh it themselves."""
@@ -94,7 +129,7 @@ def mark_topology_stale(redis: Any) -> None:
 
 
 def _check_topology(redis: Any, replies: Sequence[Any]) -> None:
-    if is_cluster(redis) and any(isinstance(r, _TOPOLOGY_ERRORS) for r in replies):
+    if is_cluster(redis) and any(isinstance(r, _STALE_MAP_REPLIES) for r in replies):
         mark_topology_stale(redis)
 
 
@@ -124,6 +159,8 @@ def _finish(calls: Sequence[Call[Any]], replies: list[Any]) -> list[Any]:
         ):
             out.append(call.on_error(reply))
             continue
+        if isinstance(reply, SlotNotCoveredError):
+            raise ClusterUnavailable(str(reply)) from reply
         if isinstance(reply, Exception):
             raise reply
         out.append(call.parse(reply))
@@ -136,12 +173,12 @@ def run_many_sync(redis: BlockingRedis, calls: Sequence[Call[Any]]) -> list[Any]
         return []
     cluster = redis if is_cluster(redis) else None
     loading = _to_load(redis, calls)
-    if cluster is not None:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
-        for s in loading:
-            redis.script_load(s.source)
-        _loaded[redis].update(s.name for s in loading)
-        loading = []
-    try:
+    with cluster_errors_as_storage_errors(redis):
+        if cluster is not None:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
+            for s in loading:
+                redis.script_load(s.source)
+            _loaded[redis].update(s.name for s in loading)
+            loading = []
         pipe = redis.pipeline(transaction=False)
         for s in loading:
             pipe.script_load(s.source)
@@ -159,9 +196,6 @@ def run_many_sync(redis: BlockingRedis, calls: Sequence[Call[Any]]) -> list[Any]
                 _queue(pipe, calls[i], cluster)
             for i, reply in zip(missing, pipe.execute(raise_on_error=False), strict=True):
                 replies[i] = reply
-    except _TOPOLOGY_ERRORS:
-        mark_topology_stale(redis)
-        raise
     _check_topology(redis, replies)
     return _finish(calls, replies)
 
@@ -177,7 +211,7 @@ async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
         return []
     cluster = redis if is_cluster(redis) else None
     loading = _to_load(redis, calls)
-    try:
+    with cluster_errors_as_storage_errors(redis):
         if cluster is not None:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
             await redis.initialize()  # type: ignore[attr-defined]  # the slot map, for _queue's routing
             for s in loading:
@@ -202,9 +236,6 @@ async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
                 again = await pipe.execute(raise_on_error=False)
             for i, reply in zip(missing, again, strict=True):
                 replies[i] = reply
-    except _TOPOLOGY_ERRORS:
-        mark_topology_stale(redis)
-        raise
     _check_topology(redis, replies)
     return _finish(calls, replies)
 

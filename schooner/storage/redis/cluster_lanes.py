@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import redis.asyncio.cluster as acluster
-from redis.exceptions import SlotNotCoveredError
 
-from .calls import Call, mark_topology_stale, run
+from .calls import Call, ClusterUnavailable, cluster_errors_as_storage_errors, mark_topology_stale, run
 from .lane import REDIRECTS, PipelinedLane
 
 T = TypeVar("T")
@@ -31,7 +30,7 @@ class ClusterLanes:
     def _lane_for(self, key: str) -> PipelinedLane:
         node = self._client.get_node_from_key(key)
         if node is None:
-            raise SlotNotCoveredError(f"no node serves the slot of {key}")
+            raise ClusterUnavailable(f"no node serves the slot of {key}")
         lane = self._lanes.get(node.name)
         if lane is None:
             make = node.connection_class
@@ -43,13 +42,14 @@ class ClusterLanes:
 
     async def send_call(self, call: Call[T]) -> asyncio.Future[T]:
         """Sends the call on its node's lane now and returns a future for its parsed reply."""
-        await self._client.initialize()  # fetches the slot map when marked stale, else returns
         key = call.keys[0] if call.script else str(call.args[1])
-        try:
-            sent = await self._lane_for(key).send_call(call)
-        except Exception:
-            mark_topology_stale(self._client)
-            raise
+        with cluster_errors_as_storage_errors(self._client):
+            await self._client.initialize()  # fetches the slot map when marked stale, else returns
+            try:
+                sent = await self._lane_for(key).send_call(call)
+            except Exception:
+                mark_topology_stale(self._client)
+                raise
         loop = asyncio.get_running_loop()
         result: asyncio.Future[T] = loop.create_future()
 
@@ -82,7 +82,8 @@ class ClusterLanes:
     async def wait_durable(self, keys: Sequence[str], timeout_ms: int) -> bool:
         """acks=all on the lanes of the nodes that hold these keys (each WAIT counts the writes of its
         own connection)."""
-        lanes = {id(lane): lane for lane in (self._lane_for(key) for key in keys)}.values()
+        with cluster_errors_as_storage_errors(self._client):
+            lanes = {id(lane): lane for lane in (self._lane_for(key) for key in keys)}.values()
         results: list[Any] = await asyncio.gather(*(lane.wait_durable((), timeout_ms) for lane in lanes))
         return all(results)
 
