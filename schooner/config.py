@@ -62,6 +62,7 @@ class Settings:
     redis_timeout_ms: int = 10_000  # a Redis round trip that takes longer fails (retriable to clients)
     redis_maxmemory: str | None = None  # embedded redis-server only, e.g. "2gb"; policy is noeviction
     allow_evicting_redis: bool = False  # start even if Redis may evict keys (and so lose records)
+    acks_all_fsync: bool = False  # acks=all also waits for the AOF fsync (WAITAOF), where Redis has AOF
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Compaction (topics with cleanup.policy compact), on the sweep every retention_check_ms: each step
     # is one script over this many entries; a partition gets at most compaction_max_steps per sweep.

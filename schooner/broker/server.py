@@ -54,7 +54,7 @@ class Broker:
     async def start(self) -> None:
         s = self.settings
         redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)
-        store = Store(redis, Keyspace(s.keyspace), open_lane(redis, s.redis_timeout_ms))
+        store = Store(redis, Keyspace(s.keyspace), open_lane(redis, s.redis_timeout_ms), s.acks_all_fsync)
         await _check_eviction(store, s.allow_evicting_redis)
         broker_id = s.broker_id if s.broker_id is not None else await store.allocate_broker_id()
         # A deeper accept queue than asyncio's 100, so a burst of connects is not dropped and retried.

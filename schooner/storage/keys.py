@@ -69,6 +69,7 @@ class Keyspace:
             self.txn_open(topic, partition),
             self.aborted(topic, partition),
             self.compaction_aborts(topic, partition),
+            self.acks_marker(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------
@@ -199,3 +200,9 @@ class Keyspace:
     def group_configs(self, group_id: str) -> str:
         """Hash: group config name -> value, the overrides set for one group id (groups/configs.py)."""
         return f"{self.prefix}:group-configs:{{{group_id}}}"
+
+    # -- acks=all ----------------------------------------------------------------------------------
+    def acks_marker(self, topic: str, partition: int) -> str:
+        """String with PX: written before each acks=all WAIT on the partition's node, because WAIT
+        counts the writes of its own connection and the appends went down the lane's."""
+        return f"{self.prefix}:acks:{{{topic}:{partition}}}"

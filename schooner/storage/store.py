@@ -16,6 +16,7 @@ from .groups import commits, configs, state
 from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
 from .log import append, compaction, lookup, producers, read, retention, sizes, transactions
+from .log.acks import AcksAll
 from .log.append import UNKNOWN_PARTITION, AppendResult, Batch
 from .log.compaction import CompactionStep
 from .log.producers import ProducerState
@@ -48,10 +49,13 @@ def open_lane(redis: Redis, timeout_ms: int | None = None) -> Lane:
 class Store:
     """One Redis client and keyspace, and the pipelined lane that carries appends in request order."""
 
-    def __init__(self, redis: Redis, ks: Keyspace, lane: Lane | None = None) -> None:
+    def __init__(
+        self, redis: Redis, ks: Keyspace, lane: Lane | None = None, acks_all_fsync: bool = False
+    ) -> None:
         self.redis = redis
         self.ks = ks
         self.lane = lane or open_lane(redis)
+        self.acks_all = AcksAll(redis, ks, acks_all_fsync)
 
     async def run(self, call: Call[T]) -> T:
         return await run(self.redis, call)
@@ -116,10 +120,9 @@ class Store:
         )
 
     async def wait_durable(self, partitions: Iterable[tuple[Topic, int]]) -> bool:
-        """acks=all, after appends to these partitions: WAIT for the replicas their Redis has, and
-        WAITAOF for its fsync where it keeps an AOF. False if fewer replicas took them in time."""
-        keys = [self.ks.stream(t.name, p) for t, p in partitions]
-        return await self.lane.wait_durable(keys, ACKS_ALL_TIMEOUT_MS)
+        """acks=all, after appends to these partitions: WAIT for the replicas their Redis has (and
+        WAITAOF for its fsync with acks_all_fsync). False if fewer replicas took them in time."""
+        return await self.acks_all.wait(((t.name, p) for t, p in partitions), ACKS_ALL_TIMEOUT_MS)
 
     async def bounds(self, topic: Topic, partition: int) -> PartitionBounds:
         return await self.drive(read.bounds(self.ks, topic, partition))

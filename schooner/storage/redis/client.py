@@ -150,7 +150,7 @@ def _raw_replies_on_nodes(cluster_client: scluster.RedisCluster) -> None:
 def connect_sync(url: str, **options: Any) -> redis.Redis:
     plain, clustered = cluster_url(url)
     if clustered:
-        options.setdefault("retry", SyncRetry(NoBackoff(), 1))
+        options.setdefault("retry", SyncRetry(NoBackoff(), 0))  # as connect(): never run a call twice
         cluster_client = scluster.RedisCluster.from_url(
             plain, decode_responses=False, require_full_coverage=False, **options
         )

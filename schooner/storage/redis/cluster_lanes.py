@@ -10,8 +10,7 @@ is fetched again for the calls after it. A node that is gone fails its calls wit
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import redis.asyncio.cluster as acluster
 
@@ -78,14 +77,6 @@ class ClusterLanes:
         else:
             if not result.done():
                 result.set_result(reply)
-
-    async def wait_durable(self, keys: Sequence[str], timeout_ms: int) -> bool:
-        """acks=all on the lanes of the nodes that hold these keys (each WAIT counts the writes of its
-        own connection)."""
-        with cluster_errors_as_storage_errors(self._client):
-            lanes = {id(lane): lane for lane in (self._lane_for(key) for key in keys)}.values()
-        results: list[Any] = await asyncio.gather(*(lane.wait_durable((), timeout_ms) for lane in lanes))
-        return all(results)
 
     async def close(self) -> None:
         lanes, self._lanes = list(self._lanes.values()), {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import hiredis
@@ -38,8 +38,6 @@ T = TypeVar("T")
 
 # Cluster replies that mean the command did not run on this node.
 REDIRECTS = (MovedError, AskError, TryAgainError, ClusterDownError)
-# How long a lane trusts what INFO said of the server's replicas and AOF before asking again.
-DURABILITY_CHECK_S = 5.0
 
 
 class _Link:
@@ -75,9 +73,6 @@ class PipelinedLane:
         self._timeout = timeout_ms / 1000 if timeout_ms else None
         self._link: _Link | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
-        self._replicas = 0  # connected replicas, as INFO last said
-        self._waitaof = False  # AOF on, and WAITAOF known (Redis 7.2+)
-        self._checked_at = -DURABILITY_CHECK_S
 
     async def _connect(self) -> _Link:
         async with self._connecting:
@@ -197,32 +192,6 @@ class PipelinedLane:
         else:
             if not result.done():
                 _settle(result, call, reply)
-
-    async def wait_durable(self, keys: Sequence[str], timeout_ms: int) -> bool:
-        """acks=all: waits until the writes sent on this lane so far are on every replica the server
-        has (WAIT), and fsynced in its AOF where it has one (WAITAOF). On the lane's own connection,
-        because WAIT and WAITAOF count the writes of the connection they are sent on. False when
-        fewer replicas than connected took them within the timeout. (`keys` matter to ClusterLanes.)"""
-        loop = asyncio.get_running_loop()
-        if loop.time() - self._checked_at > DURABILITY_CHECK_S:
-            info = await (await self.send("INFO", "replication", "persistence"))
-            fields = dict(line.split(":", 1) for line in info.decode().splitlines() if ":" in line)
-            self._replicas = int(fields.get("connected_slaves", 0))
-            self._waitaof = fields.get("aof_enabled", "0") == "1"
-            self._checked_at = loop.time()
-        if self._waitaof:
-            try:
-                local, replicas = await (await self.send("WAITAOF", 1, self._replicas, timeout_ms))
-                return bool(local >= 1 and replicas >= self._replicas)
-            except ResponseError:  # Redis before 7.2
-                self._waitaof = False
-        if not self._replicas:
-            return True
-        acked = await (await self.send("WAIT", self._replicas, timeout_ms))
-        if acked < self._replicas:
-            self._checked_at = -DURABILITY_CHECK_S  # a replica may have gone: ask again next time
-            return False
-        return True
 
     async def close(self) -> None:
         link = self._link

@@ -6,6 +6,8 @@ acks=all waiting on the replicas of each primary that took appends."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from redis.exceptions import MovedError
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
 from schooner.storage.log import read as log_read
+from schooner.storage.log.acks import AcksAll
 from schooner.storage.log.append import APPENDED, RecordBatch
 from schooner.storage.redis import calls, client
 from schooner.storage.redis.cluster_lanes import ClusterLanes
@@ -146,3 +149,44 @@ def _replica_of(cluster: Any, primary_port: int) -> redis.Redis:
             return c
         c.close()
     raise AssertionError(f"no replica of {primary_port}")
+
+
+def test_acks_all_waits_for_the_replica_of_the_primary_that_took_the_appends(redis_cluster, keyspace) -> None:
+    """WAIT goes on a connection of its own after a marker write, so it covers the lane's appends; a
+    stopped replica makes it fall short on its own primary only."""
+
+    async def body() -> None:
+        r = client.connect(redis_cluster.url, 5000)
+        store = Store(r, Keyspace(keyspace), open_lane(r, 5000))
+        acks = AcksAll(r, store.ks)
+        try:
+            topic = await store.create_topic("waited", PARTITIONS, {"retention.ms": "-1"}, {})
+            await r.initialize()
+            nodes = {p: r.get_node_from_key(store.ks.stream("waited", p)).port for p in range(PARTITIONS)}
+            stopped_primary = nodes[0]
+            other = next(p for p in range(PARTITIONS) if nodes[p] != stopped_primary)
+            replica = _replica_process(redis_cluster, stopped_primary)
+            await store.append(topic, 0, RecordBatch([R(b"before")]))
+            assert await acks.wait([("waited", 0)], 300)
+            os.kill(replica, signal.SIGSTOP)
+            try:
+                await store.append(topic, 0, RecordBatch([R(b"during")]))
+                await store.append(topic, other, RecordBatch([R(b"elsewhere")]))
+                assert not await acks.wait([("waited", 0)], 300)
+                assert await acks.wait([("waited", other)], 300)
+            finally:
+                os.kill(replica, signal.SIGCONT)
+            assert await acks.wait([("waited", 0)], 2000)
+        finally:
+            await store.close()
+
+    asyncio.run(body())
+
+
+def _replica_process(cluster: Any, primary_port: int) -> int:
+    c = _replica_of(cluster, primary_port)
+    port = c.connection_pool.connection_kwargs["port"]
+    c.close()
+    pid = cluster.node_for_port(port).pid
+    assert pid is not None
+    return int(pid)
