@@ -8,7 +8,6 @@ which routes each command by its key's slot and follows MOVED and ASK.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -64,17 +63,22 @@ def _split_mode(url: str) -> tuple[str, str]:
     return urlunsplit(parts._replace(query=urlencode(kept))), mode
 
 
-@cache
+_modes: dict[str, bool] = {}  # what each server URL said, asked once per process
+
+
 def _server_is_cluster(url: str) -> bool:
-    """Asks the server once (per URL and process). A server that cannot be reached is taken for a
-    single one: a cluster that is down at start is named with `cluster=yes`."""
+    """Asks the server. One that cannot be reached is taken for a single server this time (and asked
+    again next time): a cluster that may be down when clients start is named with `cluster=yes`."""
+    if url in _modes:
+        return _modes[url]
     probe = redis.Redis.from_url(url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S)
     try:
-        return bool(int(probe.info("cluster").get("cluster_enabled", 0)))
+        _modes[url] = bool(int(probe.info("cluster").get("cluster_enabled", 0)))
     except (redis.RedisError, OSError, ValueError):
         return False
     finally:
         probe.close()
+    return _modes[url]
 
 
 def cluster_url(url: str) -> tuple[str, bool]:
