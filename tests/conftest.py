@@ -108,6 +108,11 @@ def keyspace() -> str:
     return f"t{uuid.uuid4().hex[:10]}"
 
 
+def redis_for(url: str) -> redis.Redis:
+    """redis-py's own client for a test's checks: a cluster client under make test-cluster."""
+    return redis.RedisCluster.from_url(url) if ON_CLUSTER else redis.Redis.from_url(url)  # type: ignore[return-value]
+
+
 @pytest.fixture
 def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
     client = (

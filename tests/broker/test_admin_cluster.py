@@ -116,6 +116,7 @@ def test_log_dir_sizes_follow_the_log(broker: Any, kadmin: KafkaAdminClient, adm
     assert [t["name"] for t in only["topics"]] == [name] and _sizes(only, name) == {1: first[0]}
 
 
+@pytest.mark.single_redis  # sets maxmemory on the one server
 def test_log_dir_totals_are_redis_memory(
     broker: Any, kadmin: KafkaAdminClient, redis_client: redis.Redis
 ) -> None:

@@ -21,6 +21,8 @@ from tests.clients import Rec, confluent_consume, confluent_produce
 from tests.conftest import start_broker
 from tests.wire import call, produce_request
 
+pytestmark = pytest.mark.single_redis  # it configures, fills or kills the one server
+
 HEADROOM = 3 * 1024 * 1024
 WAITED = b"w" * 64 * 1024
 

@@ -9,7 +9,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import redis
 from aiokafka.record._crecords import DefaultRecordBatchBuilder
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
@@ -17,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
 from schooner.storage.keys import Keyspace
+from tests.conftest import redis_for
 from tests.wire import call
 
 TIMEOUT = datetime.timedelta(seconds=60)
@@ -176,7 +176,7 @@ def _describe(port: int, transactional_id: str) -> Any:
 
 def _markers(broker: Any, topic: str, partition: int = 0) -> list[tuple[bytes, bytes]]:
     """(control, txn) of each marker entry in the partition's stream, oldest first."""
-    client = redis.Redis.from_url(broker.redis_url)
+    client = redis_for(broker.redis_url)
     try:
         entries = client.xrange(Keyspace(broker.settings.keyspace).stream(topic, partition))
     finally:

@@ -9,11 +9,14 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 
 from schooner.storage.redis.embedded import free_port
 from tests.clients import confluent_consume
 from tests.ops.helpers import start_cli_broker
+
+pytestmark = pytest.mark.single_redis  # it configures, fills or kills the one server
 
 
 def _redis_pid(data_dir: Path) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import ResponseError
+from redis.exceptions import OutOfMemoryError, ResponseError
 
 from .calls import Call, command
 
@@ -63,4 +63,7 @@ def memory() -> Call[Memory]:
 
 def is_out_of_memory(exc: BaseException) -> bool:
     """Redis refused a write because used memory is over maxmemory (the storage-full case)."""
+    # redis-py's parser gives OutOfMemoryError (its text without the code); hiredis' raw reader the code.
+    if isinstance(exc, OutOfMemoryError):
+        return True
     return isinstance(exc, ResponseError) and str(exc).startswith("OOM")
