@@ -199,3 +199,15 @@ class Keyspace:
     def group_configs(self, group_id: str) -> str:
         """Hash: group config name -> value, the overrides set for one group id (groups/configs.py)."""
         return f"{self.prefix}:group-configs:{{{group_id}}}"
+
+    # -- pub/sub channels beyond schooner:appended -------------------------------------------------
+    def appended_shard_channel(self, topic: str, partition: int) -> str:
+        """Sharded pub/sub channel (Redis Cluster): the append scripts SPUBLISH "topic:partition" here.
+        It carries the partition's hash tag, so it lives in the slot the scripts run in."""
+        return f"{self.prefix}:appended:{{{topic}:{partition}}}"
+
+    @property
+    def topics_channel(self) -> str:
+        """Pub/sub channel: the topic scripts publish a topic's name when they create, delete or change
+        it, so every broker drops its cached copy."""
+        return f"{self.prefix}:topics-changed"
