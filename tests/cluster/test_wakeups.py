@@ -159,7 +159,7 @@ def test_confluent_consumer_long_poll_is_woken_across_brokers(brokers, redis_clu
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 10_000,
             "fetch.error.backoff.ms": 10,
-        }  # fmt: skip
+        }
     )
     consumer.assign([TopicPartition("tail", p, 0) for p in partitions])
     try:
