@@ -27,8 +27,9 @@ from .waiters import AppendWaiters
 CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))
 
 # Every topic change is published (storage/topics/notices.py) and drops the cached topic at once, so
-# the TTL is a safety net; while this broker does not hear those notices (at start, or its
-# subscription is down) a cached topic lives as briefly as before them.
+# the TTL is a safety net. While this broker may not hear those notices (at start, while its
+# subscription is down, or while its heartbeat finds Redis out of reach, which a stalled subscription
+# shows late) a cached topic lives as briefly as before them.
 TOPIC_CACHE_SECONDS = 30.0
 UNWATCHED_TOPIC_CACHE_SECONDS = 1.0
 BROKER_CACHE_SECONDS = 0.5
@@ -49,7 +50,7 @@ class BrokerContext:
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
     share_sessions: ShareSessions = field(default_factory=ShareSessions)
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
-    _topic_ttl: float = UNWATCHED_TOPIC_CACHE_SECONDS
+    _topic_notices: bool = False  # the topics channel's subscription is confirmed
     # Bumped whenever a cached topic is dropped: a load that overlapped the drop may have read the old
     # state, so it is not cached.
     _topic_generation: int = 0
@@ -66,11 +67,16 @@ class BrokerContext:
         return self.settings.topic_defaults
 
     # -- topics -----------------------------------------------------------------------------------
+    def _topic_ttl(self) -> float:
+        if self._topic_notices and not self.groups.redis_health.in_trouble():
+            return TOPIC_CACHE_SECONDS
+        return UNWATCHED_TOPIC_CACHE_SECONDS
+
     async def topic(self, name: str) -> Topic | None:
         """The topic's metadata, cached until a notice says it changed (or the TTL, a safety net)."""
         now = time.monotonic()
         cached = self._topics.get(name)
-        if cached and now - cached[0] < self._topic_ttl:
+        if cached and now - cached[0] < self._topic_ttl():
             return cached[1]
         generation = self._topic_generation
         found = await self.store.topic(name, self.topic_defaults)
@@ -79,9 +85,9 @@ class BrokerContext:
         return found
 
     async def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        now = time.monotonic()
+        now, ttl = time.monotonic(), self._topic_ttl()
         for loaded, t in self._topics.values():
-            if t is not None and t.id == topic_id and now - loaded < self._topic_ttl:
+            if t is not None and t.id == topic_id and now - loaded < ttl:
                 return t
         name = await self.store.topic_name(topic_id)
         if name is None:
@@ -109,7 +115,7 @@ class BrokerContext:
     def topic_notices(self, heard: bool) -> None:
         """Whether this broker hears topic notices from now on. Either way the cache starts afresh:
         changes made while it did not went unheard."""
-        self._topic_ttl = TOPIC_CACHE_SECONDS if heard else UNWATCHED_TOPIC_CACHE_SECONDS
+        self._topic_notices = heard
         self._topics.clear()
         self._topic_generation += 1
 

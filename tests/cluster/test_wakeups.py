@@ -27,6 +27,7 @@ from tests.wire import call, produce_request
 
 PARTITIONS = 12
 MAX = 1 << 20
+MAX_WAIT_MS = 8000  # long against WOKEN_WITHIN, short of the test socket's 10 s timeout
 WOKEN_WITHIN = 0.3  # seconds: a notice wakes in milliseconds, the fallback poll after up to 0.5 s
 
 
@@ -75,9 +76,11 @@ def _produce(b: Any, topic: str, partition: int, value: bytes) -> None:
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
 
 
-def _fetch(port: int, topic: str, partitions: list[int], max_wait_ms: int) -> Any:
-    """A raw Fetch (v12) of the partitions from offset 0, waiting up to max_wait_ms for one byte."""
-    parts = tuple(FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=MAX) for p in partitions)
+def _fetch(port: int, topic: str, partitions: list[int], max_wait_ms: int, offset: int = 0) -> Any:
+    """A raw Fetch (v12) of the partitions from `offset`, waiting up to max_wait_ms for one byte."""
+    parts = tuple(
+        FetchPartition(partition=p, fetch_offset=offset, partition_max_bytes=MAX) for p in partitions
+    )
     return call(
         port,
         FetchRequest(
@@ -93,14 +96,17 @@ def _fetch(port: int, topic: str, partitions: list[int], max_wait_ms: int) -> An
 class _Waiting:
     """A Fetch in a thread of its own; `returned` is when its response arrived."""
 
-    def __init__(self, port: int, topic: str, partitions: list[int], max_wait_ms: int) -> None:
+    def __init__(
+        self, port: int, topic: str, partitions: list[int], max_wait_ms: int, offset: int = 0
+    ) -> None:
         self.response: Any = None
         self.returned = 0.0
-        self._thread = threading.Thread(target=self._run, args=(port, topic, partitions, max_wait_ms))
+        args = (port, topic, partitions, max_wait_ms, offset)
+        self._thread = threading.Thread(target=self._run, args=args)
         self._thread.start()
 
-    def _run(self, port: int, topic: str, partitions: list[int], max_wait_ms: int) -> None:
-        self.response = _fetch(port, topic, partitions, max_wait_ms)
+    def _run(self, port: int, topic: str, partitions: list[int], max_wait_ms: int, offset: int) -> None:
+        self.response = _fetch(port, topic, partitions, max_wait_ms, offset)
         self.returned = time.monotonic()
 
     def join(self) -> Any:
@@ -117,7 +123,7 @@ def test_raw_long_poll_is_woken_by_another_brokers_append_on_every_primary(
     for p in _one_per_primary(redis_cluster, keyspace, "wake"):
         tp = Partition("wake", p)
         before = _heard(a)[tp]
-        waiting = _Waiting(a.port, "wake", [p], max_wait_ms=20_000)
+        waiting = _Waiting(a.port, "wake", [p], max_wait_ms=MAX_WAIT_MS)
         wait(lambda tp=tp: tp in _subscribed(a), 10, f"a subscribes to {tp}")  # type: ignore[misc]
         time.sleep(0.1)  # the fetch reads again once the subscription is confirmed, then waits
         assert waiting.response is None  # still waiting: the partition is empty
@@ -134,7 +140,7 @@ def test_a_broker_hears_only_the_partitions_its_fetches_wait_on(brokers, redis_c
     a, b = brokers
     _create(a, "only")
     waited = _one_per_primary(redis_cluster, keyspace, "only")
-    waiting = _Waiting(a.port, "only", waited, max_wait_ms=20_000)
+    waiting = _Waiting(a.port, "only", waited, max_wait_ms=MAX_WAIT_MS)
     wait(lambda: _subscribed(a) == {Partition("only", p) for p in waited}, 10, "a subscribes to its waits")
     for p in range(PARTITIONS):
         _produce(b, "only", p, b"x")
@@ -177,3 +183,53 @@ def test_confluent_consumer_long_poll_is_woken_across_brokers(brokers, redis_clu
     finally:
         consumer.close()
     assert _heard(a) == Counter({Partition("tail", p): 1 for p in partitions})
+
+
+def test_wake_ups_resume_after_the_partitions_primary_fails_over(
+    cluster_factory, broker_factory, keyspace
+) -> None:
+    # cluster_factory first: its cluster then outlives the brokers at teardown.
+    cluster = cluster_factory()
+    a = broker_factory(redis_url=cluster.url)
+    b = broker_factory(redis_url=cluster.url)
+    _create(a, "fo")
+    # A partition whose primary is not the node the brokers were pointed at.
+    client = redis.RedisCluster.from_url(cluster.url)
+    try:
+        port, p = next(
+            (node.port, p)
+            for p in range(PARTITIONS)
+            if (node := client.get_node_from_key(Keyspace(keyspace).stream("fo", p))).port
+            != cluster.nodes[0].port
+        )
+    finally:
+        client.close()
+    tp = Partition("fo", p)
+
+    def woken_at_once() -> bool:
+        """A Fetch waiting on a at the end of the partition is woken by b's append well before its
+        max wait, and a heard the notice. False while the cluster fails over (errors meanwhile)."""
+        now = _fetch(a.port, "fo", [p], 0).responses[0].partitions[0]
+        if now.error_code != ErrorCode.none:
+            time.sleep(0.2)
+            return False
+        before = _heard(a)[tp]
+        waiting = _Waiting(a.port, "fo", [p], max_wait_ms=MAX_WAIT_MS, offset=now.high_watermark)
+        time.sleep(0.3)  # subscribed by now when all is well
+        produced = time.monotonic()
+        produce = call(b.port, produce_request("fo", [b"x"], partition=p))
+        got = waiting.join().responses[0].partitions[0]
+        return (
+            produce.responses[0].partition_responses[0].error_code == ErrorCode.none
+            and got.error_code == ErrorCode.none
+            and bool(got.records)
+            and 0 <= waiting.returned - produced < WOKEN_WITHIN
+            and _heard(a)[tp] == before + 1
+        )
+
+    assert woken_at_once()
+    cluster.node_for_port(port).kill()
+    deadline = time.monotonic() + 30
+    while not woken_at_once():
+        assert time.monotonic() < deadline, "wake-ups did not resume after the failover"
+    assert port not in cluster.primary_ports()
