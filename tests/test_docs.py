@@ -40,6 +40,8 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.broker_id_counter,
         ks.producer_id_counter,
         ks.appended_channel,
+        ks.appended_shard_channel("orders", 0),
+        ks.topics_channel,
         ks.quota_entities,
         ks.quota_entity("user=alice,client-id=app-1"),
         ks.txn_open("orders", 0),

@@ -26,7 +26,12 @@ from .waiters import AppendWaiters
 # (client id, client host) of the request being handled; set by the connection for each request.
 CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))
 
-TOPIC_CACHE_SECONDS = 1.0
+# Every topic change is published (storage/topics/notices.py) and drops the cached topic at once, so
+# the TTL is a safety net. While this broker may not hear those notices (at start, while its
+# subscription is down, or while its heartbeat finds Redis out of reach, which a stalled subscription
+# shows late) a cached topic lives as briefly as before them.
+TOPIC_CACHE_SECONDS = 30.0
+UNWATCHED_TOPIC_CACHE_SECONDS = 1.0
 BROKER_CACHE_SECONDS = 0.5
 
 
@@ -45,6 +50,10 @@ class BrokerContext:
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
     share_sessions: ShareSessions = field(default_factory=ShareSessions)
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
+    _topic_notices: bool = False  # the topics channel's subscription is confirmed
+    # Bumped whenever a cached topic is dropped: a load that overlapped the drop may have read the old
+    # state, so it is not cached.
+    _topic_generation: int = 0
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
@@ -58,19 +67,27 @@ class BrokerContext:
         return self.settings.topic_defaults
 
     # -- topics -----------------------------------------------------------------------------------
+    def _topic_ttl(self) -> float:
+        if self._topic_notices and not self.groups.redis_health.in_trouble():
+            return TOPIC_CACHE_SECONDS
+        return UNWATCHED_TOPIC_CACHE_SECONDS
+
     async def topic(self, name: str) -> Topic | None:
-        """The topic's metadata, cached for a second (other brokers' changes show within that)."""
+        """The topic's metadata, cached until a notice says it changed (or the TTL, a safety net)."""
         now = time.monotonic()
         cached = self._topics.get(name)
-        if cached and now - cached[0] < TOPIC_CACHE_SECONDS:
+        if cached and now - cached[0] < self._topic_ttl():
             return cached[1]
+        generation = self._topic_generation
         found = await self.store.topic(name, self.topic_defaults)
-        self._topics[name] = (now, found)
+        if generation == self._topic_generation:
+            self._topics[name] = (now, found)
         return found
 
     async def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        for _, t in self._topics.values():
-            if t is not None and t.id == topic_id and time.monotonic() - _ < TOPIC_CACHE_SECONDS:
+        now, ttl = time.monotonic(), self._topic_ttl()
+        for loaded, t in self._topics.values():
+            if t is not None and t.id == topic_id and now - loaded < ttl:
                 return t
         name = await self.store.topic_name(topic_id)
         if name is None:
@@ -78,11 +95,29 @@ class BrokerContext:
         found = await self.topic(name)
         return found if found is not None and found.id == topic_id else None
 
+    async def all_topics(self) -> list[Topic]:
+        """Every topic, fresh from Redis (and so into the cache)."""
+        now, generation = time.monotonic(), self._topic_generation
+        found = await self.store.topics(self.topic_defaults)
+        if generation == self._topic_generation:
+            for t in found:
+                self._topics[t.name] = (now, t)
+        return found
+
     def forget_topic(self, name: str) -> None:
         self._topics.pop(name, None)
+        self._topic_generation += 1
 
     def remember_topic(self, topic: Topic) -> None:
+        """A topic this broker has just created."""
         self._topics[topic.name] = (time.monotonic(), topic)
+
+    def topic_notices(self, heard: bool) -> None:
+        """Whether this broker hears topic notices from now on. Either way the cache starts afresh:
+        changes made while it did not went unheard."""
+        self._topic_notices = heard
+        self._topics.clear()
+        self._topic_generation += 1
 
     async def create_topic(
         self,

@@ -6,6 +6,9 @@ import asyncio
 import contextlib
 import gc
 import logging
+import math
+import time
+from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
@@ -14,10 +17,12 @@ from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
-from ..storage.log.notices import AppendNotices
+from ..storage.log.notices import AppendNotices, ShardedAppendNotices
 from ..storage.redis import client as redis_client
-from ..storage.redis.calls import StorageError
+from ..storage.redis.calls import StorageError, mark_topology_stale
 from ..storage.store import Store, open_lane
+from ..storage.topic_partition import TopicPartition
+from ..storage.topics.notices import ChannelNotices, TopicNotices
 from .compactor import compact_partition
 from .context import BrokerContext
 from .dispatch import dispatcher
@@ -27,6 +32,7 @@ from .listener import ClientConnections
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 3.0
+SHARDED_RETRY_SECONDS = 0.5  # after the sharded append notices failed, they start over after this
 
 
 class Broker:
@@ -38,8 +44,10 @@ class Broker:
         self._tasks: list[asyncio.Task[Any]] = []
         self._clients = ClientConnections(settings)
         self._connections = self._clients.tasks  # one task per open client connection
-        self._notices: AppendNotices | None = None
-        self._listener: asyncio.Task[None] | None = None
+        self._subscriptions: set[ChannelNotices | ShardedAppendNotices] = set()  # closed by stop()
+        # On a Redis Cluster: the sharded subscriptions to the partitions local fetches wait on.
+        self.sharded_notices: ShardedAppendNotices | None = None
+        self._listeners: list[asyncio.Task[None]] = []
         self._stopping = False
 
     @property
@@ -83,10 +91,16 @@ class Broker:
         self.ctx.group_configs = GroupConfigs(store, s)
         self.ctx.cluster_id = await store.cluster_id()
         await store.heartbeat(me, s.session_ms)
-        self._listener = asyncio.create_task(self._listen_for_appends())
+        if redis_client.is_cluster(redis):
+            self.sharded_notices = ShardedAppendNotices(redis, store.ks, s.redis_timeout_ms / 1000)
+            self.ctx.waiters.watch(self.sharded_notices.want, self.sharded_notices.idle)
+        self._listeners = [
+            asyncio.create_task(self._listen_for_appends()),
+            asyncio.create_task(self._listen_for_topic_changes()),
+        ]
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
-            self._listener,
+            *self._listeners,
             asyncio.create_task(self._sweep_retention()),
             asyncio.create_task(self._watch_groups()),
             asyncio.create_task(self._sweep_transactions()),
@@ -106,10 +120,10 @@ class Broker:
         self._stopping = True
         if self._server:
             self._server.close()  # no new connections
-        # The heartbeat would register this broker again; the append listener stays up while
-        # draining, so that long-polls in flight are still woken by new records.
+        # The heartbeat would register this broker again; the listeners stay up while draining, so
+        # that long-polls in flight are still woken by new records, and topics stay fresh.
         for task in self._tasks:
-            if task is not self._listener:
+            if task not in self._listeners:
                 task.cancel()
         if self.ctx is not None:
             self.ctx.leaving = True
@@ -122,11 +136,11 @@ class Broker:
                 self.ctx.groups.shutdown()
         if graceful:
             await self._drain_connections(self.settings.shutdown_timeout_ms / 1000)
-        if self._notices is not None:
+        for subscription in list(self._subscriptions):
             with contextlib.suppress(Exception):
-                await self._notices.close()
-        if self._listener is not None:
-            self._listener.cancel()
+                await subscription.close()
+        for task in self._listeners:
+            task.cancel()
         for conn in list(self._connections):
             conn.cancel()
         pending = [*self._tasks, *self._connections]
@@ -167,35 +181,96 @@ class Broker:
                     log.warning("Redis reachable again; member sessions count from now")
 
     async def _listen_for_appends(self) -> None:
-        """Wakes local long-polls when any broker (or this one) appends.
+        """Wakes local long-polls when any broker (or this one) appends: on one Redis through the
+        appended channel, on a Redis Cluster through the sharded channels of the partitions waited on."""
+        assert self.ctx is not None
+        ctx = self.ctx
+        if self.sharded_notices is not None:
+            await self._listen_sharded(self.sharded_notices)
+            return
+        await self._listen(
+            "append notices",
+            lambda quiet: AppendNotices(ctx.store.redis, ctx.ks, quiet),
+            ctx.waiters.notify_text,
+        )
+
+    async def _listen_for_topic_changes(self) -> None:
+        """Drops a cached topic when any broker (or a storage client) creates, changes or deletes it."""
+        assert self.ctx is not None
+        ctx = self.ctx
+        await self._listen(
+            "topic notices",
+            lambda quiet: TopicNotices(ctx.store.redis, ctx.ks, quiet),
+            lambda name: ctx.forget_topic(name.decode(errors="replace")),
+            ctx.topic_notices,
+        )
+
+    async def _listen(
+        self,
+        what: str,
+        subscribe: Callable[[float], ChannelNotices],
+        on_notice: Callable[[bytes], None],
+        on_heard: Callable[[bool], None] | None = None,
+    ) -> None:
+        """Subscribes and passes each notice on, subscribing anew on a new connection after a failure.
 
         A quiet channel is PINGed after redis_timeout_ms; no answer within as long again means the
-        connection is dead (a stalled path shows no error), and the listener subscribes anew.
+        connection is dead (a stalled path shows no error). on_heard(True) follows each confirmed
+        subscription, on_heard(False) each failure.
         """
         assert self.ctx is not None
         quiet = self.settings.redis_timeout_ms / 1000
         interrupted = False
         while not self._stopping:
-            notices = self._notices = AppendNotices(self.ctx.store.redis, self.ctx.ks, quiet)
+            notices = subscribe(quiet)
+            self._subscriptions.add(notices)
             try:
                 await notices.subscribe()
                 while True:
                     notice = await notices.next()
                     if notice is not None:
-                        self.ctx.waiters.notify_text(notice)
-                    elif interrupted:
+                        on_notice(notice)
+                        continue
+                    if on_heard is not None:
+                        on_heard(True)
+                    if interrupted:
                         interrupted = False
-                        log.warning("append notices resumed")
+                        log.warning("%s resumed", what)
             except (StorageError, OSError, RuntimeError, AttributeError) as exc:
+                if on_heard is not None:
+                    on_heard(False)
                 if self._stopping:  # stop() closed the connection under the read
                     return
+                mark_topology_stale(self.ctx.store.redis)
                 if not interrupted:  # once per outage; fetches poll meanwhile (fetch.POLL_SECONDS)
-                    log.warning("append notices interrupted: %s", exc)
+                    log.warning("%s interrupted: %s", what, exc)
                 interrupted = True
                 await asyncio.sleep(0.5)
             finally:
+                self._subscriptions.discard(notices)
                 with contextlib.suppress(Exception):
                     await notices.close()
+
+    async def _listen_sharded(self, notices: ShardedAppendNotices) -> None:
+        assert self.ctx is not None
+        waiters = self.ctx.waiters
+
+        def wake(tp: TopicPartition) -> None:
+            waiters.notify(tp.topic, tp.partition)
+
+        self._subscriptions.add(notices)
+        failed_at = -math.inf
+        while not self._stopping:
+            started = time.monotonic()
+            try:
+                await notices.run(wake)
+            except (StorageError, OSError, RuntimeError, AttributeError) as exc:
+                if self._stopping:
+                    return
+                if started - failed_at > SHARDED_RETRY_SECONDS * 2:  # once per outage
+                    log.warning("append notices interrupted: %s", exc)
+                failed_at = time.monotonic()
+                await asyncio.sleep(SHARDED_RETRY_SECONDS)
 
     async def _watch_groups(self) -> None:
         """Expires member sessions, and hands groups over when the live broker set changes."""

@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..storage.topic_partition import TopicPartition
+
+Watch = Callable[[TopicPartition], None]
+
+
+def _nothing(tp: TopicPartition) -> None:
+    return None
 
 
 class AppendWaiters:
     def __init__(self) -> None:
-        self._waiting: dict[TopicPartition, set[asyncio.Event]] = defaultdict(set)
+        self._waiting: dict[TopicPartition, set[asyncio.Event]] = {}
+        self._first: Watch = _nothing
+        self._last: Watch = _nothing
+
+    def watch(self, first: Watch, last: Watch) -> None:
+        """first(partition) when a partition gets its first waiter, last(partition) when its last one
+        leaves: on a Redis Cluster the broker subscribes to the notices of those partitions only."""
+        self._first, self._last = first, last
 
     def notify(self, topic: str, partition: int) -> None:
         for event in self._waiting.get(TopicPartition(topic, partition), ()):
@@ -29,7 +41,11 @@ class AppendWaiters:
         """Starts listening before the caller reads, so an append in between is not missed."""
         event = asyncio.Event()
         for key in partitions:
-            self._waiting[key].add(event)
+            waiting = self._waiting.get(key)
+            if waiting is None:
+                waiting = self._waiting[key] = set()
+                self._first(key)
+            waiting.add(event)
         return event
 
     def unregister(self, partitions: Iterable[TopicPartition], event: asyncio.Event) -> None:
@@ -39,6 +55,7 @@ class AppendWaiters:
                 waiting.discard(event)
                 if not waiting:
                     del self._waiting[key]
+                    self._last(key)
 
     @staticmethod
     async def wait(event: asyncio.Event, timeout: float) -> bool:

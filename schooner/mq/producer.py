@@ -127,9 +127,9 @@ class _Base(ABC, Generic[C]):
         for p, records in plan.by_partition.items():
             for start in range(0, len(records), MAX_BATCH):
                 chunks.append((p, start))
-                out.append(
-                    log_append.append(self.ks, plan.topic, p, RecordBatch(records[start : start + MAX_BATCH]))
-                )
+                batch = RecordBatch(records[start : start + MAX_BATCH])
+                sharded = client.is_cluster(self.redis)
+                out.append(log_append.append(self.ks, plan.topic, p, batch, sharded=sharded))
         return chunks, out
 
     def _results(

@@ -34,6 +34,7 @@ from ..storage.log.append import (
 )
 from ..storage.log.entry import Record
 from ..storage.redis.calls import BlockingRedis, run_sync
+from ..storage.redis.client import is_cluster
 from ..storage.topics import metadata
 from ..storage.topics.metadata import Topic
 from .options import OptionError, SinkOptions
@@ -183,7 +184,7 @@ def append_units(
         for first in range(0, len(records), size):
             piece = records[first : first + size]
             batch = RecordBatch(piece, producer_id=pid, producer_epoch=epoch, base_sequence=first)
-            result = run_sync(redis, append.append(ks, topic, part, batch))
+            result = run_sync(redis, append.append(ks, topic, part, batch, sharded=is_cluster(redis)))
             calls += 1
             if result.status == APPENDED:
                 appended += len(piece)

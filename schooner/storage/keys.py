@@ -206,3 +206,15 @@ class Keyspace:
         """String with PX: written before each acks=all WAIT on the partition's node, because WAIT
         counts the writes of its own connection and the appends went down the lane's."""
         return f"{self.prefix}:acks:{{{topic}:{partition}}}"
+
+    # -- pub/sub channels beyond schooner:appended -------------------------------------------------
+    def appended_shard_channel(self, topic: str, partition: int) -> str:
+        """Sharded pub/sub channel (Redis Cluster): the append scripts SPUBLISH "topic:partition" here.
+        It carries the partition's hash tag, so it lives in the slot the scripts run in."""
+        return f"{self.prefix}:appended:{{{topic}:{partition}}}"
+
+    @property
+    def topics_channel(self) -> str:
+        """Pub/sub channel: the topic scripts publish a topic's name when they create, delete or change
+        it, so every broker drops its cached copy."""
+        return f"{self.prefix}:topics-changed"

@@ -56,6 +56,8 @@ class Store:
         self.ks = ks
         self.lane = lane or open_lane(redis)
         self.acks_all = AcksAll(redis, ks, acks_all_fsync)
+        # On a Redis Cluster the append scripts SPUBLISH their wake-up notices (log/notices.py).
+        self.sharded = is_cluster(redis)
 
     async def run(self, call: Call[T]) -> T:
         return await run(self.redis, call)
@@ -101,7 +103,8 @@ class Store:
     async def send_append(self, topic: Topic, partition: int, batch: Batch) -> asyncio.Future[AppendResult]:
         """Sends the append on the lane before returning (so appends keep their order); the future
         resolves when Redis has run it. Pass the future to settle_append."""
-        return await self.lane.send_call(append.append(self.ks, topic, partition, batch))
+        call = append.append(self.ks, topic, partition, batch, sharded=self.sharded)
+        return await self.lane.send_call(call)
 
     async def settle_append(
         self, topic: Topic, partition: int, batch: Batch, sent: asyncio.Future[AppendResult]
@@ -110,7 +113,9 @@ class Store:
         is stamped and the batch appended again, when the topic still has this id and partition."""
         result = await sent
         if result.status == UNKNOWN_PARTITION:
-            again = await self.drive(append.append_restamped(self.ks, topic, partition, batch))
+            again = await self.drive(
+                append.append_restamped(self.ks, topic, partition, batch, sharded=self.sharded)
+            )
             result = again or result
         return result
 
@@ -141,7 +146,10 @@ class Store:
     ) -> list[transactions.MarkerResult]:
         """Ends a transaction in each partition, one script per partition, all in one pipeline."""
         calls = [
-            transactions.write_marker(self.ks, t, p, producer_id, producer_epoch, commit) for t, p in markers
+            transactions.write_marker(
+                self.ks, t, p, producer_id, producer_epoch, commit, sharded=self.sharded
+            )
+            for t, p in markers
         ]
         return await self.drive(together(calls)) if calls else []
 

@@ -57,10 +57,7 @@ async def resolve_partition(
 
 async def all_topics(ctx: BrokerContext) -> list[Topic]:
     """Every topic, fresh from Redis (and so into the cache)."""
-    found = await ctx.store.topics(ctx.topic_defaults)
-    for t in found:
-        ctx.remember_topic(t)
-    return found
+    return await ctx.all_topics()
 
 
 async def topic_for_write(ctx: BrokerContext, name: str) -> Topic | None:

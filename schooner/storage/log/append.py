@@ -17,6 +17,7 @@ from ..redis.calls import Call, Steps, command, script, text
 from ..topics.metadata import Topic
 from . import entry
 from .entry import RecordLike
+from .notices import Notice, notice_args
 
 APPENDED = 0
 DUPLICATE = 1
@@ -74,9 +75,10 @@ def estimated_size(records: Sequence[RecordLike]) -> int:
     return sum(len(r.value or b"") + len(r.key or b"") + 24 for r in records)
 
 
-def append_args(topic: Topic, partition: int, batch: Batch, channel: str) -> list[Any]:
+def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> list[Any]:
     """log_append.lua's ARGV: the batch's header values, then each record in its compact shape."""
     records = batch.records
+    channel, message, spublish = notice
     args: list[Any] = [
         topic.offsets.script_arg,
         1 if topic.log_append_time else 0,
@@ -89,11 +91,12 @@ def append_args(topic: Topic, partition: int, batch: Batch, channel: str) -> lis
         1 if topic.trim_approximate else 0,
         batch.size_bytes or estimated_size(records),  # 0: a batch that came without its size
         channel,
-        f"{topic.name}:{partition}",
+        message,
         str(topic.id),
         0,  # the batch's highest timestamp, filled in below
         0,  # and the index of its record
         batch.transactional_id or "",
+        spublish,
     ]
     # Per record: a shape (bit 1 key, 2 value, 4 headers, 8 same timestamp as the record before),
     # then the timestamp unless repeated, then the fields present. See log_append.lua.
@@ -130,17 +133,20 @@ def append_args(topic: Topic, partition: int, batch: Batch, channel: str) -> lis
 
 
 def append(
-    ks: Keyspace, topic: Topic, partition: int, batch: Batch, *, notify: bool = True
+    ks: Keyspace, topic: Topic, partition: int, batch: Batch, *, notify: bool = True, sharded: bool = False
 ) -> Call[AppendResult]:
-    """The append of one batch; a size_bytes of 0 is estimated from the records."""
-    args = append_args(topic, partition, batch, ks.appended_channel if notify else "")
+    """The append of one batch; a size_bytes of 0 is estimated from the records. `sharded` (on a Redis
+    Cluster) sends the wake-up notice on the partition's sharded channel (see notices.py)."""
+    args = append_args(topic, partition, batch, notice_args(ks, topic.name, partition, notify, sharded))
     offsets = topic.offsets
     return script(
         "log_append", ks.partition_keys(topic.name, partition), args, lambda r: parse_append_reply(r, offsets)
     )
 
 
-def append_restamped(ks: Keyspace, topic: Topic, partition: int, batch: Batch) -> Steps[AppendResult | None]:
+def append_restamped(
+    ks: Keyspace, topic: Topic, partition: int, batch: Batch, *, sharded: bool = False
+) -> Steps[AppendResult | None]:
     """After UNKNOWN_PARTITION: stamps the partition and appends again, in one round trip, when the
     topic still has this id and partition (a create interrupted before its second step). None otherwise."""
     raw = yield [command("HMGET", ks.topic(topic.name), "id", "partitions")]
@@ -148,7 +154,7 @@ def append_restamped(ks: Keyspace, topic: Topic, partition: int, batch: Batch) -
     if topic_id is None or uuid.UUID(topic_id.decode()) != topic.id or partition >= int(partitions):
         return None
     stamp: Call[int] = command("HSET", ks.partition_state(topic.name, partition), "topic_id", str(topic.id))
-    replies = yield [stamp, append(ks, topic, partition, batch)]
+    replies = yield [stamp, append(ks, topic, partition, batch, sharded=sharded)]
     result: AppendResult = replies[1]
     return result
 

@@ -21,6 +21,7 @@ from ..keys import Keyspace
 from ..offsets import OffsetCodec
 from ..redis.calls import Call, command, script, text
 from ..topics.metadata import Topic
+from .notices import notice_args
 
 TXN = b"txn"
 CONTROL = b"control"
@@ -64,17 +65,21 @@ def write_marker(
     commit: bool,
     *,
     notify: bool = True,
+    sharded: bool = False,
 ) -> Call[MarkerResult]:
-    """Ends the producer's transaction in this partition; idempotent (a second call finds nothing open)."""
+    """Ends the producer's transaction in this partition; idempotent (a second call finds nothing open).
+    `sharded` as in append.append."""
     offsets = topic.offsets
+    channel, message, spublish = notice_args(ks, topic.name, partition, notify, sharded)
     args = [
         offsets.script_arg,
         producer_id,
         producer_epoch,
         "commit" if commit else "abort",
-        ks.appended_channel if notify else "",
-        f"{topic.name}:{partition}",
+        channel,
+        message,
         str(topic.id),
+        spublish,
     ]
 
     def parse(reply: list[Any]) -> MarkerResult:

@@ -12,6 +12,8 @@
 -- ARGV[14] the batch's highest timestamp   ARGV[15] the 0-based index of the record that has it
 -- ARGV[16] transactional id ('' for a batch outside a transaction): each entry then gets the field
 --          txn = "producer id:epoch", and the partition's open transactions gain the producer
+-- ARGV[17] '1' to SPUBLISH on ARGV[11] (a Redis Cluster: that channel carries the partition's hash
+--          tag, so it is in this script's slot); '0' to PUBLISH (one Redis)
 -- then for each record: a shape, then the timestamp unless shape has bit 8 (same as the previous
 -- record's), then the key if bit 1, the value if bit 2, the encoded headers if bit 4.
 -- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq, foreign}:
@@ -104,7 +106,7 @@ local base_ms, base_seq_id = ms, seq
 local max_ts = tonumber(saved_ids[3] or -1)
 local txn = nil
 if ARGV[16] ~= '' then txn = ARGV[3] .. ':' .. ARGV[4] end
-local i = 17
+local i = 18
 local now_text = tostring(now)
 local ts_text = now_text
 
@@ -222,7 +224,7 @@ end
 
 apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', now, dense)
 
-if ARGV[11] ~= '' then redis.call('PUBLISH', ARGV[11], ARGV[12]) end
+if ARGV[11] ~= '' then redis.call(ARGV[17] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[11], ARGV[12]) end
 
 local sms, sseq = log_start()
 return {0, base_ms, base_seq_id, last_ms, last_seq, now, sms, sseq, ''}

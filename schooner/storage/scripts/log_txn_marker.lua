@@ -5,6 +5,7 @@
 -- ARGV[1] sequence bits (-1: dense)   ARGV[2] producer id   ARGV[3] the marker's producer epoch
 -- ARGV[4] 'commit' or 'abort'   ARGV[5] channel to publish on ('' for none)   ARGV[6] message to publish
 -- ARGV[7] topic id: must equal the state hash's topic_id
+-- ARGV[8] '1' to SPUBLISH on ARGV[5] (a Redis Cluster: a channel in the partition's slot), '0' to PUBLISH
 -- Returns {status, marker ms, marker seq}: status 0 marker written; 1 no records of the producer are
 -- open here, so no marker is needed (a retry after a crash finds this); -3 UNKNOWN_TOPIC_OR_PARTITION;
 -- -47 INVALID_PRODUCER_EPOCH (the partition has seen a newer epoch: this marker is stale);
@@ -47,5 +48,5 @@ if ARGV[4] == 'abort' then
   local offset = offset_at(ms, seq, bits)
   redis.call('ZADD', aborted, offset, pid .. ',' .. first_id .. ',' .. id)
 end
-if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
+if ARGV[5] ~= '' then redis.call(ARGV[8] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[5], ARGV[6]) end
 return {0, ms, seq}

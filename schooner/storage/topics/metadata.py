@@ -1,4 +1,7 @@
-"""Topic metadata: one hash per topic, a set of names, and a hash from topic id to name."""
+"""Topic metadata: one hash per topic, a set of names, and a hash from topic id to name.
+
+Each script that creates, changes or deletes a topic also publishes the topic's name on the topics
+channel (see notices.py), so brokers drop their cached copy at once."""
 
 from __future__ import annotations
 
@@ -159,7 +162,7 @@ def create(
         fields += [_CONFIG_PREFIX + key, value]
     fields += _leader_fields(leaders or {})
     keys = [ks.topic(name), ks.topic_names, ks.topic_ids]
-    (created,) = yield [script("topic_create", keys, [name, str(topic_id), *fields])]
+    (created,) = yield [script("topic_create", keys, [name, str(topic_id), ks.topics_channel, *fields])]
     if not created:
         raise TopicExists(name)
     yield from stamp_partitions(ks, name, topic_id, range(partitions))
@@ -205,7 +208,8 @@ UNLINK_CHUNK = 300  # keys per round trip when a topic's partitions are removed
 def delete(ks: Keyspace, name: str, expected_id: uuid.UUID | None = None) -> Steps[None]:
     """Unregisters the topic in one script (only if it still has expected_id), then unlinks its keys."""
     keys = [ks.topic(name), ks.topic_names, ks.topic_ids]
-    (count,) = yield [script("topic_delete", keys, [name, str(expected_id) if expected_id else ""], int)]
+    args = [name, str(expected_id) if expected_id else "", ks.topics_channel]
+    (count,) = yield [script("topic_delete", keys, args, int)]
     if count < 0:
         raise UnknownTopic(name)
     doomed = [key for p in range(count) for key in ks.partition_keys(name, p)]
@@ -238,5 +242,6 @@ def update(
             raise PartitionsNotIncreasing(name)
         return int(reply)
 
-    args = [name, partitions, "1" if replace_configs else "0", len(deletes), *deletes, *fields]
+    replace = "1" if replace_configs else "0"
+    args = [name, partitions, replace, ks.topics_channel, len(deletes), *deletes, *fields]
     return script("topic_update", [ks.topic(name), ks.topic_names], args, old_count)

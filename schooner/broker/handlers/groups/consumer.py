@@ -37,10 +37,7 @@ class BrokerTopics:
 
     async def names(self) -> list[str]:
         # One pipelined read of every topic; it refreshes the cache the topic lookups use next.
-        found = await self.ctx.store.topics(self.ctx.topic_defaults)
-        for topic in found:
-            self.ctx.remember_topic(topic)
-        return [topic.name for topic in found]
+        return [topic.name for topic in await self.ctx.all_topics()]
 
 
 def _ms(value: datetime.timedelta | int) -> int:
