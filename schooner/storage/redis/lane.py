@@ -73,14 +73,27 @@ class PipelinedLane:
         self._timeout = timeout_ms / 1000 if timeout_ms else None
         self._link: _Link | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
+        self._attempts = 0  # connects tried so far
+        self._failed: Exception | None = None  # how the last one failed, if it did
 
     async def _connect(self) -> _Link:
+        attempt = self._attempts
         async with self._connecting:
             if self._link is not None:
                 return self._link
+            if self._attempts != attempt and self._failed is not None:
+                # A connect failed while this one waited for it: fail too, rather than wait as long
+                # again, so no command waits longer than one connect timeout.
+                raise self._failed
+            self._attempts += 1
             # redis-py's connect() is bounded by the client's connect and socket timeouts.
             connection = self._make_connection()
-            await connection.connect()
+            try:
+                await connection.connect()
+            except Exception as exc:
+                self._failed = exc
+                raise
+            self._failed = None
             link = _Link(connection, connection._writer)
             link.reader = asyncio.ensure_future(self._read_replies(link, connection._reader))
             self._link = link
