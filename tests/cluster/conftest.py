@@ -29,4 +29,3 @@ def cluster_client(redis_cluster: EmbeddedCluster) -> Iterator[redis.RedisCluste
 @pytest.fixture
 def ks(keyspace: str) -> Keyspace:
     return Keyspace(keyspace)
-

@@ -59,7 +59,9 @@ def _produce(client: str, bootstrap: str, topic: str) -> None:
             producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
             await producer.start()
             try:
-                sent = [await producer.send(topic, key=key, value=value, partition=p) for p, key, value in records]
+                sent = [
+                    await producer.send(topic, key=key, value=value, partition=p) for p, key, value in records
+                ]
                 await asyncio.gather(*sent)
             finally:
                 await producer.stop()
@@ -126,7 +128,9 @@ def test_every_client_writes_and_reads_every_partition_on_every_primary(
         _produce(client, bootstrap, "orders")
     # Offsets follow the order the clients wrote in; every key ended in its partition's slot.
     expected = sorted(
-        (p, i, f"{c}-k{p}".encode(), f"{c}-v{p}".encode()) for i, c in enumerate(CLIENTS) for p in range(PARTITIONS)
+        (p, i, f"{c}-k{p}".encode(), f"{c}-v{p}".encode())
+        for i, c in enumerate(CLIENTS)
+        for p in range(PARTITIONS)
     )
     for p in range(PARTITIONS):
         assert cluster_client.xlen(ks.stream("orders", p)) == len(CLIENTS)
@@ -178,7 +182,9 @@ def test_topic_admin_create_alter_grow_delete(
     resource = ConfigResource(
         ConfigResource.Type.TOPIC,
         "admin-t",
-        incremental_configs=[ConfigEntry("retention.bytes", "1000000", incremental_operation=AlterConfigOpType.SET)],
+        incremental_configs=[
+            ConfigEntry("retention.bytes", "1000000", incremental_operation=AlterConfigOpType.SET)
+        ],
     )
     admin.incremental_alter_configs([resource], request_timeout=T)[resource].result(T)
     described = ConfigResource(ConfigResource.Type.TOPIC, "admin-t")
