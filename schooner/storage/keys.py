@@ -1,7 +1,8 @@
 """Every Redis key Schooner uses is built here, and nowhere else. docs/key-layout.md describes them.
 
 All keys of one partition share the hash tag {topic:partition}, so one script can touch them
-atomically on Redis Cluster. Topic names are limited to [a-zA-Z0-9._-], so they cannot break a tag.
+atomically on Redis Cluster. Topic names are limited to [a-zA-Z0-9._-], so they cannot break a tag;
+group ids can be any string, so theirs go through group_tag.
 """
 
 from __future__ import annotations
@@ -9,9 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def group_tag(name: str) -> str:
+    """{name}, the hash tag of a group's keys. Redis Cluster hashes the text between a key's first "{"
+    and the next "}" unless that is empty, so a name that is empty or starts with "}" is tagged as "~"
+    plus the name, and so is one starting with "~" (two names never share a key)."""
+    if not name or name[0] in "}~":
+        name = "~" + name
+    return "{" + name + "}"
+
+
 @dataclass(frozen=True, slots=True)
 class Keyspace:
     prefix: str = "schooner"
+
+    def __post_init__(self) -> None:
+        if "{" in self.prefix or "}" in self.prefix:
+            raise ValueError(
+                f"a keyspace prefix has no braces (they make Redis Cluster hash tags): {self.prefix!r}"
+            )
 
     # -- the log ----------------------------------------------------------------------------------
     def stream(self, topic: str, partition: int) -> str:
@@ -87,14 +103,14 @@ class Keyspace:
         """Hash: topic id (UUID text) -> topic name."""
         return f"{self.prefix}:{{meta}}:topic-ids"
 
-    # -- consumer groups: both keys of a group share the tag {group id} ----------------------------
+    # -- consumer groups: every key of a group shares the tag {group id} (group_tag) ----------------
     def group(self, group_id: str) -> str:
         """Hash: the classic group's state, generation, protocol, leader, owner and members (JSON)."""
-        return f"{self.prefix}:group:{{{group_id}}}"
+        return f"{self.prefix}:group:{group_tag(group_id)}"
 
     def group_offsets(self, group_id: str) -> str:
         """Hash: "topic:partition" -> committed offset, leader epoch, metadata and commit time (JSON)."""
-        return f"{self.prefix}:offsets:{{{group_id}}}"
+        return f"{self.prefix}:offsets:{group_tag(group_id)}"
 
     @property
     def group_ids(self) -> str:
@@ -142,7 +158,7 @@ class Keyspace:
     def group_txn_offsets(self, group_id: str) -> str:
         """Hash: "producer id|topic:partition" -> an offset committed inside an open transaction (JSON as
         in the group's offsets hash); moved there by the commit, dropped by an abort."""
-        return f"{self.prefix}:offsets-txn:{{{group_id}}}"
+        return f"{self.prefix}:offsets-txn:{group_tag(group_id)}"
 
     # -- MQ library -------------------------------------------------------------------------------
     # Per-partition keys carry the partition's tag, so each MQ script (ack + retry, ack + dead letter,
@@ -194,12 +210,12 @@ class Keyspace:
     def share_topics(self, group: str) -> str:
         """Set: the topics where the share group has initialized share partitions (for Describe and
         Delete of its offsets and for DeleteGroups)."""
-        return f"{self.prefix}:share-topics:{{{group}}}"
+        return f"{self.prefix}:share-topics:{group_tag(group)}"
 
     # -- group configs: beside the group's keys, in its slot ---------------------------------------
     def group_configs(self, group_id: str) -> str:
         """Hash: group config name -> value, the overrides set for one group id (groups/configs.py)."""
-        return f"{self.prefix}:group-configs:{{{group_id}}}"
+        return f"{self.prefix}:group-configs:{group_tag(group_id)}"
 
     # -- acks=all ----------------------------------------------------------------------------------
     def acks_marker(self, topic: str, partition: int) -> str:

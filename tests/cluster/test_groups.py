@@ -104,3 +104,20 @@ def test_consumer_protocol_group_on_a_cluster(
         f"kip848:{p}": PER_PARTITION for p in range(PARTITIONS)
     }
     _group_keys_share_a_slot(ks, "next-gen")
+
+
+def test_group_ids_that_would_break_a_hash_tag(
+    cluster_broker: Any, cluster_client: redis.RedisCluster
+) -> None:
+    """Kafka allows any group id; one that starts with "}" would leave its keys without a hash tag."""
+    fill(cluster_broker.bootstrap, "odd", PARTITIONS, 1)
+    for group in ("}odd", "~odd", "{odd}", "a}b"):
+        c = Consumer(
+            {"bootstrap.servers": cluster_broker.bootstrap, "group.id": group, "enable.auto.commit": False}
+        )
+        try:
+            c.commit(offsets=[TopicPartition("odd", p, 1) for p in range(PARTITIONS)], asynchronous=False)
+            tps = [TopicPartition("odd", p) for p in range(PARTITIONS)]
+            assert [tp.offset for tp in c.committed(tps, timeout=10)] == [1] * PARTITIONS, group
+        finally:
+            c.close()

@@ -14,7 +14,7 @@ from typing import Any
 from ..keys import Keyspace
 from ..offsets import DEFAULT_SEQUENCE_BITS, DENSE, TIMESTAMP, OffsetCodec, codec_for
 from ..redis.calls import Call, Steps, command, script, text, together
-from .config import OFFSET_ENCODING, SEQUENCE_BITS, TRIM_APPROXIMATE, effective
+from .config import OFFSET_ENCODING, SEQUENCE_BITS, TRIM_APPROXIMATE, effective, valid_topic_name
 
 _CONFIG_PREFIX = "config."
 _LEADER_PREFIX = "leader."
@@ -142,7 +142,10 @@ def create(
     leaders: Mapping[int, int] | None = None,
 ) -> Steps[Topic]:
     """One script registers the topic; then one round trip stamps each partition with the topic id.
-    `leaders` places partitions on brokers (a manual replica assignment)."""
+    `leaders` places partitions on brokers (a manual replica assignment). The name must be a legal Kafka
+    topic name: it is part of every key of the topic, and a "{" or "}" would move its keys' hash tag."""
+    if not valid_topic_name(name):
+        raise ValueError(f"{name!r} is not a legal topic name ([a-zA-Z0-9._-], at most 249 characters)")
     topic_id = uuid.uuid4()
     overrides = dict(overrides)
     bits = int(overrides.pop(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
