@@ -171,7 +171,7 @@ def test_the_keys_of_a_group_and_of_a_partition_share_their_slot() -> None:
     for topic in TOPICS:
         keys = [*ks.partition_keys(topic, 3), ks.mq_lease(topic, 3, "g"), ks.mq_retries(topic, 3),
                 ks.mq_retry_payloads(topic, 3), ks.mq_retry_mover(topic, 3), ks.mq_dead_letters(topic, 3),
-                ks.share_partition(topic, 3, "}g")]  # fmt: skip
+                ks.share_partition(topic, 3, "}g"), ks.acks_marker(topic, 3)]  # fmt: skip
         assert len({key_slot(k.encode()) for k in keys}) == 1, keys
         assert key_slot(ks.mq_members(topic, "g").encode()) == key_slot(ks.mq_groups(topic).encode())
 
