@@ -10,6 +10,7 @@ from typing import Any
 
 import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from redis.cluster import key_slot
 
 from schooner.storage.keys import Keyspace
@@ -27,6 +28,22 @@ def _group_keys_share_a_slot(ks: Keyspace, group: str) -> None:
         key_slot(k.encode()) for k in (ks.group(group), ks.group_offsets(group), ks.group_configs(group))
     }
     assert len(slots) == 1, slots
+
+
+def _produce_more(bootstrap: str, topic: str) -> set[tuple[str, int, int]]:
+    """Another PER_PARTITION records on every partition; where they went."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    produced: set[tuple[str, int, int]] = set()
+
+    def done(err: Any, msg: Any) -> None:
+        assert err is None, err
+        produced.add((msg.topic(), msg.partition(), msg.offset()))
+
+    for p in range(PARTITIONS):
+        for i in range(PER_PARTITION):
+            producer.produce(topic, value=b"more-%d" % i, partition=p, on_delivery=done)
+    assert producer.flush(10) == 0
+    return produced
 
 
 def _exactly_once(members: list[Any], produced: set[tuple[str, int, int]]) -> None:
@@ -51,12 +68,19 @@ def test_classic_group_rebalances_and_its_commits_survive_a_broker_restart(
     wait(lambda: len(first.consumed) > 0, 30, "the first member consumes")
     second = GroupMember("confluent", broker.bootstrap, "classic", "classic12", pace=0.05, **conf)
     second.start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    def two_members() -> bool:
+        group = admin.describe_consumer_groups(["classic"])["classic"].result(10)
+        return len(group.members) == 2 and all(m.assignment.topic_partitions for m in group.members)
+
+    wait(two_members, 30, "a rebalance gives the second member partitions")
+    produced |= _produce_more(broker.bootstrap, "classic12")
     _exactly_once([first, second], produced)
-    # Both members took part: the second one joined through a rebalance.
     assert first.consumed and second.consumed
 
     offsets = committed(cluster_client, ks, "classic")
-    assert offsets == {f"classic12:{p}": PER_PARTITION for p in range(PARTITIONS)}
+    assert offsets == {f"classic12:{p}": 2 * PER_PARTITION for p in range(PARTITIONS)}
     _group_keys_share_a_slot(ks, "classic")
     assert len(primaries_of(cluster_client, [ks.stream("classic12", p) for p in range(PARTITIONS)])) == 3
 
@@ -70,14 +94,14 @@ def test_classic_group_rebalances_and_its_commits_survive_a_broker_restart(
                   "auto.offset.reset": "earliest"})  # fmt: skip
     try:
         tps = [TopicPartition("classic12", p) for p in range(PARTITIONS)]
-        assert [tp.offset for tp in c.committed(tps, timeout=10)] == [PER_PARTITION] * PARTITIONS
+        assert [tp.offset for tp in c.committed(tps, timeout=10)] == [2 * PER_PARTITION] * PARTITIONS
         c.subscribe(["classic12"])
         got: list[Any] = []
         deadline = time.monotonic() + 30
         while len(got) < PARTITIONS and time.monotonic() < deadline:
             got += [m for m in c.consume(PARTITIONS, 0.5) if not m.error()]
         assert sorted((m.partition(), m.offset(), m.value()) for m in got) == [
-            (p, PER_PARTITION, b"after") for p in range(PARTITIONS)
+            (p, 2 * PER_PARTITION, b"after") for p in range(PARTITIONS)
         ]
     finally:
         c.close()
@@ -92,16 +116,17 @@ def test_consumer_protocol_group_on_a_cluster(
     members[0].start()
     wait(lambda: len(members[0].consumed) > 0, 30, "the first member consumes")
     members[1].start()
-    wait(lambda: members[1].started_consuming.is_set(), 30, "the second member gets partitions")
 
     def split() -> bool:
         now = [m.assignments[-1] for m in members if m.assignments]
         return len(now) == 2 and all(now) and not now[0] & now[1] and len(now[0] | now[1]) == PARTITIONS
 
     wait(split, 30, "the two members split the partitions")
+    produced |= _produce_more(broker.bootstrap, "kip848")
     _exactly_once(members, produced)
+    assert members[0].consumed and members[1].consumed
     assert committed(cluster_client, ks, "next-gen") == {
-        f"kip848:{p}": PER_PARTITION for p in range(PARTITIONS)
+        f"kip848:{p}": 2 * PER_PARTITION for p in range(PARTITIONS)
     }
     _group_keys_share_a_slot(ks, "next-gen")
 
