@@ -1,6 +1,7 @@
 """Every script call the storage layer builds works on Redis Cluster: its keys share one hash slot (a
 script runs on the one node that owns its keys' slot), and the script touches no key it was not given
-(a key of another slot fails there, at once or after a reshard: see docs/operations.md).
+(a key of another slot fails there: at once when another node owns that slot, after a reshard when
+the same node does).
 
 Each script in storage/scripts/ has a case here that builds its call through the storage function
 that sends it, so a new script cannot land without being checked. Names are the awkward ones Kafka
@@ -236,12 +237,15 @@ def _key_arguments(args: list[str]) -> list[str]:
 
 
 def _assignments(source: str) -> dict[str, list[str]]:
-    """Every value each local name is given (`local a, b = x, y`, `a = x`), and function parameters as
-    'param' (a helper is given keys by its callers, which are checked themselves)."""
+    """Every value each local name is given: `local a, b = x, y`, `a = x`, and for a function's
+    parameter, what each call of the function passes in its place."""
     found: dict[str, list[str]] = {}
-    for match in re.finditer(r"function\s+[\w.]*\(([^)]*)\)", source):
-        for name in filter(None, (p.strip() for p in match.group(1).split(","))):
-            found.setdefault(name, []).append("param")
+    for match in re.finditer(r"function\s+([\w.]+)\(([^)]*)\)", source):
+        params = [p.strip() for p in match.group(2).split(",") if p.strip()]
+        calls = re.finditer(rf"(?<!function )(?<![\w.]){re.escape(match.group(1))}\(", source)
+        passed = [_arguments(source, c.end()) for c in calls]
+        for i, name in enumerate(params):
+            found.setdefault(name, []).extend(args[i] if i < len(args) else "" for args in passed)
     for match in re.finditer(
         r"^[ \t]*(?:local[ \t]+)?([\w \t,]+?)[ \t]*=(?!=)[ \t]*(.+)$", source, re.MULTILINE
     ):
@@ -256,9 +260,11 @@ def _given(expr: str, assigned: dict[str, list[str]], seen: frozenset[str] = fro
     """Whether expr is a key the script was given: KEYS[n], or a name only ever set to such keys."""
     if re.fullmatch(r"KEYS\[\d+\]", expr):
         return True
-    if not re.fullmatch(r"[A-Za-z_]\w*", expr) or expr in seen or expr not in assigned:
+    if expr in seen:  # a name passed on under its own name: its other values decide
+        return True
+    if not re.fullmatch(r"[A-Za-z_]\w*", expr) or expr not in assigned:
         return False
-    return all(v == "param" or _given(v, assigned, seen | {expr}) for v in assigned[expr])
+    return all(_given(v, assigned, seen | {expr}) for v in assigned[expr])
 
 
 @pytest.mark.parametrize("name", sorted(_script_names()))
@@ -275,15 +281,32 @@ def test_a_script_touches_only_keys_it_is_given(name: str) -> None:
             assert _given(key, assigned), f"{name}.lua: {args[0]} on {key!r}, not a key the script was given"
 
 
+def _lint_passes(body: str) -> bool:
+    source = re.sub(r"--[^\n]*", "", body)
+    assigned = _assignments(source)
+    (match,) = _CALL.finditer(source)
+    return all(_given(k, assigned) for k in _key_arguments(_arguments(source, match.end())))
+
+
+HELPER = "local function get(k, n)\n  return redis.call('GET', k)\nend\n"
+
+
 def test_the_lint_finds_a_built_key() -> None:
-    """The check above fails on a key a script makes itself."""
-    for body in ("redis.call('GET', 'x:' .. ARGV[1])", "local k = KEYS[1] .. ':x'\nredis.call('GET', k)",
-                 "local k = ARGV[1]\nredis.call('SET', k, 1)"):  # fmt: skip
-        source = re.sub(r"--[^\n]*", "", body)
-        assigned = _assignments(source)
-        (match,) = _CALL.finditer(source)
-        keys = _key_arguments(_arguments(source, match.end()))
-        assert not all(_given(k, assigned) for k in keys), body
+    """The check above fails on a key a script makes itself, also one passed to a helper."""
+    built = [
+        "redis.call('GET', 'x:' .. ARGV[1])",
+        "local k = KEYS[1] .. ':x'\nredis.call('GET', k)",
+        "local k = ARGV[1]\nredis.call('SET', k, 1)",
+        HELPER + "get(KEYS[1], 1)\nget('x' .. ARGV[1], 2)",
+        "redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'STREAMS', KEYS[1], ARGV[1], '>', '>')",
+    ]
+    for body in built:
+        assert not _lint_passes(body), body
+    for body in (
+        "local s, g = KEYS[2], ARGV[1]\nredis.call('XINFO', 'GROUPS', s)",
+        HELPER + "get(KEYS[1], 1)",
+    ):
+        assert _lint_passes(body), body
 
 
 def test_names_that_would_break_a_hash_tag_are_refused() -> None:
