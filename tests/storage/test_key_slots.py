@@ -71,8 +71,10 @@ def _owner() -> Owner:
 
 CASES: dict[str, Build] = {
     # the log
-    "log_append": lambda ks, t, g: append.append(ks, t, 3, RecordBatch([RECORD], transactional_id=g)),
-    "log_txn_marker": lambda ks, t, g: transactions.write_marker(ks, t, 3, 1, 0, commit=True),
+    "log_append": lambda ks, t, g: append.append(
+        ks, t, 3, RecordBatch([RECORD], transactional_id=g), sharded=True
+    ),
+    "log_txn_marker": lambda ks, t, g: transactions.write_marker(ks, t, 3, 1, 0, commit=True, sharded=True),
     "log_producer_expiry": lambda ks, t, g: _sent(producers.expire(ks, t, 3, 1000), "log_producer_expiry"),
     "log_compact": lambda ks, t, g: compaction.step(ks, t, 3, "token"),
     "log_renumber": lambda ks, t, g: _sent(repair.renumber(ks, t, 3), "log_renumber"),
@@ -127,6 +129,9 @@ CASES: dict[str, Build] = {
     "dead_letter_replay": lambda ks, t, g: dead_letters.replay_to_origin(ks, _letter(t), RECORD),
 }
 
+# Sharded pub/sub channels scripts are given in ARGV, not KEYS: SPUBLISH needs one in the script's slot.
+SHARD_CHANNELS = {"log_append": "ARGV[11]", "log_txn_marker": "ARGV[5]"}
+
 # Plain commands of more than one key, with the keys they name.
 MULTI_KEY: dict[str, Callable[[Keyspace, str], tuple[Call[Any], list[str]]]] = {
     "group exists": lambda ks, g: (state.exists(ks, g), [ks.group(g), ks.group_offsets(g)]),
@@ -151,8 +156,13 @@ def test_a_script_calls_keys_share_one_slot(name: str) -> None:
                 call = CASES[name](ks, _topic(topic_name), group)
                 assert call.script == name
                 assert call.keys, "a script without keys runs on a random node"
-                slots = {key_slot(k.encode()) for k in call.keys}
-                assert len(slots) == 1, (name, prefix, topic_name, group, call.keys)
+                named = list(call.keys)
+                if name in SHARD_CHANNELS:
+                    channel = call.args[int(SHARD_CHANNELS[name][len("ARGV[") : -1]) - 1]
+                    assert channel == ks.appended_shard_channel(topic_name, 3)
+                    named.append(channel)
+                slots = {key_slot(k.encode()) for k in named}
+                assert len(slots) == 1, (name, prefix, topic_name, group, named)
 
 
 @pytest.mark.parametrize("name", sorted(MULTI_KEY))
@@ -221,6 +231,12 @@ def _arguments(text: str, start: int) -> list[str]:
 
 
 def _key_arguments(args: list[str]) -> list[str]:
+    """The arguments in key positions; for a command chosen at run time (`x and 'SPUBLISH' or
+    'PUBLISH'`), those of every command it may be."""
+    if not re.fullmatch(r"'\w+'", args[0]):
+        names = re.findall(r"'([A-Z]+)'", args[0])
+        assert names, args
+        return [key for n in names for key in _key_arguments([f"'{n}'", *args[1:]])]
     command_name = args[0].strip("'\"").upper()
     rest = args[1:]
     if command_name in _NO_KEY:
@@ -278,6 +294,8 @@ def test_a_script_touches_only_keys_it_is_given(name: str) -> None:
             assert tables, (name, args)
             args = _arguments(tables[-1], 0)
         for key in _key_arguments(args):
+            if key == SHARD_CHANNELS.get(name):
+                continue  # checked with the keys, in test_a_script_calls_keys_share_one_slot
             assert _given(key, assigned), f"{name}.lua: {args[0]} on {key!r}, not a key the script was given"
 
 
@@ -299,12 +317,14 @@ def test_the_lint_finds_a_built_key() -> None:
         "local k = ARGV[1]\nredis.call('SET', k, 1)",
         HELPER + "get(KEYS[1], 1)\nget('x' .. ARGV[1], 2)",
         "redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'STREAMS', KEYS[1], ARGV[1], '>', '>')",
+        "redis.call(ARGV[2] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[1], 'm')",
     ]
     for body in built:
         assert not _lint_passes(body), body
     for body in (
         "local s, g = KEYS[2], ARGV[1]\nredis.call('XINFO', 'GROUPS', s)",
         HELPER + "get(KEYS[1], 1)",
+        "redis.call('PUBLISH', ARGV[1], 'm')",
     ):
         assert _lint_passes(body), body
 
