@@ -92,6 +92,19 @@ def mark_topology_stale(redis: Any) -> None:
             redis.nodes_manager.initialize()
 
 
+async def refresh_topology(redis: Any) -> None:
+    """Fetches a cluster client's slot map again if it was marked stale. Not with the client's own
+    initialize(), which also asks its default node for COMMAND: while that node is the one that died,
+    every call, to any primary, would fail until its replica took over."""
+    if not isinstance(redis, async_redis.RedisCluster) or not redis._initialize:
+        return
+    if not redis.commands_parser.commands:  # the first connect: COMMAND is needed once
+        await redis.initialize()
+        return
+    await redis.nodes_manager.initialize()
+    redis._initialize = False
+
+
 def _check_topology(redis: Any, replies: Sequence[Any]) -> None:
     if is_cluster(redis) and any(isinstance(r, _TOPOLOGY_ERRORS) for r in replies):
         mark_topology_stale(redis)
@@ -177,6 +190,7 @@ async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
     cluster = is_cluster(redis)
     loading = _to_load(redis, calls)
     try:
+        await refresh_topology(redis)
         if cluster:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
             for s in loading:
                 await redis.script_load(s.source)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import redis.asyncio.cluster as acluster
 from redis.exceptions import SlotNotCoveredError
 
-from .calls import Call, mark_topology_stale, run
+from .calls import Call, mark_topology_stale, refresh_topology, run
 from .lane import REDIRECTS, PipelinedLane
 
 T = TypeVar("T")
@@ -43,9 +43,9 @@ class ClusterLanes:
 
     async def send_call(self, call: Call[T]) -> asyncio.Future[T]:
         """Sends the call on its node's lane now and returns a future for its parsed reply."""
-        await self._client.initialize()  # fetches the slot map when marked stale, else returns
         key = call.keys[0] if call.script else str(call.args[1])
         try:
+            await refresh_topology(self._client)  # fetches the slot map when marked stale
             sent = await self._lane_for(key).send_call(call)
         except Exception:
             mark_topology_stale(self._client)
