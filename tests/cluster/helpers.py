@@ -145,3 +145,58 @@ def wait_promoted(cluster: EmbeddedCluster, killed: int, timeout: float = 30) ->
             return time.monotonic()
         assert time.monotonic() < deadline, f"no replica took over from {killed}: primaries {now}"
         time.sleep(0.05)
+
+
+def node_id(port: int) -> str:
+    node = redis.Redis(port=port, decode_responses=True)
+    try:
+        return str(node.execute_command("CLUSTER", "MYID"))
+    finally:
+        node.close()
+
+
+class SlotMove:
+    """Moves one slot between primaries by hand, a step at a time (as redis-cli --cluster reshard does
+    for each slot), so a test can act while the slot is half moved."""
+
+    def __init__(self, cluster: EmbeddedCluster, slot: int, source: int, target: int) -> None:
+        self.cluster, self.slot, self.source, self.target = cluster, slot, source, target
+        self.source_id, self.target_id = node_id(source), node_id(target)
+        self.begun = False
+
+    def _on(self, port: int, *args: Any) -> Any:
+        node = redis.Redis(port=port)
+        try:
+            return node.execute_command(*args)
+        finally:
+            node.close()
+
+    def begin(self) -> None:
+        """The slot is importing on the target and migrating on the source: the source answers ASK for
+        keys it does not have, TRYAGAIN for calls on several keys of which it has some."""
+        self._on(self.target, "CLUSTER", "SETSLOT", self.slot, "IMPORTING", self.source_id)
+        self._on(self.source, "CLUSTER", "SETSLOT", self.slot, "MIGRATING", self.target_id)
+        self.begun = True
+
+    def migrate(self, *keys: str) -> None:
+        self._on(self.source, "MIGRATE", "127.0.0.1", self.target, "", 0, 5000, "KEYS", *keys)
+
+    def finish(self) -> None:
+        """Moves the keys left and gives the slot to the target, on every primary."""
+        if not self.begun:
+            self.begin()
+        left = self._on(self.source, "CLUSTER", "GETKEYSINSLOT", self.slot, 1000)
+        if left:
+            self.migrate(*(k.decode() for k in left))
+        for port in (self.target, self.source, *self._other_primaries()):
+            self._on(port, "CLUSTER", "SETSLOT", self.slot, "NODE", self.target_id)
+
+    def _other_primaries(self) -> list[int]:
+        """As the source sees them (not asking each node: a test may have stopped one)."""
+        lines = self._on(self.source, "CLUSTER", "NODES").decode().splitlines()
+        ports = [
+            int(f[1].split("@")[0].rsplit(":", 1)[1])
+            for f in (line.split() for line in lines)
+            if "master" in f[2] and "fail" not in f[2]
+        ]
+        return [port for port in ports if port not in (self.source, self.target)]

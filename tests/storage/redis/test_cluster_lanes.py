@@ -5,13 +5,18 @@ default node (the node redis-py's own initialize() asks for COMMAND)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+from typing import Any
 
 import pytest
+from redis.cluster import key_slot
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from schooner.storage.redis import client
 from schooner.storage.redis.calls import command, mark_topology_stale, run
 from schooner.storage.redis.cluster_lanes import ClusterLanes
+from tests.cluster.helpers import SlotMove, replica_of
 
 TIMEOUT_MS = 2000
 
@@ -47,6 +52,71 @@ async def _with_default_node_dead(cluster, keyspace: str) -> None:
             assert await run(redis, command("INCR", key)) == 3
         with pytest.raises(RedisConnectionError):
             await run(redis, command("INCR", keys[dead]))
+    finally:
+        await lanes.close()
+        await redis.aclose()
+
+
+def _key_on(redis: Any, port: int, prefix: str) -> str:
+    """A key whose slot lives on the primary at `port`."""
+    i = 0
+    while redis.get_node_from_key(f"{{{prefix}:{i}}}").port != port:
+        i += 1
+    return f"{{{prefix}:{i}}}"
+
+
+def test_calls_follow_a_slot_being_moved_and_acks_all_waits_where_they_ran(cluster_factory, keyspace) -> None:
+    """A moved slot (MOVED), a slot half moved (ASK for a key the source lacks, TRYAGAIN for a call on
+    keys of which it has some): each call runs once, on the node that holds the slot, and acks=all
+    then waits for that node's replica (stopped here, so the wait fails)."""
+    cluster = cluster_factory()
+    asyncio.run(_through_a_slot_move(cluster, keyspace))
+
+
+async def _through_a_slot_move(cluster, keyspace: str) -> None:
+    redis = client.connect(cluster.url, TIMEOUT_MS)
+    lanes = ClusterLanes(redis, TIMEOUT_MS)  # type: ignore[arg-type]
+    try:
+        await redis.initialize()
+        source, target = sorted(n.port for n in redis.get_primaries())[:2]
+        moved = _key_on(redis, source, keyspace)
+        asked = _key_on(redis, source, keyspace + "a")
+        busy = _key_on(redis, source, keyspace + "b")
+        for key in (moved, asked, busy):
+            assert await (await lanes.send_call(command("INCR", key))) == 1
+        assert await lanes.wait_durable([moved, asked, busy], 1000)
+        stopped = cluster.node_for_port(replica_of(cluster, target))
+        os.kill(stopped.pid, signal.SIGSTOP)
+        try:
+            # MOVED: the slot is the target's now; the lanes still think it is the source's.
+            SlotMove(cluster, key_slot(moved.encode()), source, target).finish()
+            assert await (await lanes.send_call(command("INCR", moved))) == 2
+            assert not await lanes.wait_durable([moved], 1000)  # waited on the target's lane
+
+            # ASK: the slot is being moved and its key is not on the source (a new key).
+            ask = SlotMove(cluster, key_slot(asked.encode()), source, target)
+            ask.begin()
+            fresh = asked + ":new"
+            assert await (await lanes.send_call(command("INCR", fresh))) == 1
+            assert not await lanes.wait_durable([fresh], 1000)
+            ask.finish()
+
+            # TRYAGAIN: one of two keys moved; the call is sent again until the slot has moved.
+            again = SlotMove(cluster, key_slot(busy.encode()), source, target)
+            again.begin()
+            again.migrate(busy)
+            pending = await lanes.send_call(command("MSET", busy + ":a", "x", busy, "9"))
+            await asyncio.sleep(0.3)
+            assert not pending.done()  # retrying meanwhile
+            again.finish()
+            assert await asyncio.wait_for(pending, 10) == b"OK"
+            assert not await lanes.wait_durable([busy], 1000)
+        finally:
+            os.kill(stopped.pid, signal.SIGCONT)
+        for key, value in ((moved, b"2"), (fresh, b"1"), (busy, b"9")):
+            assert await run(redis, command("GET", key)) == value
+            assert redis.get_node_from_key(key).port == target
+        assert await lanes.wait_durable([moved, fresh, busy], 5000)
     finally:
         await lanes.close()
         await redis.aclose()
