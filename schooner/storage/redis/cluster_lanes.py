@@ -1,12 +1,14 @@
 """The append lane on a Redis Cluster: one PipelinedLane per primary, a call going to the lane of the
 node that owns its first key's slot. Appends to one partition stay on one connection, in order.
 
-A call the node refuses because the slot moved (MOVED), is being moved (ASK), or is half moved under a
-call on several keys (TRYAGAIN) did not run: it is sent again on a lane, to the node the slot map
-(fetched again) or the ASK names, after a pause for TRYAGAIN. On a lane, not through redis-py's cluster
-client, because acks=all must WAIT on the connection that carried the write. A node that is gone
-fails its calls with a connection error (a retriable answer for the client) and makes the slot map
-be fetched again.
+A call the node refuses because the slot moved (MOVED), is being moved (ASK, TRYAGAIN) or has no
+primary yet (CLUSTERDOWN) did not run, and is not sent again here: the calls of the same partition
+sent after it may already be running on the slot's new node, and a re-sent call would land behind
+them (an idempotent producer then sees its sequence broken, others their order). It fails with the
+node's error, retriable for the client, and the slot map is fetched again for the next call. (While a
+slot moves, an append keeps getting TRYAGAIN or ASK until the move ends: the append script declares
+every key of its partition, and some of them do not exist.) A node that is gone fails its calls with
+a connection error, also retriable, and makes the map be fetched again too.
 """
 
 from __future__ import annotations
@@ -17,17 +19,12 @@ from typing import Any, TypeVar
 
 import redis.asyncio.cluster as acluster
 from redis.cluster import PRIMARY
-from redis.exceptions import AskError, MovedError, SlotNotCoveredError, TryAgainError
+from redis.exceptions import SlotNotCoveredError
 
 from .calls import Call, mark_topology_stale, refresh_topology
-from .lane import REDIRECTS, PipelinedLane
+from .lane import PipelinedLane
 
 T = TypeVar("T")
-
-# A call is sent again at most this often; a slot whose keys take long to move (a big stream) keeps
-# answering TRYAGAIN, and the client's retry of the produce takes over after that.
-MAX_RESENDS = 12
-TRYAGAIN_PAUSE_S = (0.02, 0.5)  # the first pause, doubled each time up to the second
 
 
 class ClusterLanes:
@@ -59,66 +56,21 @@ class ClusterLanes:
     async def send_call(self, call: Call[T]) -> asyncio.Future[T]:
         """Sends the call on its node's lane now and returns a future for its parsed reply."""
         key = call.keys[0] if call.script else str(call.args[1])
-        result: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._follow(result, call, key, await self._send(call, key), 0)
-        return result
-
-    async def _send(self, call: Call[T], key: str, asked: AskError | None = None) -> asyncio.Future[T]:
         try:
-            if asked is None:
-                await refresh_topology(self._client)  # fetches the slot map when marked stale
-                node = self._node_of(key)
-            else:
-                found = self._client.get_node(asked.host, asked.port)
-                if found is None:
-                    raise asked
-                node = found
-            lane = self._lane_of(node)
-            if asked is not None:  # the target takes the next command on this connection only
-                (await lane.send("ASKING")).add_done_callback(lambda f: f.exception())
-            sent = await lane.send_call(call)
+            await refresh_topology(self._client)  # fetches the slot map when marked stale
+            node = self._node_of(key)
+            sent = await self._lane_of(node).send_call(call)
         except Exception:
             mark_topology_stale(self._client)
             raise
         count = self._sent[node.name] = self._sent.get(node.name, 0) + 1
         self._unwaited.setdefault(key, {})[node.name] = count
+        sent.add_done_callback(self._check)
         return sent
 
-    def _follow(
-        self, result: asyncio.Future[T], call: Call[T], key: str, sent: asyncio.Future[T], resends: int
-    ) -> None:
-        def done(f: asyncio.Future[T]) -> None:
-            if result.done():
-                return
-            exc = f.exception()
-            if exc is None:
-                result.set_result(f.result())
-            elif isinstance(exc, REDIRECTS) and resends < MAX_RESENDS:
-                asyncio.get_running_loop().create_task(self._resend(result, call, key, exc, resends + 1))
-            else:
-                mark_topology_stale(self._client)
-                result.set_exception(exc)
-
-        sent.add_done_callback(done)
-
-    async def _resend(
-        self, result: asyncio.Future[T], call: Call[T], key: str, exc: BaseException, resends: int
-    ) -> None:
-        asked = exc if isinstance(exc, AskError) and not isinstance(exc, MovedError) else None
-        if isinstance(exc, MovedError):
-            mark_topology_stale(self._client)
-        elif asked is None:  # TRYAGAIN, or CLUSTERDOWN during a failover: give it a moment
-            first, most = TRYAGAIN_PAUSE_S
-            await asyncio.sleep(min(first * 2 ** (resends - 1), most))
-            if not isinstance(exc, TryAgainError):
-                mark_topology_stale(self._client)
-        try:
-            sent = await self._send(call, key, asked)
-        except Exception as failed:
-            if not result.done():
-                result.set_exception(failed)
-        else:
-            self._follow(result, call, key, sent, resends)
+    def _check(self, sent: asyncio.Future[Any]) -> None:
+        if not sent.cancelled() and sent.exception() is not None:
+            mark_topology_stale(self._client)  # a redirection or a lost node: the map may be old
 
     async def wait_durable(self, keys: Sequence[str], timeout_ms: int) -> bool:
         """acks=all on the lanes that carried the writes to these keys (each WAIT counts the writes of

@@ -1,6 +1,7 @@
-"""The append lanes on a cluster (storage/redis/cluster_lanes.py) and calls.py's cluster runner when a
-primary dies: the other primaries keep serving, even when the dead one was the cluster client's
-default node (the node redis-py's own initialize() asks for COMMAND)."""
+"""The append lanes on a cluster (storage/redis/cluster_lanes.py) and calls.py's cluster runner: when a
+primary dies the other primaries keep serving, even when the dead one was the cluster client's
+default node (the node redis-py's own initialize() asks for COMMAND); when a slot moves, a refused
+call is not run later, and acks=all waits where the writes went."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from redis.cluster import key_slot
+from redis.exceptions import AskError, MovedError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from schooner.storage.redis import client
@@ -65,10 +67,13 @@ def _key_on(redis: Any, port: int, prefix: str) -> str:
     return f"{{{prefix}:{i}}}"
 
 
-def test_calls_follow_a_slot_being_moved_and_acks_all_waits_where_they_ran(cluster_factory, keyspace) -> None:
-    """A moved slot (MOVED), a slot half moved (ASK for a key the source lacks, TRYAGAIN for a call on
-    keys of which it has some): each call runs once, on the node that holds the slot, and acks=all
-    then waits for that node's replica (stopped here, so the wait fails)."""
+def test_a_call_refused_for_a_moving_slot_fails_unrun_and_the_next_goes_to_the_new_owner(
+    cluster_factory, keyspace
+) -> None:
+    """A moved slot (MOVED), a slot being moved (ASK for a key the source lacks, TRYAGAIN for a call on
+    keys of which it has some): the refused call fails with the node's error and is not sent again
+    (it would run behind the calls sent after it); the next call goes where the slot now is, and
+    acks=all waits on the lanes that carried the writes (the target's replica is stopped here)."""
     cluster = cluster_factory()
     asyncio.run(_through_a_slot_move(cluster, keyspace))
 
@@ -79,44 +84,43 @@ async def _through_a_slot_move(cluster, keyspace: str) -> None:
     try:
         await redis.initialize()
         source, target = sorted(n.port for n in redis.get_primaries())[:2]
-        moved = _key_on(redis, source, keyspace)
-        asked = _key_on(redis, source, keyspace + "a")
-        busy = _key_on(redis, source, keyspace + "b")
-        for key in (moved, asked, busy):
-            assert await (await lanes.send_call(command("INCR", key))) == 1
+        moved, asked, busy = (_key_on(redis, source, keyspace + tag) for tag in "mab")
+        for key in (moved, asked, busy, busy + ":other"):
+            assert await (await lanes.send_call(command("RPUSH", key, "first"))) == 1
         assert await lanes.wait_durable([moved, asked, busy], 1000)
         stopped = cluster.node_for_port(replica_of(cluster, target))
         os.kill(stopped.pid, signal.SIGSTOP)
         try:
             # MOVED: the slot is the target's now; the lanes still think it is the source's.
             SlotMove(cluster, key_slot(moved.encode()), source, target).finish()
-            assert await (await lanes.send_call(command("INCR", moved))) == 2
-            assert not await lanes.wait_durable([moved], 1000)  # waited on the target's lane
+            with pytest.raises(MovedError):
+                await (await lanes.send_call(command("RPUSH", moved, "refused")))
+            assert await (await lanes.send_call(command("RPUSH", moved, "next"))) == 2
+            assert not await lanes.wait_durable([moved], 1000)  # the target's lane carried "next"
 
-            # ASK: the slot is being moved and its key is not on the source (a new key).
+            # ASK: the slot is being moved and the key is not on the source (a new key).
             ask = SlotMove(cluster, key_slot(asked.encode()), source, target)
             ask.begin()
-            fresh = asked + ":new"
-            assert await (await lanes.send_call(command("INCR", fresh))) == 1
-            assert not await lanes.wait_durable([fresh], 1000)
-            ask.finish()
+            ask.migrate(asked)
+            with pytest.raises(AskError):
+                await (await lanes.send_call(command("RPUSH", asked, "refused")))
 
-            # TRYAGAIN: one of two keys moved; the call is sent again until the slot has moved.
+            # TRYAGAIN: of two keys of the call, one has moved.
             again = SlotMove(cluster, key_slot(busy.encode()), source, target)
             again.begin()
             again.migrate(busy)
-            pending = await lanes.send_call(command("MSET", busy + ":a", "x", busy, "9"))
-            await asyncio.sleep(0.3)
-            assert not pending.done()  # retrying meanwhile
+            with pytest.raises(TryAgainError):  # the source has the first key, not the second
+                await (await lanes.send_call(command("LMOVE", busy + ":other", busy, "LEFT", "RIGHT")))
+            ask.finish()
             again.finish()
-            assert await asyncio.wait_for(pending, 10) == b"OK"
-            assert not await lanes.wait_durable([busy], 1000)
         finally:
             os.kill(stopped.pid, signal.SIGCONT)
-        for key, value in ((moved, b"2"), (fresh, b"1"), (busy, b"9")):
-            assert await run(redis, command("GET", key)) == value
+        expected = {moved: [b"first", b"next"], asked: [b"first"], busy: [b"first"]}
+        for key, values in {**expected, busy + ":other": [b"first"]}.items():
+            assert await run(redis, command("LRANGE", key, 0, -1)) == values  # none sent again
             assert redis.get_node_from_key(key).port == target
-        assert await lanes.wait_durable([moved, fresh, busy], 5000)
+        assert await (await lanes.send_call(command("RPUSH", asked, "later"))) == 2
+        assert await lanes.wait_durable([moved, asked, busy], 5000)
     finally:
         await lanes.close()
         await redis.aclose()
