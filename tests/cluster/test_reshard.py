@@ -2,8 +2,9 @@
 writes to 12 partitions and a consumer group reads them: the slots of partitions in use move, and no
 acknowledged record is lost or doubled, in the streams or in what the group consumes.
 
-While a slot moves, the append script (it declares every key of its partition, some of which do not
-exist) gets TRYAGAIN, and reads get ASK; the lane sends those calls again (cluster_lanes.py).
+While a slot moves, an append to its partition gets TRYAGAIN or ASK (the append script declares every
+key of its partition, and some do not exist), and after the move MOVED: the lane fails such a call
+unrun (cluster_lanes.py) and the producer sends it again.
 """
 
 from __future__ import annotations
