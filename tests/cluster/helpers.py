@@ -89,6 +89,11 @@ class NumberedProducer(ClientThread):
         times = [t for p, _, n, t in list(self.acked) if p in partitions and self.sent_at[n] >= moment]
         return min(times) - moment if times else None
 
+    def longest_wait(self, partitions: set[int], since: float) -> float:
+        """The longest a record to one of `partitions`, produced after `since`, waited for its ack."""
+        sent = self.sent_at
+        return max(t - sent[n] for p, _, n, t in self.acked if p in partitions and sent[n] >= since)
+
 
 def cluster_client(cluster: EmbeddedCluster) -> RedisCluster:
     return RedisCluster.from_url(cluster.url, require_full_coverage=False)
