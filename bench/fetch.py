@@ -37,14 +37,22 @@ class XrangeRun:
 
 
 def kcat_consume(
-    bootstrap: str, topic: str, expected: int, timeout: float = 120.0, isolation: str | None = None
+    bootstrap: str,
+    topic: str,
+    expected: int,
+    timeout: float = 120.0,
+    isolation: str | None = None,
+    partition: int | None = 0,
 ) -> KcatRun:
-    """Consumes partition 0 of `topic` from the beginning until its end (-e), one output line per record.
-    isolation: the consumer's isolation.level (None: librdkafka's default, read_committed).
+    """Consumes a partition of `topic` (None: every partition) from the beginning until its end (-e),
+    one output line per record. isolation: the consumer's isolation.level (None: librdkafka's default,
+    read_committed).
 
     The output (the offset of each record) is counted here in 64 KiB reads, which costs little next to kcat.
     """
-    args = ["kcat", "-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"]
+    args = ["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q"]
+    if partition is not None:
+        args += ["-p", str(partition)]
     args += ["-X", f"fetch.wait.max.ms={KCAT_FETCH_WAIT_MS}", "-f", "%o\n"]
     if isolation is not None:
         args += ["-X", f"isolation.level={isolation}"]

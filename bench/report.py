@@ -289,7 +289,19 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
                     "ShareConsumer, implicit acks; paired",
                 )
             )
-    for name in ("first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share"):
+    cl = results.get("cluster")
+    if cl and "error" not in cl:
+        rows += cluster_rows(cl)
+    for name in (
+        "first_message",
+        "rebalance",
+        "mq",
+        "spark",
+        "transactions",
+        "compaction",
+        "share",
+        "cluster",
+    ):
         figure = results.get(name)
         if figure and "error" in figure:
             rows.append((f"{name}: failed", figure["error"][:60], "", "", ""))
@@ -329,3 +341,36 @@ def transactions_rows(tx: dict[str, Any]) -> list[tuple[str, str, str, str, str]
             f"first record..exit, paired; plain records read_committed {tx['read_committed_ratio']:.3f}",
         ),
     ]
+
+
+def cluster_rows(cl: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Redis Cluster: 3 primaries against 1, one and two broker processes; and the failover time."""
+    rows = []
+    for kind in ("produce", "fetch"):
+        base = f"{_num(cl[f'{kind}_p1_msgs_per_s'])} (1 primary)"
+        busy = cl[f"{kind}_cores"]
+        for slug, label in (
+            ("p3", "3 primaries"),
+            ("p3_b2", "3 primaries, 2 brokers"),
+            ("server", "no cluster"),
+        ):
+            cores = busy[slug]
+            rows.append(
+                (
+                    f"cluster {kind} msgs/s, 12 partitions, {label}",
+                    _num(cl[f"{kind}_{slug}_msgs_per_s"]),
+                    base,
+                    f"{cl[f'{kind}_{slug}_ratio']:.3f}",
+                    f"cores: broker {cores['broker']:.2f}, machine {cores['machine']:.2f}; paired",
+                )
+            )
+    rows.append(
+        (
+            "cluster failover: SIGKILL to first acknowledged produce",
+            f"{cl['failover_s']:.2f} s",
+            "",
+            "",
+            f"replica promoted after {cl['promoted_s']:.2f} s (node timeout 2 s); median",
+        )
+    )
+    return rows

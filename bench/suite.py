@@ -39,7 +39,7 @@ class Options:
     latency_seconds: float = 5.0
     # Figures besides throughput, latency and memory; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
-        "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share",
+        "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share", "cluster",
     )  # fmt: skip
 
 
@@ -309,6 +309,10 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import share
 
                 out[name] = share.run(ep, min(opts.messages, share.MESSAGES), min(opts.runs, share.RUNS))
+            elif name == "cluster":  # its own clusters and brokers, not ep's
+                from . import cluster
+
+                out[name] = cluster.run(min(opts.messages, cluster.MESSAGES), min(opts.runs, cluster.RUNS))
         except Exception as exc:  # one figure failing must not lose the others
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return out

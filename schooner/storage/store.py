@@ -55,7 +55,8 @@ class Store:
         self.redis = redis
         self.ks = ks
         self.lane = lane or open_lane(redis)
-        self.acks_all = AcksAll(redis, ks, acks_all_fsync)
+        written_on = self.lane.written_on if isinstance(self.lane, ClusterLanes) else None
+        self.acks_all = AcksAll(redis, ks, acks_all_fsync, written_on)
         # On a Redis Cluster the append scripts SPUBLISH their wake-up notices (log/notices.py).
         self.sharded = is_cluster(redis)
 

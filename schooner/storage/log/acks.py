@@ -5,13 +5,16 @@ WAIT and WAITAOF wait for the replication offset of the last write made on their
 The appends go down the append lane, so the wait goes on another connection after a write of its
 own: a marker key in the partition's slot. The lane's appends have run by then (their replies are
 in), so the marker's offset covers them, and the lane never blocks behind a WAIT. On a cluster this
-is done once per primary that took appends, all in one pipelined round trip.
+is done once per primary that took appends, all in one pipelined round trip; and only on the primary
+that ran them: when the slot map names another owner now (the old one failed over), the appends may
+not have reached the new one, and the answer is False (retriable; an idempotent producer's retry is
+deduplicated if they did).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,15 +43,23 @@ def _refused(_: Exception) -> None:
 
 
 class AcksAll:
-    def __init__(self, redis: Redis, ks: Keyspace, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        ks: Keyspace,
+        fsync: bool = False,
+        written_on: Callable[[str], str | None] | None = None,
+    ) -> None:
         self._redis = redis
+        self._written_on = written_on  # on a cluster: stream key -> the node that ran its last append
         self._ks = ks
         self._fsync = fsync
         self._known: dict[str, tuple[float, Durability]] = {}  # by node name ("" for one server)
         self._waitaof = True  # until a server refuses it
 
-    def _routes(self, partitions: Iterable[tuple[str, int]]) -> dict[str, tuple[str, dict[str, Any]]]:
-        """One marker key per server, with the options that send its calls to that server."""
+    def _routes(self, partitions: Iterable[tuple[str, int]]) -> dict[str, tuple[str, dict[str, Any]]] | None:
+        """One marker key per server, with the options that send its calls to that server; None when
+        a partition's appends ran on a node that no longer owns its slot."""
         routes: dict[str, tuple[str, dict[str, Any]]] = {}
         cluster = is_cluster(self._redis)
         for topic, partition in partitions:
@@ -56,7 +67,10 @@ class AcksAll:
             if not cluster:
                 return {"": (key, {})}
             node = self._redis.get_node_from_key(key)  # type: ignore[attr-defined]
-            if node is not None and node.name not in routes:
+            ran_on = self._written_on(self._ks.stream(topic, partition)) if self._written_on else None
+            if node is None or (ran_on is not None and ran_on != node.name):
+                return None
+            if node.name not in routes:
                 routes[node.name] = (key, {"target_nodes": node})
         return routes
 
@@ -66,6 +80,8 @@ class AcksAll:
         if is_cluster(self._redis):
             await self._redis.initialize()  # type: ignore[attr-defined]
         routes = self._routes(partitions)
+        if routes is None:
+            return False
         now = time.monotonic()
         stale = [
             name for name in routes if now - self._known.get(name, (-CHECK_EVERY_S, None))[0] >= CHECK_EVERY_S

@@ -128,6 +128,19 @@ def mark_topology_stale(redis: Any) -> None:
             redis.nodes_manager.initialize()
 
 
+async def refresh_topology(redis: Any) -> None:
+    """Fetches a cluster client's slot map again if it was marked stale. Not with the client's own
+    initialize(), which also asks its default node for COMMAND: while that node is the one that died,
+    every call, to any primary, would fail until its replica took over."""
+    if not isinstance(redis, async_redis.RedisCluster) or not redis._initialize:
+        return
+    if not redis.commands_parser.commands:  # the first connect: COMMAND is needed once
+        await redis.initialize()
+        return
+    await redis.nodes_manager.initialize()
+    redis._initialize = False
+
+
 def _check_topology(redis: Any, replies: Sequence[Any]) -> None:
     if is_cluster(redis) and any(isinstance(r, _STALE_MAP_REPLIES) for r in replies):
         mark_topology_stale(redis)
@@ -212,8 +225,8 @@ async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
     cluster = redis if is_cluster(redis) else None
     loading = _to_load(redis, calls)
     with cluster_errors_as_storage_errors(redis):
+        await refresh_topology(redis)  # the slot map, for _queue's routing
         if cluster is not None:  # SCRIPT LOAD goes to every primary, so not inside a pipeline
-            await redis.initialize()  # type: ignore[attr-defined]  # the slot map, for _queue's routing
             for s in loading:
                 await redis.script_load(s.source)
             _loaded[redis].update(s.name for s in loading)

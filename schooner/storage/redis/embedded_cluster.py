@@ -87,14 +87,39 @@ class EmbeddedCluster:
     def start(self, timeout: float = 30.0) -> str:
         for node in self.nodes:
             node.start()
-        addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
-        subprocess.run(
-            [redis_cli_binary(), "--cluster", "create", *addresses,
-             "--cluster-replicas", str(self.replicas), "--cluster-yes"],
-            check=True, capture_output=True, timeout=timeout,
-        )  # fmt: skip
+        if self.primaries == 1:
+            self._create_single()
+        else:
+            addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
+            subprocess.run(
+                [redis_cli_binary(), "--cluster", "create", *addresses,
+                 "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+                check=True, capture_output=True, timeout=timeout,
+            )  # fmt: skip
         self.wait_ok(timeout)
         return self.url
+
+    def _create_single(self) -> None:
+        """One primary holding every slot (redis-cli --cluster create wants three), and its replicas."""
+        primary = redis.Redis(port=self.nodes[0].port, decode_responses=True)
+        try:
+            primary.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+            primary_id = primary.execute_command("CLUSTER", "MYID")
+            for node in self.nodes[1:]:
+                primary.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
+        finally:
+            primary.close()
+        for node in self.nodes[1:]:
+            replica = redis.Redis(port=node.port, decode_responses=True)
+            try:
+                for _ in range(100):  # until the handshake has told the replica of its primary
+                    try:
+                        replica.execute_command("CLUSTER", "REPLICATE", primary_id)
+                        break
+                    except redis.ResponseError:
+                        time.sleep(0.1)
+            finally:
+                replica.close()
 
     def wait_ok(self, timeout: float = 30.0) -> None:
         """Until every live node says cluster_state:ok and sees the expected number of primaries."""

@@ -44,11 +44,12 @@ class _Link:
     """One connection of the lane and the replies it still owes, oldest first, with their send times.
     Kept per connection, so that an old connection's ending never touches its replacement."""
 
-    __slots__ = ("connection", "writer", "waiting", "reader", "timer")
+    __slots__ = ("connection", "writer", "waiting", "reader", "timer", "scripts")
 
     def __init__(self, connection: Any, writer: asyncio.StreamWriter) -> None:
         self.connection = connection
         self.writer = writer
+        self.scripts: set[str] = set()  # loaded on this connection's server
         self.waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self.reader: asyncio.Task[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
@@ -166,10 +167,17 @@ class PipelinedLane:
         return future
 
     async def send_call(self, call: Call[T]) -> asyncio.Future[T]:
-        """Sends a Call now (in call order) and returns a future for its parsed reply. A script the
-        server lacks (NOSCRIPT, after a restart) is loaded and its call sent again, once."""
+        """Sends a Call now (in call order) and returns a future for its parsed reply.
+
+        A connection's first call of a script loads it first, on the same connection: the server may be
+        new (a restart, a promoted replica), and a call refused with NOSCRIPT and sent again would run
+        after the calls sent behind it. A script flushed later anyway is loaded and its call sent again."""
         if call.script:
             s = scripts.script(call.script)
+            link = self._link or await self._connect()
+            if s.name not in link.scripts:  # no await between here and the EVALSHA: nothing between
+                link.scripts.add(s.name)
+                (await self.send("SCRIPT", "LOAD", s.source)).add_done_callback(_quiet)
             first = await self.send("EVALSHA", s.sha, len(call.keys), *call.keys, *call.args)
         else:
             first = await self.send(*call.args)
@@ -215,6 +223,12 @@ class PipelinedLane:
             link.reader.cancel()
         with contextlib.suppress(Exception):
             await link.connection.disconnect()
+
+
+def _quiet(done: asyncio.Future[Any]) -> None:
+    """A reply nobody awaits: a failure shows on the call sent after it."""
+    if not done.cancelled():
+        done.exception()
 
 
 def _settle(result: asyncio.Future[T], call: Call[T], reply: Any) -> None:

@@ -58,3 +58,21 @@ def test_a_killed_primary_is_replaced_by_its_replica(cluster: EmbeddedCluster) -
         time.sleep(0.2)
     assert len(cluster.primary_ports()) == 3 and before[0] not in cluster.primary_ports()
     cluster.wait_ok()
+
+
+def test_a_cluster_of_one_primary_holds_every_slot(cluster_factory) -> None:
+    """redis-cli --cluster create wants three primaries; one primary (the benchmarks' baseline) is
+    formed with CLUSTER ADDSLOTSRANGE, its replica with CLUSTER REPLICATE."""
+    single = cluster_factory(primaries=1, replicas=1)
+    assert single.primary_ports() == [single.nodes[0].port]
+    client = RedisCluster.from_url(single.url)
+    try:
+        keys = [Keyspace("schooner").stream("orders", p) for p in range(12)]
+        for key in keys:
+            client.xadd(key, {"value": b"v"}, id="0-1")
+        assert {client.get_node_from_key(key).port for key in keys} == {single.nodes[0].port}
+        replica = redis.Redis(port=single.nodes[1].port)
+        assert replica.info("replication")["role"] == "slave"
+        replica.close()
+    finally:
+        client.close()
