@@ -240,9 +240,18 @@ class Store:
     async def memory(self) -> Memory:
         """Of the one Redis, or summed over a cluster's primaries."""
         if is_cluster(self.redis):
-            with cluster_errors_as_storage_errors(self.redis):
-                per_node = await self.redis.execute_command("INFO", "memory", target_nodes="primaries")
-            return server_info.combined([server_info.parse_memory(info) for info in per_node.values()])
+            cluster: Any = self.redis
+            with cluster_errors_as_storage_errors(cluster):
+                await cluster.initialize()
+                # One node at a time as a target: redis-py answers a one-primary cluster's "primaries"
+                # with that node's reply, not with a dict by node.
+                per_node = await asyncio.gather(
+                    *(
+                        cluster.execute_command("INFO", "memory", target_nodes=n)
+                        for n in cluster.get_primaries()
+                    )
+                )
+            return server_info.combined([server_info.parse_memory(info) for info in per_node])
         return await self.run(server_info.memory())
 
     # -- log dirs -----------------------------------------------------------------------------------
