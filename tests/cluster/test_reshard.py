@@ -91,7 +91,9 @@ def _reshard(cluster: EmbeddedCluster, source: int, target: int, count: int) -> 
          "--cluster-slots", str(count), "--cluster-yes"],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
-    cluster.wait_ok()
+    # A loaded machine (make test-cluster runs a second cluster beside this one) may take its time
+    # to settle the new slot owners' config epochs.
+    cluster.wait_ok(timeout=90)
     return time.monotonic() - started
 
 

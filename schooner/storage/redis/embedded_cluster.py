@@ -125,25 +125,33 @@ class EmbeddedCluster:
         """Until every live node says cluster_state:ok and sees the expected number of primaries."""
         deadline = time.monotonic() + timeout
         while True:
-            if all(self._node_ok(n) for n in self.nodes if n.pid is not None):
+            waiting = [
+                f"{n.port}: {why}" for n in self.nodes if n.pid is not None and (why := self._not_ok(n))
+            ]
+            if not waiting:
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError("the cluster did not reach cluster_state:ok")
+                raise RuntimeError(f"the cluster did not reach cluster_state:ok: {'; '.join(waiting)}")
             time.sleep(0.1)
 
-    def _node_ok(self, node: EmbeddedRedis) -> bool:
+    def _not_ok(self, node: EmbeddedRedis) -> str:
+        """Why the node is not ready yet ("" when it is)."""
         client = redis.Redis(port=node.port, socket_connect_timeout=0.5, decode_responses=True)
         try:
             info = client.execute_command("CLUSTER", "INFO")
             text = info if isinstance(info, str) else info.decode()
             fields = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
             if fields.get("cluster_state") != "ok" or int(fields.get("cluster_size", 0)) != self.primaries:
-                return False
+                return (
+                    f"cluster_state {fields.get('cluster_state')}, cluster_size {fields.get('cluster_size')}"
+                )
             replication = client.info("replication")
             # A replica counts once it is in sync with its primary (acks=all waits for it).
-            return replication.get("role") != "slave" or replication.get("master_link_status") == "up"
-        except redis.RedisError:
-            return False
+            if replication.get("role") == "slave" and replication.get("master_link_status") != "up":
+                return f"replica link {replication.get('master_link_status')}"
+            return ""
+        except redis.RedisError as exc:
+            return str(exc)
         finally:
             client.close()
 
