@@ -93,7 +93,7 @@ def _reshard(cluster: EmbeddedCluster, source: int, target: int, count: int) -> 
     )  # fmt: skip
     # A loaded machine (make test-cluster runs a second cluster beside this one) may take its time
     # to settle the new slot owners' config epochs.
-    cluster.wait_ok(timeout=90)
+    cluster.wait_ok(timeout=90, slot_owners=0)  # moving slots back may leave the target none
     return time.monotonic() - started
 
 

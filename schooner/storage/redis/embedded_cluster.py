@@ -61,6 +61,7 @@ class EmbeddedCluster:
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
         self.nodes: list[EmbeddedRedis] = []
+        self._slot_owners = primaries
         taken: set[int] = set()
         for i in range(primaries * (1 + replicas)):
             port = free_cluster_port(taken)
@@ -121,8 +122,10 @@ class EmbeddedCluster:
             finally:
                 replica.close()
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
-        """Until every live node says cluster_state:ok and sees the expected number of primaries."""
+    def wait_ok(self, timeout: float = 30.0, slot_owners: int | None = None) -> None:
+        """Until every live node says cluster_state:ok and sees `slot_owners` primaries with slots (by
+        default all of them; 0: any number, as after a reshard that may empty one)."""
+        self._slot_owners = self.primaries if slot_owners is None else slot_owners
         deadline = time.monotonic() + timeout
         while True:
             waiting = [
@@ -141,7 +144,8 @@ class EmbeddedCluster:
             info = client.execute_command("CLUSTER", "INFO")
             text = info if isinstance(info, str) else info.decode()
             fields = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
-            if fields.get("cluster_state") != "ok" or int(fields.get("cluster_size", 0)) != self.primaries:
+            owners = int(fields.get("cluster_size", 0))
+            if fields.get("cluster_state") != "ok" or (self._slot_owners and owners != self._slot_owners):
                 return (
                     f"cluster_state {fields.get('cluster_state')}, cluster_size {fields.get('cluster_size')}"
                 )
