@@ -22,7 +22,16 @@ from .log.compaction import CompactionStep
 from .log.producers import ProducerState
 from .log.read import PartitionBounds, PartitionRead
 from .redis import server_info
-from .redis.calls import Call, Redis, Steps, cluster_errors_as_storage_errors, drive, run, together
+from .redis.calls import (
+    Call,
+    Redis,
+    Steps,
+    cluster_errors_as_storage_errors,
+    drive,
+    refresh_topology,
+    run,
+    together,
+)
 from .redis.client import is_cluster
 from .redis.cluster_lanes import ClusterLanes
 from .redis.lane import PipelinedLane
@@ -242,7 +251,7 @@ class Store:
         if is_cluster(self.redis):
             cluster: Any = self.redis
             with cluster_errors_as_storage_errors(cluster):
-                await cluster.initialize()
+                await refresh_topology(cluster)
                 # One node at a time as a target: redis-py answers a one-primary cluster's "primaries"
                 # with that node's reply, not with a dict by node.
                 per_node = await asyncio.gather(

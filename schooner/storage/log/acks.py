@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import Keyspace
-from ..redis.calls import Call, Redis, command, run_many
+from ..redis.calls import Call, Redis, command, refresh_topology, run_many
 from ..redis.client import is_cluster
 
 MARKER_TTL_MS = 3_600_000
@@ -78,7 +78,7 @@ class AcksAll:
         """True once every replica of each server holding these partitions has their appends."""
         partitions = list(partitions)
         if is_cluster(self._redis):
-            await self._redis.initialize()  # type: ignore[attr-defined]
+            await refresh_topology(self._redis)
         routes = self._routes(partitions)
         if routes is None:
             return False
