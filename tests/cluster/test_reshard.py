@@ -69,9 +69,8 @@ class GroupReader(ClientThread):
             consumer.close()
 
 
-def _slots_to_carry(port: int, slots: list[int]) -> int:
-    """How many of the node's slots `redis-cli --cluster reshard` must move, taking them from its lowest,
-    to carry these slots (redis-cli moves a source's slots in ascending order)."""
+def _owned_slots(port: int) -> list[int]:
+    """The node's slots, ascending, as it says itself."""
     node = redis.Redis(port=port)
     try:
         ranges = [
@@ -79,7 +78,13 @@ def _slots_to_carry(port: int, slots: list[int]) -> int:
         ]
     finally:
         node.close()
-    owned = sorted(s for start, end in ranges for s in range(start, end + 1))
+    return sorted(s for start, end in ranges for s in range(start, end + 1))
+
+
+def _slots_to_carry(port: int, slots: list[int]) -> int:
+    """How many of the node's slots `redis-cli --cluster reshard` must move, taking them from its lowest,
+    to carry these slots (redis-cli moves a source's slots in ascending order)."""
+    owned = _owned_slots(port)
     return max(owned.index(s) for s in slots) + 1
 
 
@@ -93,7 +98,7 @@ def _reshard(cluster: EmbeddedCluster, source: int, target: int, count: int) -> 
     )  # fmt: skip
     # A loaded machine (make test-cluster runs a second cluster beside this one) may take its time
     # to settle the new slot owners' config epochs.
-    cluster.wait_ok(timeout=90, slot_owners=0)  # moving slots back may leave the target none
+    cluster.wait_ok(timeout=90, slot_owners=0)  # a move may empty its source
     return time.monotonic() - started
 
 
@@ -102,13 +107,21 @@ def test_a_reshard_during_acks_all_production_loses_nothing_and_the_group_reads_
 ) -> None:
     cluster = cluster_factory()
     broker = broker_factory(redis_url=cluster.url)
-    topic = "reshard"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(20)
     ks = Keyspace(keyspace)
     client = cluster_client(cluster)
+    # redis-cli moves a source's lowest slots first, and takes them back from the target's lowest: so the
+    # source is the primary owning slot 0 (the moved slots then sit below all of the target's own) and the
+    # topic is named so that at least MOVED_PARTITIONS of its partitions live there.
+    source = client.nodes_manager.get_node_from_slot(0).port
+    lowest = _owned_slots(source)
+    topic = next(
+        name
+        for name in (f"reshard-{i}" for i in range(1000))
+        if sum(key_slot(ks.stream(name, p).encode()) in lowest for p in range(PARTITIONS)) >= MOVED_PARTITIONS
+    )
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(20)
     before = owners(client, ks, topic, PARTITIONS)
-    source = before[0]
     target = next(port for port in sorted(set(before.values())) if port != source)
     on_source = sorted(
         (key_slot(ks.stream(topic, p).encode()), p) for p, port in before.items() if port == source
@@ -128,6 +141,7 @@ def test_a_reshard_during_acks_all_production_loses_nothing_and_the_group_reads_
     assert all(there[p] == target for _, p in moving), (before, there)  # the partitions in use moved
     time.sleep(1)
     back = _slots_to_carry(target, [slot for slot, _ in moving])
+    assert back == count, (back, count)  # the target's own slots stay where they are
     took_back = _reshard(cluster, target, source, back)
     time.sleep(2)
     producer.finish()
