@@ -21,10 +21,11 @@ $(QUIX_VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# kcat (librdkafka 2.0.2) is the old C client the tests and benchmarks drive; redis-tools gives redis-benchmark.
+# kcat (librdkafka 2.0.2) is the old C client the tests and benchmarks drive; redis-tools gives redis-benchmark;
+# openssl makes the tests' certificate authorities.
 system-deps:
-	@command -v kcat >/dev/null && command -v redis-benchmark >/dev/null || \
-	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools >/dev/null)
+	@command -v kcat >/dev/null && command -v redis-benchmark >/dev/null && command -v openssl >/dev/null || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools openssl >/dev/null)
 
 broker: install system-deps
 	$(VENV)/bin/schooner broker

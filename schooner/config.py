@@ -8,6 +8,7 @@ Config file (TOML), all keys optional:
     connections_max_idle_ms, request_timeout_ms, max_connections, max_connections_per_ip,
     max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
+    listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
     (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
     "retention.ms" = "604800000"
@@ -97,6 +98,34 @@ class Settings:
     share_min_partition_max_record_locks: int = 100
     share_max_partition_max_record_locks: int = 4000
     dlq_topic_name_prefix: str = "dlq."
+    # Security (docs/security.md), with Kafka's names. `listeners` entries are PROTOCOL://host:port with
+    # PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (the listener's name is its protocol); when
+    # empty, host and port make the one PLAINTEXT listener. advertised_listeners: what clients of each
+    # listener are told to connect to (same form; a listener not named advertises its own address).
+    listeners: list[str] = field(default_factory=list)
+    advertised_listeners: list[str] = field(default_factory=list)
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_keyfile_password: str | None = None
+    ssl_cafile: str | None = None  # the CA that signs client certificates
+    ssl_client_auth: str = "none"  # none, requested, required
+    # Kafka's ssl.principal.mapping.rules: a certificate's subject to a principal name.
+    ssl_principal_mapping_rules: str = "DEFAULT"
+    ssl_handshake_timeout_ms: int = 10_000  # a TLS handshake not done by then closes the connection
+    sasl_enabled_mechanisms: list[str] = field(
+        default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]
+    )
+    # Kafka's sasl.server.max.receive.size: the largest frame a client may send before it is authenticated.
+    sasl_max_receive_bytes: int = 524_288
+    connections_max_reauth_ms: int = 0  # KIP-368: 0 means a session never has to re-authenticate
+    sasl_oauthbearer_jwks_file: str | None = None  # OAUTHBEARER: the JWKS file whose keys sign tokens
+    # Authorization: Kafka's ACL model, off unless `authorizer` is true.
+    authorizer: bool = False
+    super_users: list[str] = field(default_factory=list)  # principals, e.g. "User:admin"
+    allow_everyone_if_no_acl_found: bool = False
+    # Quotas (KIP-13, KIP-124): the rate window is quota_window_num samples of this many seconds each.
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:
@@ -105,6 +134,60 @@ class Settings:
             return host, int(port)
         host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         return host, self.port
+
+    def listeners_in_force(self) -> list[Listener]:
+        """The listeners to open: `listeners`, or the one PLAINTEXT listener on host and port."""
+        if not self.listeners:
+            return [Listener("PLAINTEXT", self.host, self.port)]
+        found = [Listener.parse(text) for text in self.listeners]
+        protocols = [listener.protocol for listener in found]
+        if len(set(protocols)) != len(protocols):
+            raise ValueError(f"listeners: each protocol may have one listener: {self.listeners}")
+        return found
+
+    def advertised_for(self, listener: Listener, bound_port: int) -> tuple[str, int]:
+        """The host and port clients of this listener are told to connect to."""
+        for text in self.advertised_listeners:
+            named = Listener.parse(text)
+            if named.protocol == listener.protocol:
+                return named.host, named.port
+        if listener.protocol == "PLAINTEXT" and self.advertise and not self.listeners:
+            return self.advertised_host_port
+        host = listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        return host, bound_port if listener.port == 0 else listener.port
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One address the broker accepts clients on, and the security protocol spoken there."""
+
+    protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; also the listener's name
+    host: str
+    port: int
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    @classmethod
+    def parse(cls, text: str) -> Listener:
+        """PROTOCOL://host:port, the host in brackets for IPv6, empty for every address."""
+        protocol, sep, address = text.strip().partition("://")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not port.isdigit():
+            raise ValueError(f"listener {text!r} is not PROTOCOL://host:port")
+        protocol = protocol.upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            known = ", ".join(SECURITY_PROTOCOLS)
+            raise ValueError(f"listener {text!r}: the protocol must be one of {known}")
+        return cls(protocol, host.strip("[]"), int(port))
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
@@ -115,6 +198,9 @@ def _coerce(name: str, value: Any) -> Any:
     kind = _FIELDS[name].type
     if value is None:
         return None
+    if "list" in str(kind):  # a TOML array, or comma-separated text from the environment
+        items = value if isinstance(value, list) else str(value).split(",")
+        return [str(item).strip() for item in items if str(item).strip()]
     if "bool" in str(kind):
         return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
     if "int" in str(kind):

@@ -34,6 +34,7 @@ from schooner import config
 from schooner.broker.server import Broker
 from schooner.storage.redis.embedded import EmbeddedRedis, free_port
 from schooner.storage.redis.embedded_cluster import EmbeddedCluster
+from tests.certs import Certs, make_certs
 
 ON_CLUSTER = os.environ.get("SCHOONER_TEST_REDIS", "") == "cluster"
 CLUSTER_NODE_TIMEOUT_MS = 2000
@@ -101,6 +102,12 @@ def offset_encoding() -> str:
 def topic_defaults(offset_encoding: str) -> dict[str, str]:
     """Broker-wide topic config defaults for topics a test creates through storage directly."""
     return {"schooner.offset.encoding": offset_encoding}
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
+    """A CA with broker and client certificates, and a second CA whose client the broker refuses."""
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture

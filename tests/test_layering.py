@@ -1,7 +1,7 @@
 """The layering of the whole package, pinned by reading every module's imports with `ast`.
 
-Layers, bottom to top: protocol, storage, coordinators, broker, mq, spark, ops. schooner/config.py (the
-settings) sits beside them: every layer may import it, and it imports no layer. A layer never imports one
+Layers, bottom to top: protocol, security, storage, coordinators, broker, mq, spark, ops. schooner/config.py
+(the settings) sits beside them: every layer may import it, and it imports no layer. A layer never imports one
 above it, and some import less than that (LAYER_RULES). Only storage talks to Redis, so only storage
 imports redis or hiredis. Within storage, the sub-packages have an order of their own (SUBPACKAGE_RULES).
 
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "schooner"
-LAYERS = ("protocol", "storage", "coordinators", "broker", "mq", "spark", "ops")  # bottom to top
+LAYERS = ("protocol", "security", "storage", "coordinators", "broker", "mq", "spark", "ops")  # bottom to top
 ANYONE = ("schooner.config",)  # importable from every layer
 TOP_LEVEL = ("schooner", "schooner.config")  # the modules that are in no layer
 
@@ -153,7 +153,9 @@ LAYER_RULES = [
     # Layers that import less than everything below them.
     only("schooner.config"),  # the settings: every layer reads them, so they import none
     only("schooner.protocol"),  # the wire format stands alone
-    only("schooner.storage"),  # today storage needs not even the protocol: records reach it as bytes
+    only("schooner.security"),  # SASL, SCRAM, ACL matching and quota windows: pure, like the protocol
+    # Storage needs not even the protocol (records reach it as bytes); it keeps SCRAM credentials.
+    only("schooner.storage", "schooner.security.scram"),
     only("schooner.coordinators", "schooner.storage", "schooner.protocol"),
     only("schooner.mq", "schooner.storage"),  # the MQ library runs without a broker
     only("schooner.spark", "schooner.storage"),  # so does the Spark connector
@@ -168,7 +170,7 @@ SUBPACKAGE_RULES = [
     *floors(
         "schooner.storage",
         ("redis", "keys", "offsets", "topic_partition"),
-        ("topics", "cluster", "quotas"),
+        ("topics", "cluster", "quotas", "security"),
         "log",
         ("mq", "groups"),
         "store",

@@ -30,6 +30,7 @@ from ..protocol.messages import (
 from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
 from .limits import ConnectionStats, Limits, Notices
+from .session import SESSION, Session
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,9 @@ class Connection:
         limits: Limits,
         stats: ConnectionStats,
         notices: Notices,
+        session: Session,
     ) -> None:
+        self.session = session
         self._reader = reader
         self._writer = writer
         self._handle = handle
@@ -111,6 +114,7 @@ class Connection:
 
     # -- reading ----------------------------------------------------------------------------------
     async def _read_requests(self) -> None:
+        SESSION.set(self.session)  # the requests' tasks copy this task's context
         while not self._draining and not self._closed:
             try:
                 data = await self._reader.read(READ_CHUNK)

@@ -6,9 +6,10 @@ import asyncio
 import logging
 from typing import Any
 
-from ..config import Settings
+from ..config import Listener, Settings
 from .connection import Connection, Dispatch
 from .limits import ConnectionStats, Limits, Notices
+from .session import Session
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,11 @@ class ClientConnections:
         self._notices = Notices(log)
 
     async def serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handle: Dispatch
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        handle: Dispatch,
+        listener: Listener,
     ) -> None:
         """Serves one accepted connection until it closes, or closes it at once when over a cap."""
         peer = writer.get_extra_info("peername")
@@ -37,7 +42,8 @@ class ClientConnections:
             return
         task = asyncio.current_task()
         assert task is not None
-        conn = Connection(reader, writer, handle, self.limits, self.stats, self._notices)
+        session = Session(listener, ip, authenticated=not listener.sasl)
+        conn = Connection(reader, writer, handle, self.limits, self.stats, self._notices, session)
         self.tasks.add(task)
         self._open[task] = conn
         self._per_ip[ip] = self._per_ip.get(ip, 0) + 1

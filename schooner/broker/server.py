@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import math
@@ -11,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..config import Settings
+from ..config import Listener, Settings
 from ..coordinators.group_configs import GroupConfigs
 from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..coordinators.transaction_coordinator import TransactionCoordinator
@@ -40,7 +41,8 @@ class Broker:
         self.settings = settings
         self.redis_url = redis_url
         self.ctx: BrokerContext | None = None
-        self._server: asyncio.Server | None = None
+        self._server: asyncio.Server | None = None  # the first listener's
+        self.servers: dict[str, asyncio.Server] = {}  # listener protocol -> its server
         self._tasks: list[asyncio.Task[Any]] = []
         self._clients = ClientConnections(settings)
         self._connections = self._clients.tasks  # one task per open client connection
@@ -52,8 +54,13 @@ class Broker:
 
     @property
     def port(self) -> int:
+        """The first listener's port."""
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
+
+    def port_of(self, protocol: str) -> int:
+        """The port of the listener for this security protocol (PLAINTEXT, SSL, ...)."""
+        return int(self.servers[protocol].sockets[0].getsockname()[1])
 
     @property
     def connection_stats(self) -> ConnectionStats:
@@ -65,13 +72,18 @@ class Broker:
         store = Store(redis, Keyspace(s.keyspace), open_lane(redis, s.redis_timeout_ms), s.acks_all_fsync)
         await _check_eviction(store, s.allow_evicting_redis)
         broker_id = s.broker_id if s.broker_id is not None else await store.allocate_broker_id()
-        # A deeper accept queue than asyncio's 100, so a burst of connects is not dropped and retried.
-        self._server = await asyncio.start_server(
-            self._on_client, s.host, s.port, limit=1 << 20, backlog=1024
-        )
-        host, port = s.advertised_host_port
-        if not s.advertise and s.port == 0:
-            port = self.port
+        listeners = s.listeners_in_force()
+        for listener in listeners:
+            # A deeper accept queue than asyncio's 100, so a burst of connects is not dropped and retried.
+            self.servers[listener.protocol] = await asyncio.start_server(
+                functools.partial(self._on_client, listener),
+                listener.host or None,
+                listener.port,
+                limit=1 << 20,
+                backlog=1024,
+            )
+        self._server = self.servers[listeners[0].protocol]
+        host, port = s.advertised_for(listeners[0], self.port)
         me = BrokerInfo(broker_id, host, port, s.rack)
         self.ctx = BrokerContext(settings=s, store=store, me=me)
         self.ctx.groups = GroupCoordinator(
@@ -108,7 +120,15 @@ class Broker:
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
         gc.freeze()
-        log.info("broker %d serving on %s:%d (advertised %s:%d)", broker_id, s.host, self.port, host, port)
+        for listener in listeners:
+            log.info(
+                "broker %d serving %s on %s:%d (advertised %s:%d)",
+                broker_id,
+                listener.protocol,
+                listener.host,
+                self.port_of(listener.protocol),
+                *s.advertised_for(listener, self.port_of(listener.protocol)),
+            )
 
     async def serve_forever(self) -> None:
         assert self._server is not None
@@ -118,8 +138,8 @@ class Broker:
         """Stops serving. Graceful (SIGTERM): other brokers take this one's groups and partitions at
         once, and requests already read are answered (acks included) before connections close."""
         self._stopping = True
-        if self._server:
-            self._server.close()  # no new connections
+        for server in self.servers.values():
+            server.close()  # no new connections
         # The heartbeat would register this broker again; the listeners stay up while draining, so
         # that long-polls in flight are still woken by new records, and topics stay fresh.
         for task in self._tasks:
@@ -157,9 +177,11 @@ class Broker:
         """Each connection stops reading, answers what it has read, and closes (bounded by timeout)."""
         await self._clients.drain(timeout)
 
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_client(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         assert self.ctx is not None
-        await self._clients.serve(reader, writer, dispatcher(self.ctx))
+        await self._clients.serve(reader, writer, dispatcher(self.ctx), listener)
 
     async def _heartbeat(self) -> None:
         assert self.ctx is not None

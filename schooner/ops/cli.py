@@ -29,6 +29,13 @@ def main() -> None:
 @click.option("--host", help="Address to listen on [127.0.0.1].")
 @click.option("--port", type=int, help="Port to listen on [9092].")
 @click.option("--advertise", metavar="HOST:PORT", help="Address clients are told to connect to.")
+@click.option(
+    "--listener",
+    "listener_flags",
+    multiple=True,
+    metavar="PROTOCOL://HOST:PORT",
+    help="A listener (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL); repeatable. Replaces --host/--port.",
+)
 @click.option("--redis-url", help="Use this Redis (>= 7.0) instead of starting the embedded one.")
 @click.option("--data-dir", help="Folder of the embedded redis-server's data [.data].")
 @click.option("--redis-maxmemory", help="maxmemory of the embedded redis-server, e.g. 2gb (noeviction).")
@@ -39,11 +46,15 @@ def main() -> None:
     "--producer-id-expiration-ms", type=int, help="Forget idempotent producers idle this long [86400000]."
 )
 @click.option("--log-level", default="INFO", show_default=True)
-def broker(config_file: str | None, log_level: str, **flags: Any) -> None:
+def broker(config_file: str | None, log_level: str, listener_flags: tuple[str, ...], **flags: Any) -> None:
     """Run a broker. Without --redis-url, starts an embedded redis-server (AOF on), restarts it if it
     dies, and stops it on exit. SIGTERM or Ctrl-C stops gracefully."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = config.load(config_file, overrides=flags)
+    try:
+        settings = config.load(config_file, overrides={**flags, "listeners": list(listener_flags) or None})
+        listeners = settings.listeners_in_force()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
     embedded: EmbeddedRedis | None = None
     redis_url = settings.redis_url
     if redis_url is None:
@@ -56,7 +67,7 @@ def broker(config_file: str | None, log_level: str, **flags: Any) -> None:
             raise click.ClickException(f"cannot start the embedded redis-server: {exc}") from None
         click.echo(f"embedded redis-server at {redis_url}, data in {embedded.data_dir}")
     try:
-        failure = _run(settings, redis_url, embedded)
+        failure = _run(settings, listeners, redis_url, embedded)
     finally:
         if embedded:
             embedded.stop()  # after the broker: in-flight acks=all are answered first
@@ -64,7 +75,12 @@ def broker(config_file: str | None, log_level: str, **flags: Any) -> None:
         raise click.ClickException(failure)
 
 
-def _run(settings: config.Settings, redis_url: str, embedded: EmbeddedRedis | None) -> str | None:
+def _run(
+    settings: config.Settings,
+    listeners: list[config.Listener],
+    redis_url: str,
+    embedded: EmbeddedRedis | None,
+) -> str | None:
     """Serves until SIGTERM/SIGINT; returns why the broker had to stop, or None for a requested stop."""
     from ..broker.server import Broker, StartupRefused
 
@@ -97,9 +113,10 @@ def _run(settings: config.Settings, redis_url: str, embedded: EmbeddedRedis | No
 
         if embedded is not None:
             embedded.supervise(give_up)
-        click.echo(
-            f"schooner broker {b.ctx.me.broker_id if b.ctx else '?'} listening on {settings.host}:{b.port}"
+        where = ", ".join(
+            f"{listener.protocol} {listener.host}:{b.port_of(listener.protocol)}" for listener in listeners
         )
+        click.echo(f"schooner broker {b.ctx.me.broker_id if b.ctx else '?'} listening on {where}")
         await stop.wait()
         await b.stop(graceful=not failure)
         return failure[0] if failure else None

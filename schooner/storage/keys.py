@@ -132,6 +132,12 @@ class Keyspace:
         """Hash: host, port, rack, started_ms of one broker process."""
         return f"{self.prefix}:broker:{broker_id}"
 
+    # -- security ---------------------------------------------------------------------------------
+    @property
+    def users(self) -> str:
+        """Hash: user name -> JSON of its SCRAM credentials and tenant (storage/security/users.py)."""
+        return f"{self.prefix}:users"
+
     @property
     def broker_id_counter(self) -> str:
         return f"{self.prefix}:broker-id-seq"
