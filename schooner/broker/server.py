@@ -81,6 +81,7 @@ class Broker:
                 listener.port,
                 limit=1 << 20,
                 backlog=1024,
+                start_serving=False,  # bound now (a port in use fails here), served once all is set up
             )
         self._server = self.servers[listeners[0].protocol]
         host, port = s.advertised_for(listeners[0], self.port)
@@ -120,6 +121,8 @@ class Broker:
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
         gc.freeze()
+        for server in self.servers.values():
+            await server.start_serving()
         for listener in listeners:
             log.info(
                 "broker %d serving %s on %s:%d (advertised %s:%d)",
