@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
 
 from tests.certs import Certs
 from tests.clients import SAMPLE, aiokafka_produce, confluent_consume, confluent_produce, kafka_python_produce
+from tests.wire import exchange
 
 from .tls_helpers import (
     CN_RULE,
@@ -20,6 +23,7 @@ from .tls_helpers import (
     principals,
     refusal,
     tls_broker,
+    tls_socket,
 )
 
 ALICE_DN = "CN=alice,OU=clients,O=Schooner"
@@ -101,3 +105,22 @@ def test_a_subject_no_rule_maps_is_refused(broker_factory: Any, certs: Certs, ca
     failure, _ = refusal(bootstrap(b), confluent_tls(certs, certs.alice))
     assert failure.name() == "_TRANSPORT"
     assert f"no ssl_principal_mapping_rules rule applies to '{ALICE_DN}'" in caplog.text
+
+
+def test_the_sasl_ssl_listener_speaks_tls_and_takes_the_certificate_principal(
+    broker_factory: Any, certs: Certs
+) -> None:
+    """Until SASL authentication names another, a SASL_SSL connection's principal is its certificate's."""
+    b = tls_broker(
+        broker_factory,
+        certs,
+        listeners=("SASL_SSL",),
+        ssl_client_auth="required",
+        ssl_principal_mapping_rules=CN_RULE,
+    )
+    with tls_socket(b.broker.port_of("SASL_SSL"), certs, certs.alice) as sock:
+        (versions,) = exchange(
+            sock, [ApiVersionsRequest(client_software_name="t", client_software_version="1")]
+        )
+        assert versions.error_code == ErrorCode.none
+        assert principals(b, "SASL_SSL") == {"User:alice"}
