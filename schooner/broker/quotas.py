@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from contextvars import Context, ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
@@ -47,6 +47,7 @@ from .context import CLIENT
 from .session import ANONYMOUS, SESSION
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RELOAD_SECONDS = 1.0  # the safety net behind the change notices
 _GATE = "quota_gate"  # Session.extra: the lock that serves a quota'd connection's requests one at a time
@@ -110,7 +111,6 @@ class ClientQuotas:
         self._changed = asyncio.Event()
         self._reloading = asyncio.Lock()
         self._timing = False  # the task factory that meters handler time is installed
-        self.loaded = False  # a reload has succeeded since the start
 
     # -- the configuration ------------------------------------------------------------------------
     def changed(self, _entity: bytes = b"") -> None:
@@ -124,10 +124,9 @@ class ClientQuotas:
             changed = self.book.load(_client_entities(stored))
         loop = asyncio.get_running_loop()
         self.book.forget_idle(loop.time())
-        self.loaded = True
         if self.book.times_requests != self._timing:
             self._timing = self.book.times_requests
-            factory: Any = _metered_task if self._timing else None  # typeshed's type is narrower
+            factory: Any = metered_task if self._timing else None  # typeshed's type is narrower
             loop.set_task_factory(factory)
         return changed
 
@@ -180,24 +179,23 @@ class ClientQuotas:
         self, handler: Handler, ctx: Any, request: Request, limits: ClientLimits
     ) -> tuple[Answer, int]:
         LIMITS.set(limits)  # this request's task has a context of its own
-        meter: _Meter | None = None
+        seconds: float | None = None
         if limits.request is not None:
-            meter = _Meter()
-            _METER.set(meter)
-            answer = await _Metered(handler(ctx, request.body), meter)
+            answer, seconds = await run_metered(handler(ctx, request.body))
         else:
             answer = await handler(ctx, request.body)
-        return _account(request, answer, limits, meter, asyncio.get_running_loop().time())
+        return _account(request, answer, limits, seconds, asyncio.get_running_loop().time())
 
 
 def _account(
-    request: Request, answer: Answer, limits: ClientLimits, meter: _Meter | None, now: float
+    request: Request, answer: Answer, limits: ClientLimits, seconds: float | None, now: float
 ) -> tuple[Answer, int]:
-    """Records the request in its windows; the answer to send and the throttle time it earned."""
+    """Records the request in its windows (`seconds`: its handler time, when metered); the answer to
+    send and the throttle time it earned."""
     api = request.header.api_key
     throttle = 0
-    if meter is not None and limits.request is not None and answer is not NO_RESPONSE:
-        throttle = limits.request.record(meter.seconds * 100, now)  # acks=0 is exempt, as in Kafka
+    if seconds is not None and limits.request is not None and answer is not NO_RESPONSE:
+        throttle = limits.request.record(seconds * 100, now)  # acks=0 is exempt, as in Kafka
     if api == ApiKey.PRODUCE:
         if limits.produce is not None:
             throttle = max(throttle, limits.produce.record(request.size, now))
@@ -305,16 +303,26 @@ class _Metered:
                 value, error = None, exc
 
 
-async def _run_metered(coro: Coroutine[Any, Any, Any], meter: _Meter) -> Any:
+async def run_metered(awaitable: Awaitable[T]) -> tuple[T, float]:
+    """Awaits it; returns its result and the seconds it, and the tasks it starts while metered_task is
+    the loop's task factory, ran on the event loop (not the time they waited)."""
+    meter = _Meter()
+    _METER.set(meter)  # in this task's context, which the tasks it starts copy
+    result: T = await _Metered(awaitable, meter)
+    return result, meter.seconds
+
+
+async def _run_in(coro: Coroutine[Any, Any, Any], meter: _Meter) -> Any:
     return await _Metered(coro, meter)
 
 
-def _metered_task(
-    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], context: Context | None = None
+def metered_task(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **options: Any
 ) -> asyncio.Task[Any]:
     """The loop's task factory while a request_percentage quota exists: a task started while a metered
-    request is served is metered into that request too."""
+    request is served is metered into that request too. `options` are create_task's (context, ...)."""
+    context: Context | None = options.get("context")
     meter = _METER.get() if context is None else context.get(_METER)
     if meter is not None:
-        coro = _run_metered(coro, meter)
-    return asyncio.Task(coro, loop=loop, context=context)
+        coro = _run_in(coro, meter)
+    return asyncio.Task(coro, loop=loop, **options)

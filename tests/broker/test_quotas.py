@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
+from kafka import KafkaProducer
 
 from tests.broker.quota_helpers import set_quotas
 from tests.broker.share_rig import set_group_configs
@@ -105,6 +106,17 @@ def test_a_producer_is_held_to_its_byte_rate(
     assert throttles.seen and max(throttles.seen) > 0  # librdkafka heard throttle_time_ms
     # The client without a quota was not slowed: no throttle, and many times the held one's rate.
     assert free["throttles"] == [] and free["rate"] > 5 * QUOTA, free
+
+
+def test_kafka_python_reports_the_throttle_time(broker_factory: Callable[..., Any]) -> None:
+    broker = broker_factory(**WINDOW)
+    set_quotas(broker.port, [("client-id", "held-kafka-python")], producer_byte_rate=10_000)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, client_id="held-kafka-python")
+    for _ in range(15):
+        producer.send("quota-kafka-python", VALUE)
+    producer.flush(30)
+    assert producer.metrics()["producer-metrics"]["throttle-time-max"] > 0
+    producer.close()
 
 
 def _fill(bootstrap: str, topic: str, nbytes: int) -> None:

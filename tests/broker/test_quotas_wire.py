@@ -9,8 +9,10 @@ connection cannot answer sooner) and the one-second reach of a quota change that
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,8 @@ from schooner.storage.keys import Keyspace
 from tests.broker.quota_helpers import Client, eventually, set_quotas, throttle_ms
 from tests.conftest import redis_for
 from tests.wire import encode_request, fetch_request, produce_request, record_batch
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 WINDOW = {"quota_window_num": 2, "quota_window_size_seconds": 1}
 API_VERSIONS = ApiVersionsRequest(client_software_name="quota-test", client_software_version="1")
@@ -177,3 +181,13 @@ def test_quotas_written_without_a_notice_still_apply(broker: Any) -> None:
         lambda: throttle_ms(_produce(broker.port, "unannounced", "quota-quiet", [KB])) > 0, 5.0, "reload"
     )
     redis.close()
+
+
+def test_the_documented_way_to_set_a_quota_sets_it(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (DOCS / "security.md").read_text()
+    section = text[text.index("## Quotas") :]
+    block = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    exec(compile(block.replace("127.0.0.1:9092", broker.bootstrap), "docs/security.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[0]"
+    limits = broker.broker.ctx.quotas.book.limits("ANONYMOUS", "reports")
+    assert limits.fetch.bound == 1048576.0 and limits.request.bound == 50.0 and limits.produce is None
