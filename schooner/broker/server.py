@@ -110,6 +110,9 @@ class Broker:
             asyncio.create_task(self._listen_for_appends()),
             asyncio.create_task(self._listen_for_topic_changes()),
         ]
+        if s.authorizer:  # the ACLs are read before the first client is served, then kept fresh
+            await self.ctx.authorizer.refresh()
+            self._listeners.append(asyncio.create_task(self._listen_for_acl_changes()))
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
             *self._listeners,
@@ -225,6 +228,18 @@ class Broker:
             lambda quiet: TopicNotices(ctx.store.redis, ctx.ks, quiet),
             lambda name: ctx.forget_topic(name.decode(errors="replace")),
             ctx.topic_notices,
+        )
+
+    async def _listen_for_acl_changes(self) -> None:
+        """Reloads the ACLs when any broker changes them (and after each (re)subscription, since
+        changes made while unsubscribed went unheard)."""
+        assert self.ctx is not None
+        ctx = self.ctx
+        await self._listen(
+            "ACL notices",
+            lambda quiet: ChannelNotices(ctx.store.redis, ctx.ks.acls_channel, quiet),
+            lambda _version: ctx.authorizer.notice(),
+            lambda _heard: ctx.authorizer.changed(),
         )
 
     async def _listen(

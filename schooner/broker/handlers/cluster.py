@@ -7,12 +7,12 @@ from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import DescribeClusterRequest
+from ...security.acls import CLUSTER_NAME, OPERATIONS_OMITTED, AclOperation, ResourceType
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 
 BROKERS_ENDPOINT = 1
 CONTROLLERS_ENDPOINT = 2
-NO_AUTHORIZED_OPERATIONS = -2147483648
 
 
 async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterRequest) -> ResponsePayload:
@@ -22,8 +22,11 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
     if endpoint_type != BROKERS_ENDPOINT:
         code = ErrorCode.unsupported_endpoint_type
         message = f"Endpoint type {endpoint_type} is not served: there are no separate controllers."
+    elif not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):
+        code = ErrorCode.cluster_authorization_failed
+        message = "The principal may not DESCRIBE the cluster."
     try:
-        brokers = await ctx.live_brokers()
+        brokers = await ctx.live_brokers() if code == ErrorCode.none else []
     except STORAGE_ERRORS:
         brokers = [ctx.me]
     return make(
@@ -45,5 +48,9 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
             )
             for b in brokers
         ),
-        cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=(
+            await ctx.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if body.include_cluster_authorized_operations and code == ErrorCode.none
+            else OPERATIONS_OMITTED
+        ),
     )
