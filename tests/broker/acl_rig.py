@@ -15,8 +15,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
+from kio.schema.errors import ErrorCode
 
 from schooner.broker.session import ANONYMOUS
+from schooner.protocol.apis import request_type
+from schooner.protocol.messages import make, sibling
 from schooner.security.acls import (
     CLUSTER_NAME,
     AclBinding,
@@ -110,3 +113,49 @@ def error_of(future: Any) -> int:
         error: KafkaError = exc.args[0]
         return int(error.code())
     return 0
+
+
+# -- raw requests: the error codes and where a response carries them ---------------------------------
+OK = ErrorCode.none
+TOPIC_DENIED = ErrorCode.topic_authorization_failed
+CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
+GROUP_DENIED = ErrorCode.group_authorization_failed
+TXN_DENIED = ErrorCode.transactional_id_authorization_failed
+
+
+def request(api: int, version: int, **fields: Any) -> Any:
+    return make(request_type(api, version), **fields)
+
+
+def nested(api: int, version: int, kind: str, /, **fields: Any) -> Any:
+    """An entity of the request's version (`kind` names its class, e.g. "ListOffsetsTopic")."""
+    return make(sibling(request_type(api, version), kind), **fields)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A request sent without ACLs (`denied` codes) and then with `grant` applied (`allowed` codes)."""
+
+    build: Callable[[], Any]  # the request
+    codes: Callable[[Any], list[Any]]  # where the response carries its errors
+    grant: Callable[[Secured], None]  # the ACLs that allow it
+    denied: list[Any]
+    allowed: list[Any]
+
+
+def partitions_of(
+    topics_field: str, partitions_field: str = "partitions"
+) -> Callable[[Any], list[ErrorCode]]:
+    return lambda r: [p.error_code for t in getattr(r, topics_field) for p in getattr(t, partitions_field)]
+
+
+def top(r: Any) -> list[ErrorCode]:
+    return [r.error_code]
+
+
+def coordinators(r: Any) -> list[ErrorCode]:
+    return [c.error_code for c in r.coordinators]
+
+
+def grant(rtype: ResourceType, *ops: AclOperation, name: str = "w") -> Callable[[Secured], None]:
+    return lambda s: s.grant(rtype, name, *ops)

@@ -297,3 +297,16 @@ def test_allow_everyone_if_no_acl_found(broker_factory: Any, allow_everyone: boo
     assert not _writable(s.bootstrap, "open")
     s.grant(TOPIC, "open", Op.WRITE)
     assert _writable(s.bootstrap, "open")
+
+
+def test_a_denial_is_logged_once_a_minute_per_principal_resource_and_operation(
+    broker_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = secure(broker_factory)
+    s.topic("logged")
+    s.grant(TOPIC, "logged", Op.DESCRIBE)  # Metadata passes, so each Produce is refused by the broker
+    caplog.set_level("INFO", logger="schooner.broker.authorizer")
+    for _ in range(3):
+        assert not _writable(s.bootstrap, "logged")
+    denials = [r.getMessage() for r in caplog.records if r.name == "schooner.broker.authorizer"]
+    assert denials == ["denied: principal User:ANONYMOUS from 127.0.0.1 may not WRITE TOPIC 'logged'"]

@@ -7,42 +7,37 @@ The principal is User:ANONYMOUS (a PLAINTEXT connection; tests/broker/acl_rig.py
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from schooner.protocol.apis import ApiKey, request_type
-from schooner.protocol.messages import make, sibling
+from schooner.protocol.apis import ApiKey
 from schooner.security.acls import operations_bits
-from tests.broker.acl_rig import CLUSTER, GROUP, TOPIC, TXN, Op, Secured, secure
+from tests.broker.acl_rig import (
+    CLUSTER,
+    CLUSTER_DENIED,
+    GROUP,
+    GROUP_DENIED,
+    OK,
+    TOPIC,
+    TOPIC_DENIED,
+    TXN,
+    TXN_DENIED,
+    Case,
+    Op,
+    Secured,
+    coordinators,
+    grant,
+    nested,
+    partitions_of,
+    request,
+    secure,
+    top,
+)
 from tests.wire import call, record_batch
 
-OK = ErrorCode.none
-TOPIC_DENIED = ErrorCode.topic_authorization_failed
-CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
-GROUP_DENIED = ErrorCode.group_authorization_failed
-TXN_DENIED = ErrorCode.transactional_id_authorization_failed
 SECOND = datetime.timedelta(seconds=1)
-
-
-def request(api: int, version: int, **fields: Any) -> Any:
-    return make(request_type(api, version), **fields)
-
-
-def nested(api: int, version: int, kind: str, /, **fields: Any) -> Any:
-    return make(sibling(request_type(api, version), kind), **fields)
-
-
-@dataclass(frozen=True)
-class Case:
-    build: Callable[[], Any]  # the request
-    codes: Callable[[Any], list[ErrorCode]]  # where the response carries its errors
-    grant: Callable[[Secured], None]  # the ACLs that allow it
-    denied: list[ErrorCode]
-    allowed: list[ErrorCode]
 
 
 def _list_offsets() -> Any:
@@ -102,24 +97,6 @@ def _transactional_produce() -> Any:
     data = nested(ApiKey.PRODUCE, 9, "PartitionProduceData", index=0, records=record_batch([b"v"]))
     t = nested(ApiKey.PRODUCE, 9, "TopicProduceData", name="w", partition_data=(data,))
     return request(ApiKey.PRODUCE, 9, transactional_id="tx", acks=1, timeout=SECOND, topic_data=(t,))
-
-
-def partitions_of(
-    topics_field: str, partitions_field: str = "partitions"
-) -> Callable[[Any], list[ErrorCode]]:
-    return lambda r: [p.error_code for t in getattr(r, topics_field) for p in getattr(t, partitions_field)]
-
-
-def top(r: Any) -> list[ErrorCode]:
-    return [r.error_code]
-
-
-def coordinators(r: Any) -> list[ErrorCode]:
-    return [c.error_code for c in r.coordinators]
-
-
-def grant(rtype: Any, *ops: Op, name: str = "w") -> Callable[[Secured], None]:
-    return lambda s: s.grant(rtype, name, *ops)
 
 
 CASES: dict[str, Case] = {

@@ -67,6 +67,12 @@ def _letter(topic: Topic) -> DeadLetter:
     return DeadLetter(topic.name, 3, 7, "billing", 3, 3, 0, 0, "E", "m", 0, b"k", b"v", entry_id="1-0")
 
 
+def _group_acl(group: str) -> AclBinding:
+    name = group or "*"  # an ACL's resource name is any non-empty string
+    return AclBinding(ResourceType.GROUP, name, PatternType.LITERAL, "User:a", "*", AclOperation.READ,
+                      PermissionType.ALLOW)  # fmt: skip
+
+
 def _owner() -> Owner:
     return Owner(1, "1")
 
@@ -93,10 +99,7 @@ CASES: dict[str, Build] = {
         ks, (("user", g), ("client-id", g)), {"producer_byte_rate": 1}, []
     ),
     # ACLs (a resource name is any string)
-    "acls_alter": lambda ks, t, g: acl_store.add(
-        ks, [AclBinding(ResourceType.GROUP, g or "*", PatternType.LITERAL, "User:a", "*", AclOperation.READ,
-                        PermissionType.ALLOW)]
-    ),  # fmt: skip
+    "acls_alter": lambda ks, t, g: acl_store.add(ks, [_group_acl(g)]),
     # consumer groups and their configs
     "group_claim": lambda ks, t, g: state.claim(ks, g, 1),
     "group_save": lambda ks, t, g: _sent(state.save(ks, g, 1, "1", {"state": "Stable"}), "group_save"),

@@ -180,8 +180,12 @@ async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequ
     producer = Producer(body.producer_id, body.producer_epoch)
     # The group must be in the transaction, or its offsets would never be settled: v5 joins it
     # (transactions v2), older versions have sent AddOffsetsToTxn, which this also accepts.
-    code = await _txn_denial(ctx, body.transactional_id, body.group_id)
-    if code is None:
+    # Kafka's order: WRITE on the id and READ on the group refuse the whole request; a topic the
+    # principal may not read is refused alone, and the coordinator sees only the readable ones.
+    denial = await _txn_denial(ctx, body.transactional_id, body.group_id)
+    readable = await ctx.authorizer.allowed_names(Op.READ, Resource.TOPIC, {t.name for t in body.topics})
+    code = denial or ErrorCode.none
+    if denial is None and (readable or not body.topics):
         code, _ = await _attempt(
             ctx.transactions.add(
                 body.transactional_id,
@@ -191,16 +195,15 @@ async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequ
                 implicit=version >= TXN_OFFSET_COMMIT_JOINS_FROM,
             )
         )
-    readable = await ctx.authorizer.allowed_names(Op.READ, Resource.TOPIC, {t.name for t in body.topics})
     to_stage: dict[TopicPartition, tuple[int, int, str | None]] = {}
     codes: dict[tuple[str, int], ErrorCode] = {}
     for t in body.topics:
         topic = await ctx.topic(t.name) if code == ErrorCode.none and t.name in readable else None
         for p in t.partitions:
-            if code != ErrorCode.none:
-                codes[(t.name, p.partition_index)] = code
-            elif t.name not in readable:
+            if denial is None and t.name not in readable:
                 codes[(t.name, p.partition_index)] = ErrorCode.topic_authorization_failed
+            elif code != ErrorCode.none:
+                codes[(t.name, p.partition_index)] = code
             elif topic is None or not 0 <= p.partition_index < topic.partitions:
                 codes[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
             else:
