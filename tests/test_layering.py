@@ -154,8 +154,8 @@ LAYER_RULES = [
     only("schooner.config"),  # the settings: every layer reads them, so they import none
     only("schooner.protocol"),  # the wire format stands alone
     only("schooner.security"),  # SASL, SCRAM, ACL matching and quota windows: pure, like the protocol
-    # Storage needs not even the protocol (records reach it as bytes); it keeps SCRAM credentials.
-    only("schooner.storage", "schooner.security.scram"),
+    # Storage needs not even the protocol (records reach it as bytes); it keeps SCRAM credentials and ACLs.
+    only("schooner.storage", "schooner.security.scram", "schooner.security.acls"),
     only("schooner.coordinators", "schooner.storage", "schooner.protocol"),
     only("schooner.mq", "schooner.storage"),  # the MQ library runs without a broker
     only("schooner.spark", "schooner.storage"),  # so does the Spark connector

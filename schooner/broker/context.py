@@ -20,6 +20,7 @@ from ..storage.keys import Keyspace
 from ..storage.store import Store
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
+from .authorizer import Authorizer
 from .sequencer import PartitionSequencer
 from .share_sessions import ShareSessions
 from .waiters import AppendWaiters
@@ -62,6 +63,10 @@ class BrokerContext:
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
     quotas: ClientQuotas = field(init=False)  # client quotas: deployment-wide, shared by every tenant
+    authorizer: Authorizer = field(init=False)  # ACL decisions for this keyspace (broker/authorizer.py)
+
+    def __post_init__(self) -> None:
+        self.authorizer = Authorizer(self.settings, self.store)
 
     @property
     def ks(self) -> Keyspace:

@@ -135,6 +135,9 @@ class Broker:
             asyncio.create_task(self._listen_for_topic_changes()),
             asyncio.create_task(self._listen_for_quota_changes()),
         ]
+        if s.authorizer:  # the ACLs are read before the first client is served, then kept fresh
+            await self.ctx.authorizer.refresh()
+            self._listeners.append(asyncio.create_task(self._listen_for_acl_changes()))
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
             *self._listeners,
@@ -268,6 +271,18 @@ class Broker:
             lambda quiet: QuotaNotices(redis, quotas.base, quiet),
             quotas.changed,
             lambda heard: quotas.changed() if heard else None,
+        )
+
+    async def _listen_for_acl_changes(self) -> None:
+        """Reloads the ACLs when any broker changes them (and after each (re)subscription, since
+        changes made while unsubscribed went unheard)."""
+        assert self.ctx is not None
+        ctx = self.ctx
+        await self._listen(
+            "ACL notices",
+            lambda quiet: ChannelNotices(ctx.store.redis, ctx.ks.acls_channel, quiet),
+            lambda _version: ctx.authorizer.notice(),
+            lambda _heard: ctx.authorizer.changed(),
         )
 
     async def _listen(

@@ -138,6 +138,23 @@ class Keyspace:
         """Hash: user name -> JSON of its SCRAM credentials and tenant (storage/security/users.py)."""
         return f"{self.prefix}:users"
 
+    # ACLs of this keyspace (a tenant's live under its own prefix): both keys share the tag {acls}, so
+    # one script changes the bindings and bumps the version (storage/security/acls.py).
+    @property
+    def acl_bindings(self) -> str:
+        """Set: every ACL binding, each a JSON array (storage/security/acls.py encodes them)."""
+        return f"{self.prefix}:{{acls}}:bindings"
+
+    @property
+    def acl_version(self) -> str:
+        """String: a counter bumped by every change of the bindings, for brokers' caches."""
+        return f"{self.prefix}:{{acls}}:version"
+
+    @property
+    def acls_channel(self) -> str:
+        """Pub/sub channel: the ACL script publishes the new version here when the bindings change."""
+        return f"{self.prefix}:acls-changed"
+
     @property
     def broker_id_counter(self) -> str:
         return f"{self.prefix}:broker-id-seq"

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from redis.cluster import key_slot
 
+from schooner.security.acls import AclBinding, AclOperation, PatternType, PermissionType, ResourceType
 from schooner.storage import quotas
 from schooner.storage.groups import commits, configs, lag, state
 from schooner.storage.groups.commits import Owner
@@ -30,6 +31,7 @@ from schooner.storage.mq import admin, dead_letters, leases, queue, retries
 from schooner.storage.mq.dead_letters import DeadLetter
 from schooner.storage.redis import scripts
 from schooner.storage.redis.calls import Call, Steps
+from schooner.storage.security import acls as acl_store
 from schooner.storage.share import partition as share
 from schooner.storage.share.partition import AckBatch, Limits
 from schooner.storage.topic_partition import TopicPartition
@@ -65,6 +67,12 @@ def _letter(topic: Topic) -> DeadLetter:
     return DeadLetter(topic.name, 3, 7, "billing", 3, 3, 0, 0, "E", "m", 0, b"k", b"v", entry_id="1-0")
 
 
+def _group_acl(group: str) -> AclBinding:
+    name = group or "*"  # an ACL's resource name is any non-empty string
+    return AclBinding(ResourceType.GROUP, name, PatternType.LITERAL, "User:a", "*", AclOperation.READ,
+                      PermissionType.ALLOW)  # fmt: skip
+
+
 def _owner() -> Owner:
     return Owner(1, "1")
 
@@ -90,6 +98,8 @@ CASES: dict[str, Build] = {
     "quotas_alter": lambda ks, t, g: quotas.alter(
         ks, (("user", g), ("client-id", g)), {"producer_byte_rate": 1}, []
     ),
+    # ACLs (a resource name is any string)
+    "acls_alter": lambda ks, t, g: acl_store.add(ks, [_group_acl(g)]),
     # consumer groups and their configs
     "group_claim": lambda ks, t, g: state.claim(ks, g, 1),
     "group_save": lambda ks, t, g: _sent(state.save(ks, g, 1, "1", {"state": "Stable"}), "group_save"),

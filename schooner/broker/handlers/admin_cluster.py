@@ -27,6 +27,7 @@ from ...protocol.request_types import (
     ListPartitionReassignmentsRequest,
     UpdateFeaturesRequest,
 )
+from ...security.acls import AclOperation
 from ...storage.cluster import BrokerInfo
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.config import valid_topic_name
@@ -39,6 +40,7 @@ from .common import ADMIN_UNAVAILABLE, LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERR
 LOG_DIR_ROOT = "/redis/"
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election types
+CLUSTER_DENIED = ErrorCode.cluster_authorization_failed  # every API here needs the cluster
 
 Outcome = tuple[ErrorCode, str | None]
 OK: Outcome = (ErrorCode.none, None)
@@ -75,6 +77,10 @@ def _grouped(named: Iterable[_NamedPartitions]) -> dict[str, list[int]]:
 
 async def handle_describe_log_dirs(ctx: BrokerContext, body: DescribeLogDirsRequest) -> ResponsePayload:
     mod = response_module_of(body)
+    if not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):  # Kafka: no log dirs, and v3+
+        return make(  # says why
+            mod.DescribeLogDirsResponse, throttle_time=NO_THROTTLE, error_code=CLUSTER_DENIED, results=()
+        )
     try:
         result = await _describe_log_dir(ctx, mod, body.topics)
     except STORAGE_ERRORS:  # Redis down: the log dir is offline, which Kafka reports this way
@@ -146,10 +152,15 @@ async def handle_alter_replica_log_dirs(
 ) -> ResponsePayload:
     """Moving a replica into the one log dir it is already in does nothing, and succeeds."""
     mod = response_module_of(body)
+    allowed = await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER)
     results: dict[str, list[Entity]] = {}
     for target in body.dirs:
         for requested in target.topics:
-            codes = await _log_dir_moves(ctx, target.path, requested.name, requested.partitions)
+            codes = (
+                await _log_dir_moves(ctx, target.path, requested.name, requested.partitions)
+                if allowed
+                else [CLUSTER_DENIED] * len(requested.partitions)
+            )
             results.setdefault(requested.name, []).extend(
                 make(mod.AlterReplicaLogDirPartitionResult, partition_index=p, error_code=code)
                 for p, code in zip(requested.partitions, codes, strict=True)
@@ -193,7 +204,14 @@ async def handle_elect_leaders(ctx: BrokerContext, body: ElectLeadersRequest) ->
     election = getattr(body, "election_type", PREFERRED)  # v1 added the choice
     code = ErrorCode.none
     results: tuple[Entity, ...] = ()
-    if election not in (PREFERRED, UNCLEAN):
+    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+        code = CLUSTER_DENIED  # v1+; v0 hears it per partition
+        denied = (CLUSTER_DENIED, "The principal may not ALTER the cluster.")
+        results = tuple(
+            _election_result(mod, name, [(p, denied) for p in indexes])
+            for name, indexes in _grouped(body.topic_partitions or ()).items()
+        )
+    elif election not in (PREFERRED, UNCLEAN):
         code = ErrorCode.invalid_request
     else:
         try:
@@ -269,11 +287,18 @@ async def handle_alter_partition_reassignments(
     be copied (every broker reads the same Redis), so the move is complete when this answers."""
     mod = response_module_of(body)
     allow_new_factor = bool(getattr(body, "allow_replication_factor_change", True))  # v1
+    top: Outcome = OK
+    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+        top = (CLUSTER_DENIED, "The principal may not ALTER the cluster.")
     responses = []
     for requested in body.topics:
         partitions: Sequence[_Reassignment] = requested.partitions
         try:
-            outcomes = await _reassign_topic(ctx, requested.name, partitions, allow_new_factor)
+            outcomes = (
+                await _reassign_topic(ctx, requested.name, partitions, allow_new_factor)
+                if top == OK
+                else [top] * len(partitions)
+            )
         except STORAGE_ERRORS as exc:
             outcomes = [(ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")] * len(partitions)
         responses.append(
@@ -295,8 +320,8 @@ async def handle_alter_partition_reassignments(
         mod.AlterPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
         allow_replication_factor_change=allow_new_factor,
-        error_code=ErrorCode.none,
-        error_message=None,
+        error_code=top[0],
+        error_message=top[1],
         responses=tuple(responses),
     )
 
@@ -353,11 +378,12 @@ async def handle_list_partition_reassignments(
 ) -> ResponsePayload:
     """Reassignments complete when they are accepted, so none is ever ongoing."""
     mod = response_module_of(body)
+    allowed = await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE)
     return make(
         mod.ListPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        error_message=None,
+        error_code=ErrorCode.none if allowed else CLUSTER_DENIED,
+        error_message=None if allowed else "The principal may not DESCRIBE the cluster.",
         topics=(),
     )
 
@@ -375,7 +401,10 @@ async def handle_update_features(ctx: BrokerContext, body: UpdateFeaturesRequest
     top: Outcome = OK
     twice = sorted(name for name, n in counts.items() if n > 1)
     outcomes: list[tuple[str, Outcome]] = []
-    if twice:
+    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+        top = CLUSTER_DENIED, "The principal may not ALTER the cluster."
+        outcomes = [(u.feature, top) for u in body.feature_updates]
+    elif twice:
         top = ErrorCode.invalid_request, f"Feature {twice[0]!r} is updated more than once."
     else:
         for update in body.feature_updates:

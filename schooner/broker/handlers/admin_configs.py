@@ -18,6 +18,7 @@ from ...protocol.request_types import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
 )
+from ...security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ...storage.cluster import format_endpoints
 from ...storage.topics.config import (
     CONFIG_DEFS,
@@ -38,6 +39,7 @@ from .group_configs import GROUP, Change, alter_group, describe_group
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
 
 DYNAMIC_TOPIC_CONFIG = ConfigSource.DYNAMIC_TOPIC_CONFIG
 STATIC_BROKER_CONFIG = ConfigSource.STATIC_BROKER_CONFIG
@@ -190,10 +192,31 @@ async def handle_describe_configs(ctx: BrokerContext, body: DescribeConfigsReque
     return make(mod.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 
 
+async def _config_denial(
+    ctx: BrokerContext, resource_type: int, name: str, op: AclOperation
+) -> tuple[ErrorCode, str] | None:
+    """Kafka's check of a config resource: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic, the
+    group, or (broker and broker-logger configs) the cluster."""
+    if resource_type == TOPIC:
+        kind, code = ResourceType.TOPIC, ErrorCode.topic_authorization_failed
+    elif resource_type == GROUP:
+        kind, code = ResourceType.GROUP, ErrorCode.group_authorization_failed
+    elif resource_type in (BROKER, BROKER_LOGGER):
+        kind, code, name = ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed, CLUSTER_NAME
+    else:
+        return None
+    if await ctx.authorizer.allowed(op, kind, name):
+        return None
+    return code, f"The principal may not {op.name} of {kind.name} {name!r}"
+
+
 async def _describe_resource(
     ctx: BrokerContext, resource: _DescribedResource
 ) -> tuple[ErrorCode, str | None, list[ConfigValue]]:
     name = resource.resource_name
+    denied = await _config_denial(ctx, resource.resource_type, name, AclOperation.DESCRIBE_CONFIGS)
+    if denied is not None:
+        return *denied, []
     if resource.resource_type == TOPIC:
         if not valid_topic_name(name):
             return ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal", []
@@ -280,8 +303,13 @@ async def _alter(
     responses = []
     for resource in body.resources:
         message: str | None
+        denied = await _config_denial(
+            ctx, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
+        )
         if seen[(resource.resource_type, resource.resource_name)] > 1:
             code, message = ErrorCode.invalid_request, "Duplicate resource in the request"
+        elif denied is not None:
+            code, message = denied
         elif resource.resource_type == BROKER:
             code, message = ErrorCode.invalid_request, STATIC_BROKER_MESSAGE
         elif resource.resource_type == GROUP:

@@ -7,6 +7,7 @@ from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import DeleteRecordsRequest
+from ...security.acls import AclOperation
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
@@ -18,7 +19,7 @@ async def handle_delete_records(ctx: BrokerContext, body: DeleteRecordsRequest) 
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.name)
+        topic = await resolve_topic(ctx, requested.name, op=AclOperation.DELETE)
         partitions = []
         for p in requested.partitions:
             code, low = await _delete_before(ctx, topic, p.partition_index, p.offset)

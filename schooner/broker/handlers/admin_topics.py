@@ -13,11 +13,12 @@ from kio.static.protocol import Entity, ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from ...security.acls import AclOperation, ResourceType
 from ...storage.topics.config import InvalidConfig, check_together, effective, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic, fixed_configs
 from ..context import BrokerContext
 from .admin_configs import check_config, topic_config_values
-from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_create_topic
 
 # Guards the broker against absurd counts (each partition gets a stamped state hash); Kafka has no such cap.
 MAX_PARTITIONS = 100_000
@@ -25,6 +26,7 @@ MAX_PARTITIONS = 100_000
 REPLICATION_FACTOR = 1
 
 Outcome = tuple[ErrorCode, str | None]
+DENIED = "Authorization failed."  # Kafka's message for a topic the principal may not act on
 
 
 # The nested request entities the helpers read, as every served version has them.
@@ -118,6 +120,9 @@ async def handle_create_topics(ctx: BrokerContext, body: CreateTopicsRequest) ->
                 error = _create_error(mod, requested.name, ErrorCode.invalid_request, "Duplicate topic name.")
                 results.append(error)
             continue
+        if not await may_create_topic(ctx, requested.name):
+            results.append(_create_error(mod, requested.name, ErrorCode.topic_authorization_failed, DENIED))
+            continue
         try:
             results.append(await _create_one(ctx, mod, requested, bool(body.validate_only)))
         except STORAGE_ERRORS as exc:
@@ -166,14 +171,19 @@ async def _create_one(
     if await ctx.topic(name) is not None:
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
     defaults = ctx.topic_defaults
+    # Kafka returns the new topic's configs only to a principal that may describe them.
+    shown = await ctx.authorizer.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
     if validate_only:
-        return _created(mod, name, None, partitions, overrides, defaults, fixed_configs(overrides, defaults))
+        fixed = fixed_configs(overrides, defaults)
+        return _created(mod, name, None, partitions, overrides, defaults, fixed, shown)
     try:
         topic = await ctx.create_topic(name, partitions, overrides, leaders)
     except TopicExists:
         ctx.forget_topic(name)
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-    return _created(mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.fixed_configs)
+    return _created(
+        mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.fixed_configs, shown
+    )
 
 
 async def _partition_count(
@@ -213,10 +223,11 @@ def _created(
     overrides: Mapping[str, str],
     defaults: Mapping[str, str],
     fixed: Mapping[str, str],
+    configs_shown: bool = True,
 ) -> Entity:
     configs: tuple[Entity, ...] = ()
     config_cls = getattr(mod, "CreatableTopicConfigs", None)
-    if config_cls is not None:
+    if config_cls is not None and configs_shown:
         configs = tuple(
             make(
                 config_cls,
@@ -234,7 +245,7 @@ def _created(
         topic_id=topic_id,
         error_code=ErrorCode.none,
         error_message=None,
-        topic_config_error_code=0,
+        topic_config_error_code=ErrorCode.none if configs_shown else ErrorCode.topic_authorization_failed,
         num_partitions=partitions,
         replication_factor=REPLICATION_FACTOR,
         configs=configs,
@@ -290,7 +301,11 @@ async def _delete_one(
         topic = await ctx.topic_by_id(topic_id)
         if topic is None:
             return None, topic_id, (ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist.")
+        if not await ctx.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, topic.name):
+            return None, topic_id, (ErrorCode.topic_authorization_failed, DENIED)
     else:
+        if not await ctx.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, name):
+            return name, None, (ErrorCode.topic_authorization_failed, DENIED)
         unknown = (ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
         if not valid_topic_name(name):
             return name, None, unknown
@@ -336,6 +351,8 @@ async def handle_create_partitions(ctx: BrokerContext, body: CreatePartitionsReq
 
 async def _grow(ctx: BrokerContext, requested: _PartitionsTopic, validate_only: bool) -> Outcome:
     name, count = requested.name, requested.count
+    if not await ctx.authorizer.allowed(AclOperation.ALTER, ResourceType.TOPIC, name):
+        return ErrorCode.topic_authorization_failed, DENIED
     unknown = (ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
     if not valid_topic_name(name):
         return unknown

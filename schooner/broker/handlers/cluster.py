@@ -7,13 +7,13 @@ from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import DescribeClusterRequest
+from ...security.acls import CLUSTER_NAME, OPERATIONS_OMITTED, AclOperation, ResourceType
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
 from .endpoints import on_listener
 
 BROKERS_ENDPOINT = 1
 CONTROLLERS_ENDPOINT = 2
-NO_AUTHORIZED_OPERATIONS = -2147483648
 
 
 async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterRequest) -> ResponsePayload:
@@ -23,11 +23,15 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
     if endpoint_type != BROKERS_ENDPOINT:
         code = ErrorCode.unsupported_endpoint_type
         message = f"Endpoint type {endpoint_type} is not served: there are no separate controllers."
+    elif not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):
+        code = ErrorCode.cluster_authorization_failed
+        message = "The principal may not DESCRIBE the cluster."
     try:
         live = await ctx.live_brokers()
     except STORAGE_ERRORS:
         live = [ctx.me]
-    reachable = on_listener(live) or on_listener([ctx.me])  # brokers with the request's listener
+    # The brokers with the request's listener; none for a principal that may not describe the cluster.
+    reachable = (on_listener(live) or on_listener([ctx.me])) if code == ErrorCode.none else []
     return make(
         mod.DescribeClusterResponse,
         throttle_time=NO_THROTTLE,
@@ -47,5 +51,9 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
             )
             for b, host, port in reachable
         ),
-        cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=(
+            await ctx.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if body.include_cluster_authorized_operations and code == ErrorCode.none
+            else OPERATIONS_OMITTED
+        ),
     )

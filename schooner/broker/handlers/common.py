@@ -8,6 +8,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from ...security.acls import AclOperation, ResourceType
 from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import Topic
@@ -32,13 +33,22 @@ async def resolve_topic(
     name: str | None,
     topic_id: uuid.UUID | None = None,
     unavailable: ErrorCode = LOG_UNAVAILABLE,
+    op: AclOperation | None = None,
 ) -> Topic | ErrorCode:
     """A request's topic: by name, or by id when the request names none (the versions with topic ids).
-    A Kafka code when there is no such topic, or `unavailable` when Redis cannot say."""
+    A Kafka code when there is no such topic, or `unavailable` when Redis cannot say. With `op`, the
+    request's principal must be allowed it on the topic (TOPIC_AUTHORIZATION_FAILED otherwise); a name
+    is checked before it is looked up, so a denied client cannot learn which topics exist."""
+    if op is not None and name is not None and not await ctx.authorizer.allowed(op, ResourceType.TOPIC, name):
+        return ErrorCode.topic_authorization_failed
     try:
         if name is None:
             found = await ctx.topic_by_id(topic_id) if topic_id is not None else None
-            return found if found is not None else ErrorCode.unknown_topic_id
+            if found is None:
+                return ErrorCode.unknown_topic_id
+            if op is not None and not await ctx.authorizer.allowed(op, ResourceType.TOPIC, found.name):
+                return ErrorCode.topic_authorization_failed
+            return found
         found = await ctx.topic(name)
         return found if found is not None else ErrorCode.unknown_topic_or_partition
     except STORAGE_ERRORS:
@@ -46,10 +56,14 @@ async def resolve_topic(
 
 
 async def resolve_partition(
-    ctx: BrokerContext, name: str | None, index: int, topic_id: uuid.UUID | None = None
+    ctx: BrokerContext,
+    name: str | None,
+    index: int,
+    topic_id: uuid.UUID | None = None,
+    op: AclOperation | None = None,
 ) -> Topic | ErrorCode:
     """resolve_topic, and UNKNOWN_TOPIC_OR_PARTITION when the topic has no partition `index`."""
-    topic = await resolve_topic(ctx, name, topic_id)
+    topic = await resolve_topic(ctx, name, topic_id, op=op)
     if isinstance(topic, Topic) and not 0 <= index < topic.partitions:
         return ErrorCode.unknown_topic_or_partition
     return topic
@@ -60,10 +74,23 @@ async def all_topics(ctx: BrokerContext) -> list[Topic]:
     return await ctx.all_topics()
 
 
-async def topic_for_write(ctx: BrokerContext, name: str) -> Topic | None:
-    """The topic, created with the default partition count when auto-creation is on."""
+async def may_create_topic(ctx: BrokerContext, name: str) -> bool:
+    """Kafka's rule for creating a topic: CREATE on the cluster, or else on the topic."""
+    return await ctx.authorizer.allowed_on_cluster(AclOperation.CREATE) or await ctx.authorizer.allowed(
+        AclOperation.CREATE, ResourceType.TOPIC, name
+    )
+
+
+async def topic_for_write(ctx: BrokerContext, name: str, authorize: bool = True) -> Topic | None:
+    """The topic, created with the default partition count when auto-creation is on (and, unless the
+    broker writes on its own behalf, the request's principal may create it)."""
     topic = await ctx.topic(name)
-    if topic is None and ctx.settings.auto_create_topics and valid_topic_name(name):
+    if (
+        topic is None
+        and ctx.settings.auto_create_topics
+        and valid_topic_name(name)
+        and (not authorize or await may_create_topic(ctx, name))
+    ):
         from ...storage.topics.metadata import TopicExists
 
         try:

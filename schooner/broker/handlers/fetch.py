@@ -14,6 +14,7 @@ from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import FetchRequest
+from ...security.acls import AclOperation
 from ...storage.log.transactions import AbortedTransaction
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
@@ -131,8 +132,8 @@ def _aborted(mod: ModuleType, aborted: tuple[AbortedTransaction, ...]) -> tuple[
 
 async def _resolve(ctx: BrokerContext, fetch_topic: _FetchTopic, version: int) -> Topic | ErrorCode:
     if version >= 13:  # topics by id only
-        return await resolve_topic(ctx, None, getattr(fetch_topic, "topic_id", None))
-    return await resolve_topic(ctx, getattr(fetch_topic, "topic", ""))
+        return await resolve_topic(ctx, None, getattr(fetch_topic, "topic_id", None), op=AclOperation.READ)
+    return await resolve_topic(ctx, getattr(fetch_topic, "topic", ""), op=AclOperation.READ)
 
 
 async def _read_all(

@@ -7,6 +7,7 @@ from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from ...security.acls import AclOperation
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
@@ -26,7 +27,7 @@ async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> R
     committed = getattr(body, "isolation_level", 0) == 1
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.name)
+        topic = await resolve_topic(ctx, requested.name, op=AclOperation.DESCRIBE)
         partitions = []
         for p in requested.partitions:
             code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp, committed)
@@ -80,9 +81,15 @@ async def handle_offset_for_leader_epoch(
 ) -> ResponsePayload:
     """Every partition has one epoch (0) whose end is the high watermark; no truncation ever happens."""
     mod = response_module_of(body)
+    # Kafka: CLUSTER_ACTION on the cluster (followers), or else DESCRIBE on each topic.
+    op = (
+        None
+        if await ctx.authorizer.allowed_on_cluster(AclOperation.CLUSTER_ACTION)
+        else AclOperation.DESCRIBE
+    )
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.topic)
+        topic = await resolve_topic(ctx, requested.topic, op=op)
         partitions = []
         for p in requested.partitions:
             code, epoch, end = ErrorCode.none, LEADER_EPOCH, -1

@@ -11,11 +11,20 @@ from kio.static.protocol import Entity, ResponsePayload
 
 from ...protocol.messages import has_field, make, response_module_of
 from ...protocol.request_types import MetadataRequest
+from ...security.acls import CLUSTER_NAME, OPERATIONS_OMITTED, ResourceType
+from ...security.acls import AclOperation as Op
 from ...storage.cluster import BrokerInfo
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, all_topics, topic_for_write
+from .common import (
+    LOG_UNAVAILABLE,
+    NO_THROTTLE,
+    STORAGE_ERRORS,
+    all_topics,
+    may_create_topic,
+    topic_for_write,
+)
 from .endpoints import on_listener
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
@@ -36,11 +45,17 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
         for b, host, port in reachable
     )
     allow_create = bool(getattr(body, "allow_auto_topic_creation", True))  # v4 made it a choice
+    with_operations = bool(getattr(body, "include_topic_authorized_operations", False))
     results = []
     try:
         if body.topics is None or (version == 0 and not body.topics):
+            every = await all_topics(ctx)
+            # A listing leaves out the topics the principal may not describe.
+            shown = await ctx.authorizer.allowed_names(
+                Op.DESCRIBE, ResourceType.TOPIC, [t.name for t in every]
+            )
             wanted: list[tuple[str | None, Topic | uuid.UUID | None]] = [
-                (t.name, t) for t in await all_topics(ctx)
+                (t.name, t) for t in every if t.name in shown
             ]
         else:
             wanted = []
@@ -53,7 +68,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
                     continue
                 wanted.append((name, None))
         for name, known in wanted:
-            results.append(await _topic_entry(ctx, mod, brokers, name, known, allow_create))
+            results.append(await _topic_entry(ctx, mod, brokers, name, known, allow_create, with_operations))
     except STORAGE_ERRORS:
         results = [
             make(
@@ -63,7 +78,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
                 topic_id=None,
                 is_internal=False,
                 partitions=(),
-                topic_authorized_operations=-2147483648,
+                topic_authorized_operations=OPERATIONS_OMITTED,
             )
             for t in (body.topics or ())
         ]
@@ -74,9 +89,19 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
         cluster_id=ctx.cluster_id,
         controller_id=ctx.controller_id(brokers),
         topics=tuple(results),
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=await _cluster_operations(ctx, body),
         error_code=ErrorCode.none,
     )
+
+
+async def _cluster_operations(ctx: BrokerContext, body: MetadataRequest) -> int:
+    """v8-v10, when asked: the cluster's authorized operations, or none to a principal that may not
+    describe the cluster (as Kafka answers)."""
+    if not getattr(body, "include_cluster_authorized_operations", False):
+        return OPERATIONS_OMITTED
+    if not await ctx.authorizer.allowed_on_cluster(Op.DESCRIBE):
+        return 0
+    return await ctx.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 async def _topic_entry(
@@ -86,6 +111,7 @@ async def _topic_entry(
     name: str | None,
     found: Topic | uuid.UUID | None,
     allow_create: bool,
+    with_operations: bool = False,
 ) -> Entity:
     """`found` is the topic when listing them all, or what a lookup by id gave (topic, or the id)."""
 
@@ -97,17 +123,24 @@ async def _topic_entry(
             topic_id=topic_id,
             is_internal=False,
             partitions=(),
-            topic_authorized_operations=-2147483648,
+            topic_authorized_operations=OPERATIONS_OMITTED,
         )
 
     if name is None:
         return error(ErrorCode.unknown_topic_id, found if isinstance(found, uuid.UUID) else None)
+    if not await ctx.authorizer.allowed(Op.DESCRIBE, ResourceType.TOPIC, name):
+        if isinstance(found, Topic):  # asked by id (a listing shows only allowed topics): hide the name
+            name = None
+            return error(ErrorCode.topic_authorization_failed, found.id)
+        return error(ErrorCode.topic_authorization_failed)
     topic = found if isinstance(found, Topic) else None
     if topic is None:
         if not valid_topic_name(name):
             return error(ErrorCode.invalid_topic_exception)
         topic = await (topic_for_write(ctx, name) if allow_create else ctx.topic(name))
         if topic is None:
+            if allow_create and ctx.settings.auto_create_topics and not await may_create_topic(ctx, name):
+                return error(ErrorCode.topic_authorization_failed)
             return error(ErrorCode.unknown_topic_or_partition)
     partitions = []
     for p in range(topic.partitions):
@@ -129,7 +162,11 @@ async def _topic_entry(
         name=topic.name,
         is_internal=False,
         partitions=tuple(partitions),
-        topic_authorized_operations=-2147483648,
+        topic_authorized_operations=(
+            await ctx.authorizer.operations(ResourceType.TOPIC, topic.name)
+            if with_operations
+            else OPERATIONS_OMITTED
+        ),
     )
     if has_field(mod.MetadataResponseTopic, "topic_id"):
         values["topic_id"] = topic.id

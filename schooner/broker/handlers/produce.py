@@ -18,6 +18,7 @@ from ...protocol.legacy_records import read_message_set
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.records import InvalidRecords, ProducedBatch, producer_of, read_batches
 from ...protocol.request_types import ProduceRequest
+from ...security.acls import AclOperation, ResourceType
 from ...storage.log.append import DUPLICATE, FOREIGN_ID, UNKNOWN_PARTITION, AppendResult
 from ...storage.redis import server_info
 from ...storage.redis.calls import OUTCOME_UNKNOWN
@@ -101,8 +102,15 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
         for pd in td.partition_data
     }
     jobs: dict[tuple[int, int], asyncio.Task[_PartitionResult]] = {}
+    resolved: list[tuple[int, _TopicData, Topic | ErrorCode]]
     try:
-        resolved = [(ti, td, await _resolve(ctx, td)) for ti, td in enumerate(topics)]
+        if transactional_id is not None and not await ctx.authorizer.allowed(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):  # Kafka refuses the whole request, before any topic is looked at
+            denied = ErrorCode.transactional_id_authorization_failed
+            resolved = [(ti, td, denied) for ti, td in enumerate(topics)]
+        else:
+            resolved = [(ti, td, await _resolve(ctx, td)) for ti, td in enumerate(topics)]
         if transactional_id is not None:
             refusal = await _verify_transaction(ctx, body.__version__, transactional_id, resolved)
             if refusal is not None:
@@ -140,9 +148,12 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
 async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorCode:
     topic_id = getattr(topic_data, "topic_id", None)
     if topic_id is not None:  # v13 has ids only, and ids are never auto-created
-        return await resolve_topic(ctx, None, topic_id)
+        return await resolve_topic(ctx, None, topic_id, op=AclOperation.WRITE)
+    name = getattr(topic_data, "name", "")
+    if not await ctx.authorizer.allowed(AclOperation.WRITE, ResourceType.TOPIC, name):
+        return ErrorCode.topic_authorization_failed
     try:
-        found = await topic_for_write(ctx, getattr(topic_data, "name", ""))
+        found = await topic_for_write(ctx, name)
     except STORAGE_ERRORS:
         return LOG_UNAVAILABLE
     return found if found is not None else ErrorCode.unknown_topic_or_partition

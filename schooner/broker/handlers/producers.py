@@ -9,6 +9,7 @@ from kio.static.protocol import Entity, ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import DescribeProducersRequest
+from ...security.acls import AclOperation
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
@@ -22,7 +23,7 @@ async def handle_describe_producers(ctx: BrokerContext, body: DescribeProducersR
     mod = response_module_of(body)
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.name)
+        topic = await resolve_topic(ctx, requested.name, op=AclOperation.READ)
         partitions = tuple([await _describe(ctx, mod, topic, p) for p in requested.partition_indexes])
         topics.append(make(mod.TopicResponse, name=requested.name, partitions=partitions))
     return make(mod.DescribeProducersResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))

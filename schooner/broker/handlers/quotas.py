@@ -18,6 +18,7 @@ from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from ...security.acls import AclOperation
 from ...storage import quotas
 from ...storage.quotas import InvalidQuota, QuotaChange, UnknownEntityType
 from ..context import BrokerContext
@@ -53,6 +54,8 @@ async def handle_describe_client_quotas(
     ctx: BrokerContext, body: DescribeClientQuotasRequest
 ) -> ResponsePayload:
     mod = response_module_of(body)
+    if not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE_CONFIGS):
+        return _describe_failed(mod, ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
     try:
         wanted = quotas.filter_of(
             ((c.entity_type, c.match_type, c.match) for c in body.components), body.strict
@@ -98,7 +101,11 @@ async def handle_alter_client_quotas(ctx: BrokerContext, body: AlterClientQuotas
     requested: Sequence[_EntryData] = body.entries
     outcomes: list[tuple[ErrorCode, str | None]] = []
     changes: list[QuotaChange] = []
+    allowed = await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER_CONFIGS)
     for entry in requested:
+        if not allowed:
+            outcomes.append((ErrorCode.cluster_authorization_failed, "Cluster authorization failed."))
+            continue
         try:
             change = _change_of(entry)
             if any(c.entity == change.entity for c in changes):

@@ -37,7 +37,7 @@ async def copy_to_topic(
     if not ids or not config.dlq_topic:
         return
     try:
-        target = await topic_for_write(ctx, config.dlq_topic)
+        target = await topic_for_write(ctx, config.dlq_topic, authorize=False)
         if target is None:
             log.warning("share group %s: dead-letter topic %r cannot be created", group, config.dlq_topic)
             return

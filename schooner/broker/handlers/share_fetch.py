@@ -21,6 +21,7 @@ from ...coordinators.group_config_defs import by_duration_ms
 from ...coordinators.share_config import EARLIEST, ShareGroupConfig, share_group_config
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import ShareAcknowledgeRequest, ShareFetchRequest
+from ...security.acls import AclOperation, ResourceType
 from ...storage.share.partition import ACK_TYPES, RENEW, AckBatch, Acquired, Limits
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
@@ -87,6 +88,10 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
     lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
     if not group or not member:
         return _fetch_error(mod, ErrorCode.invalid_request, "A share fetch needs a group id and a member id")
+    if not await ctx.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+        return _fetch_error(
+            mod, ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}"
+        )
     acks = _acks_of(body)
     if epoch == INITIAL_EPOCH:
         if any(batches for _, _, batches in acks):
@@ -153,6 +158,8 @@ async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeReq
 
     if not group or not member:
         return answer(ErrorCode.invalid_request, "A share acknowledge needs a group id and a member id")
+    if not await ctx.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+        return answer(ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}")
     if epoch == INITIAL_EPOCH:
         return answer(ErrorCode.invalid_share_session_epoch, "Acknowledgements cannot open a share session")
     found = ctx.share_sessions.find(group, member, epoch)
@@ -208,7 +215,7 @@ async def _acknowledge(
         if topic_id is None:
             continue
         result = results.setdefault((topic_id, index), _Result(index))
-        topic = await resolve_partition(ctx, None, index, topic_id)
+        topic = await resolve_partition(ctx, None, index, topic_id, op=AclOperation.READ)
         if isinstance(topic, ErrorCode):
             result.ack_error = topic
             continue
@@ -275,7 +282,7 @@ async def _fetch(
 ) -> None:
     targets: list[tuple[SessionPartition, Topic]] = []
     for key in session.fetch_order():
-        topic = await resolve_partition(ctx, None, key[1], key[0])
+        topic = await resolve_partition(ctx, None, key[1], key[0], op=AclOperation.READ)
         if isinstance(topic, ErrorCode):
             results.setdefault(key, _Result(key[1])).error = topic
         else:

@@ -29,6 +29,7 @@ from ...protocol.request_types import (
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
 )
+from ...security.acls import AclOperation, ResourceType
 from ...storage.share.partition import NOT_THIS_TOPIC, ShareState
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
@@ -60,10 +61,15 @@ async def _other_kind(ctx: BrokerContext, group_id: str) -> str | None:
     return "classic" if await ctx.store.committed_offsets(group_id) else None
 
 
-async def _refusal(ctx: BrokerContext, group_id: str, changing: bool) -> tuple[ErrorCode, str] | None:
-    """Why the group's offsets may not be read (or, changing, altered or deleted), or None."""
+async def _refusal(
+    ctx: BrokerContext, group_id: str, changing: bool, op: AclOperation
+) -> tuple[ErrorCode, str] | None:
+    """Why the group's offsets may not be read (or, changing, altered or deleted), or None. `op` is
+    what the principal needs on the group: DESCRIBE to read, READ to alter, DELETE to delete."""
     if not group_id:
         return ErrorCode.invalid_group_id, "The group id is empty"
+    if not await ctx.authorizer.allowed(op, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, f"The principal may not {op.name} group {group_id!r}"
     try:
         kind = await _other_kind(ctx, group_id)
         if kind is not None:
@@ -96,12 +102,16 @@ async def _describe_group(ctx: BrokerContext, mod: ModuleType, group_id: str, to
             error_message=message,
         )
 
-    refusal = await _refusal(ctx, group_id, changing=False)
+    refusal = await _refusal(ctx, group_id, changing=False, op=AclOperation.DESCRIBE)
     if refusal is not None:
         return group(*refusal)
     try:
         if topics is None:  # every topic where the group has share partitions, those initialized
             wanted = await _initialized(ctx, group_id)
+            shown = await ctx.authorizer.allowed_names(
+                AclOperation.DESCRIBE, ResourceType.TOPIC, [n for n, _ in wanted]
+            )
+            wanted = [(n, ps) for n, ps in wanted if n in shown]
         else:
             wanted = [(t.topic_name, list(t.partitions)) for t in topics]
         described = [
@@ -125,7 +135,7 @@ async def _describe_topic(
     ctx: BrokerContext, mod: ModuleType, group_id: str, name: str, indexes: list[int], only_initialized: bool
 ) -> Any:
     """The topic's part of the answer; None when only initialized partitions are wanted and it has none."""
-    topic = await resolve_topic(ctx, name)
+    topic = await resolve_topic(ctx, name, op=AclOperation.DESCRIBE)
     states: dict[int, ShareState | None] = {}
     if isinstance(topic, Topic):
         known = [i for i in indexes if 0 <= i < topic.partitions]
@@ -174,7 +184,7 @@ async def handle_alter_share_group_offsets(
             responses=tuple(responses),
         )
 
-    refusal = await _refusal(ctx, body.group_id, changing=True)
+    refusal = await _refusal(ctx, body.group_id, changing=True, op=AclOperation.READ)
     if refusal is not None:
         return answer(*refusal)
     rows = [
@@ -182,7 +192,7 @@ async def handle_alter_share_group_offsets(
             t.topic_name,
             p.partition_index,
             p.start_offset,
-            await resolve_partition(ctx, t.topic_name, p.partition_index),
+            await resolve_partition(ctx, t.topic_name, p.partition_index, op=AclOperation.READ),
         )
         for t in body.topics
         for p in t.partitions
@@ -252,13 +262,13 @@ async def handle_delete_share_group_offsets(
             responses=tuple(responses),
         )
 
-    refusal = await _refusal(ctx, body.group_id, changing=True)
+    refusal = await _refusal(ctx, body.group_id, changing=True, op=AclOperation.DELETE)
     if refusal is not None:
         return answer(*refusal)
     results = []
     try:
         for t in body.topics:
-            topic = await resolve_topic(ctx, t.topic_name)
+            topic = await resolve_topic(ctx, t.topic_name, op=AclOperation.READ)
             error = topic if isinstance(topic, ErrorCode) else await _delete_topic(ctx, body.group_id, topic)
             results.append(
                 make(

@@ -23,6 +23,8 @@ from ...protocol.request_types import (
     ListTransactionsRequest,
     TxnOffsetCommitRequest,
 )
+from ...security.acls import AclOperation as Op
+from ...security.acls import ResourceType as Resource
 from ...storage.topic_partition import TopicPartition
 from ...storage.transactions.state import STATES
 from ..context import BrokerContext
@@ -48,11 +50,30 @@ async def _attempt(call: Awaitable[Any]) -> tuple[ErrorCode, Any]:
         return GROUPS_UNAVAILABLE, None
 
 
+async def _txn_denial(
+    ctx: BrokerContext, transactional_id: str, group_id: str | None = None
+) -> ErrorCode | None:
+    """Kafka's checks of a transactional request: WRITE on the id, then READ on the group (if any)."""
+    if not await ctx.authorizer.allowed(Op.WRITE, Resource.TRANSACTIONAL_ID, transactional_id):
+        return ErrorCode.transactional_id_authorization_failed
+    if group_id is not None and not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, group_id):
+        return ErrorCode.group_authorization_failed
+    return None
+
+
 async def handle_add_partitions_to_txn(
     ctx: BrokerContext, body: AddPartitionsToTxnRequest
 ) -> ResponsePayload:
     mod = response_module_of(body)
     version = body.__version__
+    # v4+ batches are brokers verifying produce requests: Kafka lets only a cluster member send them.
+    if version > 3 and not await ctx.authorizer.allowed_on_cluster(Op.CLUSTER_ACTION):
+        return make(
+            mod.AddPartitionsToTxnResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            results_by_transaction=(),
+        )
     # v0-v3: one transaction from a client; v4+: a batch of them (Kafka brokers verifying produce).
     request: Any = body  # the two shapes share no fields, so each branch reads its own by name
     if version <= 3:
@@ -67,11 +88,23 @@ async def handle_add_partitions_to_txn(
     for transactional_id, pid, epoch, topics, verify_only in batch:
         wanted: list[tuple[str, int]] = [(t.name, p) for t in topics for p in t.partitions]
         codes: dict[tuple[str, int], ErrorCode] = {}
+        # A client (v0-v3) needs WRITE on the id and the topics; a broker's batch was checked above.
+        denial = await _txn_denial(ctx, transactional_id) if version <= 3 else None
+        names = {n for n, _ in wanted}
+        writable = (
+            await ctx.authorizer.allowed_names(Op.WRITE, Resource.TOPIC, names) if version <= 3 else names
+        )
         for name, p in wanted:
-            topic = await ctx.topic(name)
-            if topic is None or not 0 <= p < topic.partitions:
-                codes[(name, p)] = ErrorCode.unknown_topic_or_partition
-        if codes:  # Kafka adds none when one is unknown, and says so for the rest
+            if denial is not None:
+                codes[(name, p)] = denial
+            elif name not in writable:
+                codes[(name, p)] = ErrorCode.topic_authorization_failed
+        if not codes:
+            for name, p in wanted:
+                topic = await ctx.topic(name)
+                if topic is None or not 0 <= p < topic.partitions:
+                    codes[(name, p)] = ErrorCode.unknown_topic_or_partition
+        if codes:  # Kafka adds none when one is unknown or denied, and says so for the rest
             for key in wanted:
                 codes.setdefault(key, ErrorCode.operation_not_attempted)
         else:
@@ -127,14 +160,16 @@ async def handle_add_partitions_to_txn(
 async def handle_add_offsets_to_txn(ctx: BrokerContext, body: AddOffsetsToTxnRequest) -> ResponsePayload:
     mod = response_module_of(body)
     producer = Producer(body.producer_id, body.producer_epoch)
-    code, _ = await _attempt(
-        ctx.transactions.add(
-            body.transactional_id,
-            producer,
-            group=body.group_id,
-            fenced=_fenced("AddOffsetsToTxn", body.__version__),
+    code = await _txn_denial(ctx, body.transactional_id, body.group_id)
+    if code is None:
+        code, _ = await _attempt(
+            ctx.transactions.add(
+                body.transactional_id,
+                producer,
+                group=body.group_id,
+                fenced=_fenced("AddOffsetsToTxn", body.__version__),
+            )
         )
-    )
     return make(mod.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=code)
 
 
@@ -145,21 +180,29 @@ async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequ
     producer = Producer(body.producer_id, body.producer_epoch)
     # The group must be in the transaction, or its offsets would never be settled: v5 joins it
     # (transactions v2), older versions have sent AddOffsetsToTxn, which this also accepts.
-    code, _ = await _attempt(
-        ctx.transactions.add(
-            body.transactional_id,
-            producer,
-            group=body.group_id,
-            fenced=_fenced("TxnOffsetCommit", version),
-            implicit=version >= TXN_OFFSET_COMMIT_JOINS_FROM,
+    # Kafka's order: WRITE on the id and READ on the group refuse the whole request; a topic the
+    # principal may not read is refused alone, and the coordinator sees only the readable ones.
+    denial = await _txn_denial(ctx, body.transactional_id, body.group_id)
+    readable = await ctx.authorizer.allowed_names(Op.READ, Resource.TOPIC, {t.name for t in body.topics})
+    code = denial or ErrorCode.none
+    if denial is None and (readable or not body.topics):
+        code, _ = await _attempt(
+            ctx.transactions.add(
+                body.transactional_id,
+                producer,
+                group=body.group_id,
+                fenced=_fenced("TxnOffsetCommit", version),
+                implicit=version >= TXN_OFFSET_COMMIT_JOINS_FROM,
+            )
         )
-    )
     to_stage: dict[TopicPartition, tuple[int, int, str | None]] = {}
     codes: dict[tuple[str, int], ErrorCode] = {}
     for t in body.topics:
-        topic = await ctx.topic(t.name) if code == ErrorCode.none else None
+        topic = await ctx.topic(t.name) if code == ErrorCode.none and t.name in readable else None
         for p in t.partitions:
-            if code != ErrorCode.none:
+            if denial is None and t.name not in readable:
+                codes[(t.name, p.partition_index)] = ErrorCode.topic_authorization_failed
+            elif code != ErrorCode.none:
                 codes[(t.name, p.partition_index)] = code
             elif topic is None or not 0 <= p.partition_index < topic.partitions:
                 codes[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
@@ -201,15 +244,17 @@ async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequ
 async def handle_end_txn(ctx: BrokerContext, body: EndTxnRequest) -> ResponsePayload:
     mod = response_module_of(body)
     version = body.__version__
-    code, result = await _attempt(
-        ctx.transactions.end(
-            body.transactional_id,
-            Producer(body.producer_id, body.producer_epoch),
-            body.committed,
-            bump=version >= END_TXN_BUMPS_FROM,
-            fenced=_fenced("EndTxn", version),
+    code, result = ErrorCode.transactional_id_authorization_failed, None
+    if await _txn_denial(ctx, body.transactional_id) is None:
+        code, result = await _attempt(
+            ctx.transactions.end(
+                body.transactional_id,
+                Producer(body.producer_id, body.producer_epoch),
+                body.committed,
+                bump=version >= END_TXN_BUMPS_FROM,
+                fenced=_fenced("EndTxn", version),
+            )
         )
-    )
     return make(
         mod.EndTxnResponse,
         throttle_time=NO_THROTTLE,
@@ -225,13 +270,19 @@ async def handle_describe_transactions(
     mod = response_module_of(body)
     states = []
     for transactional_id in body.transactional_ids:
-        code, s = await _attempt(ctx.transactions.state_of(transactional_id))
+        if await ctx.authorizer.allowed(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, transactional_id):
+            code, s = await _attempt(ctx.transactions.state_of(transactional_id))
+        else:
+            code, s = ErrorCode.transactional_id_authorization_failed, None
         if code == ErrorCode.none and s is None:
             code = ErrorCode.transactional_id_not_found
         topics: dict[str, list[int]] = {}
         for key in s.partitions if s else ():
             name, _, p = key.rpartition(":")
             topics.setdefault(name, []).append(int(p))
+        # Kafka leaves out the partitions of topics the principal may not describe.
+        shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.TOPIC, topics)
+        topics = {n: ps for n, ps in topics.items() if n in shown}
         states.append(
             make(
                 mod.TransactionState,
@@ -265,7 +316,11 @@ async def handle_list_transactions(ctx: BrokerContext, body: ListTransactionsReq
     found = []
     code = ErrorCode.none
     try:
-        for transactional_id in await ctx.transactions.all_ids():
+        ids = await ctx.transactions.all_ids()
+        shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, ids)
+        for transactional_id in ids:
+            if transactional_id not in shown:
+                continue
             s = await ctx.transactions.state_of(transactional_id)
             if s is None:
                 continue

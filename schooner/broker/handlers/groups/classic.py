@@ -25,6 +25,9 @@ from ....protocol.request_types import (
     ListGroupsRequest,
     SyncGroupRequest,
 )
+from ....security.acls import OPERATIONS_OMITTED
+from ....security.acls import AclOperation as Op
+from ....security.acls import ResourceType as Resource
 from ...context import CLIENT, BrokerContext
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from ..endpoints import endpoint_for
@@ -32,7 +35,11 @@ from .share import forget_share_state
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-UNKNOWN_OPERATIONS = -2147483648
+UNKNOWN_OPERATIONS = OPERATIONS_OMITTED
+
+
+class _Denied(Exception):
+    """The principal may not use the group (GROUP_AUTHORIZATION_FAILED)."""
 
 
 def _nullable_before(first_nullable: int, version: int, value: str | None) -> str | None:
@@ -53,6 +60,14 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
         key_type = getattr(body, "key_type", KEY_TYPE_GROUP)
         if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
             code, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
+        elif key_type == KEY_TYPE_GROUP and not await ctx.authorizer.allowed(
+            Op.DESCRIBE, Resource.GROUP, key
+        ):
+            code = ErrorCode.group_authorization_failed
+        elif key_type == KEY_TYPE_TRANSACTION and not await ctx.authorizer.allowed(
+            Op.DESCRIBE, Resource.TRANSACTIONAL_ID, key
+        ):
+            code = ErrorCode.transactional_id_authorization_failed
         else:
             coordinators = ctx.groups if key_type == KEY_TYPE_GROUP else ctx.transactions
             try:
@@ -103,6 +118,8 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
     session_ms = _ms(body.session_timeout)
     rebalance_ms = _ms(getattr(body, "rebalance_timeout", body.session_timeout))
     try:
+        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+            raise _Denied
         result = await ctx.groups.join(
             JoinRequest(
                 group_id=body.group_id,
@@ -120,6 +137,8 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
         code, values = result.error, result
     except NotCoordinator:
         code, values = ErrorCode.not_coordinator, None
+    except _Denied:
+        code, values = ErrorCode.group_authorization_failed, None
     except STORAGE_ERRORS:
         code, values = GROUPS_UNAVAILABLE, None
     members = tuple(
@@ -143,6 +162,8 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
 async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> ResponsePayload:
     mod = response_module_of(body)
     try:
+        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+            raise _Denied
         result = await ctx.groups.sync(
             body.group_id,
             body.generation_id,
@@ -155,6 +176,8 @@ async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> Respo
         )  # fmt: skip
     except NotCoordinator:
         code, protocol_type, protocol, assignment = ErrorCode.not_coordinator, None, None, b""
+    except _Denied:
+        code, protocol_type, protocol, assignment = ErrorCode.group_authorization_failed, None, None, b""
     except STORAGE_ERRORS:
         code, protocol_type, protocol, assignment = GROUPS_UNAVAILABLE, None, None, b""
     return make(
@@ -170,9 +193,13 @@ async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> Respo
 async def handle_heartbeat(ctx: BrokerContext, body: HeartbeatRequest) -> ResponsePayload:
     mod = response_module_of(body)
     try:
+        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+            raise _Denied
         code = await ctx.groups.heartbeat(
             body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
         )
+    except _Denied:
+        code = ErrorCode.group_authorization_failed
     except NotCoordinator:
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
@@ -189,7 +216,11 @@ async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> Res
     code = ErrorCode.none
     errors: list[ErrorCode] = []
     try:
+        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+            raise _Denied
         errors = await ctx.groups.leave(body.group_id, wanted)
+    except _Denied:
+        code = ErrorCode.group_authorization_failed
     except NotCoordinator:
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
@@ -211,6 +242,7 @@ async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> Res
 
 async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest) -> ResponsePayload:
     mod = response_module_of(body)
+    with_operations = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
         values: dict[str, Any] = dict(
@@ -223,6 +255,12 @@ async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest
             members=(),
             authorized_operations=UNKNOWN_OPERATIONS,
         )
+        if not await ctx.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
+            values["error_code"] = ErrorCode.group_authorization_failed
+            described.append(make(mod.DescribedGroup, **values))
+            continue
+        if with_operations:
+            values["authorized_operations"] = await ctx.authorizer.operations(Resource.GROUP, group_id)
         try:
             group = await ctx.groups.find(group_id)
             if group is None:
@@ -271,6 +309,10 @@ async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> Res
     except STORAGE_ERRORS:
         code = GROUPS_UNAVAILABLE
         return make(mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=code, groups=())
+    # Kafka: DESCRIBE on the cluster shows every group; otherwise those the principal may describe.
+    if not await ctx.authorizer.allowed_on_cluster(Op.DESCRIBE):
+        shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.GROUP, ids)
+        ids = [i for i in ids if i in shown]
     listed = []
     for group_id in ids:
         loaded = ctx.groups.loaded(group_id)
@@ -304,6 +346,10 @@ async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) ->
     mod = response_module_of(body)
     results = []
     for group_id in body.groups_names:
+        if not await ctx.authorizer.allowed(Op.DELETE, Resource.GROUP, group_id):
+            code = ErrorCode.group_authorization_failed
+            results.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=code))
+            continue
         try:
             group = await ctx.groups.find(group_id)
             if group is None:

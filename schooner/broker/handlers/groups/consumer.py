@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -19,6 +20,8 @@ from ....coordinators.consumer_group import Assignment, ConsumerGroup
 from ....coordinators.group_coordinator import NotCoordinator
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from ....security.acls import OPERATIONS_OMITTED, ResourceType
+from ....security.acls import AclOperation as Op
 from ....storage.topics.metadata import Topic
 from ...context import CLIENT, BrokerContext
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
@@ -38,6 +41,37 @@ class BrokerTopics:
     async def names(self) -> list[str]:
         # One pipelined read of every topic; it refreshes the cache the topic lookups use next.
         return [topic.name for topic in await self.ctx.all_topics()]
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A heartbeat answered before the coordinator sees it: an authorization failure."""
+
+    error: ErrorCode
+    message: str
+    member_id: str | None
+    member_epoch: int
+    assignment: None = None
+
+
+async def heartbeat_refusal(
+    ctx: BrokerContext, group_id: str, subscribed: Sequence[str] | None, body: _HeartbeatRequest
+) -> _Refused | None:
+    """Kafka's checks of a KIP-848 or share group heartbeat: READ on the group, then DESCRIBE on each
+    subscribed topic (named ones; a regex only ever matches topics, it names none)."""
+    if not await ctx.authorizer.allowed(Op.READ, ResourceType.GROUP, group_id):
+        message = f"The principal may not READ group {group_id!r}."
+        return _Refused(ErrorCode.group_authorization_failed, message, body.member_id, body.member_epoch)
+    names = set(subscribed or ())
+    denied = names - await ctx.authorizer.allowed_names(Op.DESCRIBE, ResourceType.TOPIC, names)
+    if denied:
+        message = f"The principal may not DESCRIBE the subscribed topics {sorted(denied)}."
+        return _Refused(ErrorCode.topic_authorization_failed, message, body.member_id, body.member_epoch)
+    return None
+
+
+async def answered(refusal: _Refused) -> _Refused:
+    return refusal
 
 
 def _ms(value: datetime.timedelta | int) -> int:
@@ -90,7 +124,10 @@ async def handle_consumer_group_heartbeat(
         timeouts = MemberTimeouts(
             ctx.settings.consumer_group_session_ms, ctx.settings.consumer_group_heartbeat_ms
         )
-    heartbeat = ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts)
+    refusal = await heartbeat_refusal(ctx, body.group_id, names, body)
+    heartbeat = (
+        answered(refusal) if refusal else ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts)
+    )
     return await heartbeat_response(mod, mod.ConsumerGroupHeartbeatResponse, heartbeat, body, timeouts)
 
 
@@ -138,7 +175,23 @@ async def heartbeat_response(
     )
 
 
-async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType) -> Entity:
+async def describe_refusal(
+    ctx: BrokerContext, group_id: str, values: dict[str, Any], with_operations: bool
+) -> bool:
+    """Kafka's check of a KIP-848 or share group describe: DESCRIBE on the group. Fills `values` (the
+    DescribedGroup's) with the error, or with the authorized operations when they are asked for."""
+    if not await ctx.authorizer.allowed(Op.DESCRIBE, ResourceType.GROUP, group_id):
+        values.update(
+            error_code=ErrorCode.group_authorization_failed,
+            error_message=f"The principal may not DESCRIBE group {group_id!r}.",
+        )
+        return True
+    if with_operations:
+        values["authorized_operations"] = await ctx.authorizer.operations(ResourceType.GROUP, group_id)
+    return False
+
+
+async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType, with_operations: bool) -> Entity:
     values: dict[str, Any] = dict(
         error_code=ErrorCode.none,
         error_message=None,
@@ -148,7 +201,10 @@ async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType) -> E
         assignment_epoch=-1,
         assignor_name="",
         members=(),
+        authorized_operations=OPERATIONS_OMITTED,
     )
+    if await describe_refusal(ctx, group_id, values, with_operations):
+        return make(mod.DescribedGroup, **values)
     try:
         group = await ctx.groups.find(group_id)
         if group is None:
@@ -220,5 +276,6 @@ async def handle_consumer_group_describe(
     ctx: BrokerContext, body: ConsumerGroupDescribeRequest
 ) -> ResponsePayload:
     mod = response_module_of(body)
-    described = [await _describe_one(ctx, group_id, mod) for group_id in body.group_ids]
+    with_operations = bool(body.include_authorized_operations)
+    described = [await _describe_one(ctx, group_id, mod, with_operations) for group_id in body.group_ids]
     return make(mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described))

@@ -16,6 +16,8 @@ from ....coordinators.group_coordinator import NotCoordinator
 from ....coordinators.share_group import ShareGroup
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
+from ....security.acls import AclOperation as Op
+from ....security.acls import ResourceType as Resource
 from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
@@ -46,13 +48,29 @@ class _FetchTopic(Protocol):
     def partition_indexes(self) -> Sequence[int]: ...
 
 
-async def _topic_name(ctx: BrokerContext, t: object) -> tuple[str | None, Topic | None]:
-    """(name, topic) for a request topic given by name or (v10) by id."""
+class _Denied(Exception):
+    """The principal may not use the group (GROUP_AUTHORIZATION_FAILED)."""
+
+
+async def _topic_name(
+    ctx: BrokerContext, t: object, op: Op | None = None
+) -> tuple[str | None, Topic | ErrorCode | None]:
+    """(name, topic) for a request topic given by name or (v10) by id; with `op`, the topic is
+    TOPIC_AUTHORIZATION_FAILED when the principal may not perform it (a name is checked before it is
+    looked up)."""
     name: str | None = getattr(t, "name", None)
     topic_id = getattr(t, "topic_id", None)
     if name is None and topic_id is not None:
         found = await ctx.topic_by_id(topic_id)
+        if (
+            found is not None
+            and op is not None
+            and not await ctx.authorizer.allowed(op, Resource.TOPIC, found.name)
+        ):
+            return found.name, ErrorCode.topic_authorization_failed
         return (found.name if found else None), found
+    if name and op is not None and not await ctx.authorizer.allowed(op, Resource.TOPIC, name):
+        return name, ErrorCode.topic_authorization_failed
     return name, (await ctx.topic(name) if name else None)
 
 
@@ -60,6 +78,8 @@ async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) ->
     mod = response_module_of(body)
     generation = body.generation_id_or_member_epoch
     try:
+        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+            raise _Denied
         group_error = await ctx.groups.check_commit(
             body.group_id,
             generation,
@@ -67,6 +87,8 @@ async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) ->
             getattr(body, "group_instance_id", None),
             body.__version__,
         )
+    except _Denied:
+        group_error = ErrorCode.group_authorization_failed
     except NotCoordinator:
         group_error = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
@@ -75,14 +97,16 @@ async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) ->
     to_store: dict[TopicPartition, tuple[int, int, str | None]] = {}
     for t in body.topics:
         try:
-            name, topic = await _topic_name(ctx, t)
+            name, topic = await _topic_name(ctx, t, Op.READ)
         except STORAGE_ERRORS:
             name, topic = None, None
         row: list[tuple[int, ErrorCode]] = []
         for p in t.partitions:
             code = group_error
             if code == ErrorCode.none:
-                if topic is None or not 0 <= p.partition_index < topic.partitions:
+                if isinstance(topic, ErrorCode):
+                    code = topic
+                elif topic is None or not 0 <= p.partition_index < topic.partitions:
                     code = (
                         ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
                     )
@@ -142,6 +166,9 @@ async def _fetch_group(
     an open transaction holds answers UNSTABLE_OFFSET_COMMIT, which clients retry."""
     partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
     topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
+    if not await ctx.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
+    denied: set[str] = set()  # named topics the principal may not describe
     try:
         coordinator = await ctx.groups.coordinator_for(group_id)
         if coordinator.broker_id != ctx.me.broker_id:
@@ -151,16 +178,21 @@ async def _fetch_group(
             return member_error, []
         if topics is None:
             committed = await ctx.store.committed_offsets(group_id)
+            # Every topic: those the principal may not describe are left out.
+            shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.TOPIC, {n for n, _ in committed})
             by_topic: dict[str, list[int]] = {}
             for topic_name, partition in sorted(committed):
-                by_topic.setdefault(topic_name, []).append(partition)
+                if topic_name in shown:
+                    by_topic.setdefault(topic_name, []).append(partition)
             wanted: list[tuple[_FetchTopic | None, str | None, list[int]]] = [
                 (None, n, ps) for n, ps in by_topic.items()
             ]
         else:
             wanted = []
             for t in topics:
-                found_name, _ = await _topic_name(ctx, t)
+                found_name, found = await _topic_name(ctx, t, Op.DESCRIBE)
+                if isinstance(found, ErrorCode) and found_name is not None:
+                    denied.add(found_name)
                 wanted.append((t, found_name or getattr(t, "name", None), list(t.partition_indexes)))
             pairs = [TopicPartition(n, p) for _, n, ps in wanted if n is not None for p in ps]
             committed = await ctx.store.committed_offsets(group_id, pairs)
@@ -174,7 +206,9 @@ async def _fetch_group(
         rows = []
         for p in partitions:
             c = committed.get(TopicPartition(name, p)) if name is not None else None
-            if name is not None and TopicPartition(name, p) in unstable:
+            if name is not None and name in denied:
+                c, code = None, ErrorCode.topic_authorization_failed
+            elif name is not None and TopicPartition(name, p) in unstable:
                 c, code = None, ErrorCode.unstable_offset_commit
             else:
                 code = ErrorCode.none
@@ -232,6 +266,8 @@ async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) ->
     code = ErrorCode.none
     subscribed: set[str] = set()
     try:
+        if not await ctx.authorizer.allowed(Op.DELETE, Resource.GROUP, body.group_id):
+            raise _Denied
         group = await ctx.groups.group(body.group_id)
         if isinstance(group, ShareGroup):
             code = ErrorCode.group_id_not_found  # a share group has no committed offsets, as in Kafka
@@ -242,16 +278,21 @@ async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) ->
         elif group.protocol_type == "consumer" and group.state != GroupState.EMPTY:
             for m in group.members.values():
                 subscribed |= subscribed_topics(m.metadata_for(group.protocol or ""))
+    except _Denied:
+        code = ErrorCode.group_authorization_failed
     except NotCoordinator:
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
         code = GROUPS_UNAVAILABLE
+    readable = await ctx.authorizer.allowed_names(Op.READ, Resource.TOPIC, {t.name for t in body.topics})
     topics = []
     doomed: list[TopicPartition] = []
     for t in body.topics:
         rows = []
         for p in t.partitions:
             part_code = ErrorCode.group_subscribed_to_topic if t.name in subscribed else ErrorCode.none
+            if t.name not in readable:
+                part_code = ErrorCode.topic_authorization_failed
             if code == ErrorCode.none and part_code == ErrorCode.none:
                 doomed.append(TopicPartition(t.name, p.partition_index))
             rows.append(

@@ -19,9 +19,10 @@ from ....coordinators.share_coordinator import Refusal, ShareHeartbeat
 from ....coordinators.share_group import Assignment, ShareGroup
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
+from ....security.acls import OPERATIONS_OMITTED
 from ...context import CLIENT, BrokerContext
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
-from .consumer import BrokerTopics, heartbeat_response
+from .consumer import BrokerTopics, answered, describe_refusal, heartbeat_refusal, heartbeat_response
 
 
 async def group_config(ctx: BrokerContext, group_id: str) -> ShareGroupConfig:
@@ -63,11 +64,12 @@ async def handle_share_group_heartbeat(
     )
     config = await group_config(ctx, body.group_id)
     timeouts = MemberTimeouts(config.session_timeout_ms, config.heartbeat_interval_ms)
-    heartbeat = ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts)
+    refusal = await heartbeat_refusal(ctx, body.group_id, names, body)
+    heartbeat = answered(refusal) if refusal else ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts)
     return await heartbeat_response(mod, mod.ShareGroupHeartbeatResponse, heartbeat, body, timeouts)
 
 
-async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType) -> Entity:
+async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType, with_operations: bool) -> Entity:
     values: dict[str, Any] = dict(
         error_code=ErrorCode.none,
         error_message=None,
@@ -77,9 +79,12 @@ async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType) -> E
         assignment_epoch=-1,
         assignor_name="",
         members=(),
+        authorized_operations=OPERATIONS_OMITTED,
     )
     if not group_id.strip():
         values["error_code"] = ErrorCode.invalid_group_id
+        return make(mod.DescribedGroup, **values)
+    if await describe_refusal(ctx, group_id, values, with_operations):
         return make(mod.DescribedGroup, **values)
     try:
         found = await ctx.groups.share.find(group_id)
@@ -138,5 +143,6 @@ async def _describe_members(ctx: BrokerContext, group: ShareGroup, mod: ModuleTy
 
 async def handle_share_group_describe(ctx: BrokerContext, body: ShareGroupDescribeRequest) -> ResponsePayload:
     mod = response_module_of(body)
-    described = [await _describe_one(ctx, group_id, mod) for group_id in body.group_ids]
+    with_operations = bool(getattr(body, "include_authorized_operations", False))
+    described = [await _describe_one(ctx, group_id, mod, with_operations) for group_id in body.group_ids]
     return make(mod.ShareGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
