@@ -208,6 +208,9 @@ class Connection:
             await asyncio.wait([answer])  # not cancelled with this task: the responder awaits it too
         if self.session.closing is not None:
             self._notices.log(logging.INFO, "sasl", "closing %s: %s", self.peer, self.session.closing)
+            # Nothing more is read; the close waits a little, so the client reads the answer first
+            # and does not reconnect in a tight loop (Kafka's connection.failed.authentication.delay.ms).
+            await asyncio.sleep(self._limits.failed_authentication_delay_seconds)
             return False
         self._decoder.max_frame_bytes = authentication.frame_limit(self.session, self._limits)
         return not self._closed

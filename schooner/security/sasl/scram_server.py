@@ -7,7 +7,8 @@ The exchange:
     server-final   v=<base64 server signature>
 The proof is checked against the stored key (security/scram.py): the client knows the password only if
 H(proof XOR HMAC(StoredKey, AuthMessage)) is the StoredKey. The server nonce is fresh for each exchange,
-so a client-final recorded from another exchange names the wrong nonce and fails.
+so a client-final recorded from another exchange names the wrong nonce and fails. (A nonce that ends
+with the combined one is accepted too, as Kafka does: librdkafka 2.0 repeats the client nonce first.)
 
 Accepted: the GS2 header "n,," or "n,a=<the same user>," (no channel binding: "p=" and "y" fail).
 User names are SASLprep-light: "=2C" and "=3D" stand for "," and "="; no other "=" may appear, and no
@@ -165,7 +166,9 @@ class ScramServer:
             raise SaslFailure("Authentication failed: the client-final message is not c=..,r=..,p=..")
         if _unb64(attrs[0][2:], "channel binding") != self._gs2_header.encode():
             raise SaslFailure("Authentication failed: the channel binding does not match the GS2 header")
-        if not hmac.compare_digest(attrs[1][2:].encode(), self._nonce.encode()):
+        # The combined nonce, or (as Kafka accepts) any nonce that ends with it: librdkafka 2.0 sends
+        # the client nonce once more before it. The fresh server nonce must be there either way.
+        if not attrs[1][2:].endswith(self._nonce):
             raise SaslFailure("Authentication failed: the nonce is not this exchange's")
         proof = _unb64(proof_text, "proof")
         c = self._credential
