@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import time
 from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest as AuthenticateV2
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest as HandshakeV1
 
 from schooner.security.scram import make_credential
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis.calls import run_sync
 from schooner.storage.redis.client import connect_sync
 from schooner.storage.security.users import User, put_user
+from tests.security.scram_client import ScramClient
+from tests.wire import connect, exchange
 
 SASL_LISTENER = "SASL_PLAINTEXT://127.0.0.1:0"
 SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -146,3 +153,27 @@ def confluent_consume(bootstrap: str, topic: str, count: int, conf: dict[str, An
     finally:
         consumer.close()
     return out
+
+
+def one(sock: socket.socket, body: Any) -> Any:
+    (response,) = exchange(sock, [body])
+    return response
+
+
+def scram_login(sock: socket.socket, user: str, password: str, mechanism: str = "SCRAM-SHA-256") -> Any:
+    """A full SCRAM exchange with SaslAuthenticate v2; the last response."""
+    assert one(sock, HandshakeV1(mechanism=mechanism)).error_code == ErrorCode.none
+    client = ScramClient(mechanism, user, password, "wirenonce")
+    first = one(sock, AuthenticateV2(auth_bytes=client.first()))
+    assert first.error_code == ErrorCode.none, first.error_message
+    last = one(sock, AuthenticateV2(auth_bytes=client.final(first.auth_bytes)))
+    assert last.error_code == ErrorCode.none, last.error_message
+    assert client.verify(last.auth_bytes)
+    return last
+
+
+def sasl_call(running: Any, body: Any, user: str = "admin", password: str = "admin-secret") -> Any:
+    """One request on a new connection of the SASL listener, logged in with SCRAM first."""
+    with connect(running.broker.port_of("SASL_PLAINTEXT")) as sock:
+        scram_login(sock, user, password)
+        return one(sock, body)

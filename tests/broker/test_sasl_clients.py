@@ -149,3 +149,24 @@ def test_a_tenant_user_gets_its_tenant_on_the_session(
     found = [s for s in sessions(running) if s.authenticated]
     assert found
     assert {(s.principal, s.tenant, s.mechanism) for s in found} == {("User:carol", "acme", "PLAIN")}
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_kafka_python_pinned_to_an_old_broker_uses_bare_tokens(sasl_broker: Any, mechanism: str) -> None:
+    """api_version (0, 10, 1) caps SaslHandshake at v0: the tokens then go in bare frames (as kafka-python
+    2.0.2 always sends them), which Kafka 4 still serves."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=sasl_bootstrap(sasl_broker),
+        api_version=(0, 10, 1),
+        **python_conf(mechanism, "alice", "secret"),
+    )
+    try:
+        sent = producer.send("old", b"bare").get(10)
+    finally:
+        producer.close()
+    got = kafka_python_consume(
+        sasl_bootstrap(sasl_broker), "old", 1, **python_conf(mechanism, "alice", "secret")
+    )
+    assert sent.offset == 0 and [m.value for m in got] == [b"bare"]
