@@ -49,6 +49,7 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.transaction("orders-writer"),
         ks.transaction_ids,
         ks.group_txn_offsets("payments"),
+        ks.users,
     ]:
         assert f"`{key}`" in text, key
     assert "`schooner:broker:<id>`" in text and ks.broker(7) == "schooner:broker:7"
