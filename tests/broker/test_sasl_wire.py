@@ -219,6 +219,10 @@ def test_plaintext_listener_refuses_a_handshake_and_stays_open(broker_factory: A
     with connect(running.broker.port_of("PLAINTEXT")) as sock:
         response = one(sock, HandshakeV1(mechanism="PLAIN"))
         assert (response.error_code, response.mechanisms) == (ErrorCode.illegal_sasl_state, ())
+        assert (
+            one(sock, AuthenticateV2(auth_bytes=b"\0alice\0secret")).error_code
+            == ErrorCode.illegal_sasl_state
+        )
         assert one(sock, METADATA).brokers
 
 

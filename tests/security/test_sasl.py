@@ -115,6 +115,24 @@ def test_scram_client_final_with_another_nonce_fails() -> None:
         server.step(client.final(challenge.data, nonce="n1" + "x" * 32))
 
 
+def test_scram_accepts_librdkafka_2_0s_nonce_but_nothing_else_around_the_combined_one() -> None:
+    """librdkafka 2.0 sends the client nonce, then the combined nonce (Kafka accepts any nonce that ends
+    with the combined one); the proof covers the message as sent."""
+    for forged, accepted in [("n1{combined}", True), ("{combined}x", False), ("x{combined}y", False)]:
+        server = ScramServer("SCRAM-SHA-256")
+        client = ScramClient("SCRAM-SHA-256", "alice", "pencil", "n1")
+        server.step(client.first())
+        challenge = server.resume(credentials("SCRAM-SHA-256"))
+        assert isinstance(challenge, Challenge)
+        combined = challenge.data.decode().split(",")[0][2:]
+        final = client.final(challenge.data, nonce=forged.format(combined=combined))
+        if accepted:
+            assert isinstance(server.step(final), Success)
+        else:
+            with pytest.raises(SaslFailure, match="nonce"):
+                server.step(final)
+
+
 def test_scram_client_final_replayed_into_a_new_exchange_fails() -> None:
     stored = credentials("SCRAM-SHA-256")
     client = ScramClient("SCRAM-SHA-256", "alice", "pencil", "n1")

@@ -66,6 +66,10 @@ async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateReq
     session = SESSION.get()
     mod = response_module_of(body)
     exchange = session.sasl
+    if not session.listener.sasl:  # answered, as SaslHandshake is there: the connection stays open
+        return _answer(
+            mod, b"", error=ErrorCode.illegal_sasl_state, message="This listener does not use SASL"
+        )
     if not isinstance(exchange, Exchange):
         return _failed(session, mod, ErrorCode.illegal_sasl_state, "SaslAuthenticate without a SaslHandshake")
     if exchange.refusal is not None:
@@ -100,11 +104,17 @@ async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateReq
     return _answer(mod, step.data, lifetime_ms)
 
 
-def _answer(mod: ModuleType, data: bytes, lifetime_ms: int = 0) -> ResponsePayload:
+def _answer(
+    mod: ModuleType,
+    data: bytes,
+    lifetime_ms: int = 0,
+    error: ErrorCode = ErrorCode.none,
+    message: str | None = None,
+) -> ResponsePayload:
     return make(
         mod.SaslAuthenticateResponse,
-        error_code=ErrorCode.none,
-        error_message=None,
+        error_code=error,
+        error_message=message,
         auth_bytes=data,
         session_lifetime=datetime.timedelta(milliseconds=lifetime_ms),
     )
