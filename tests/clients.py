@@ -59,10 +59,14 @@ def confluent_produce(
 Assignment = tuple[str, int, int]  # topic, partition, first offset (-2: the beginning, -1: the end)
 
 
-def consume(bootstrap: str, assignments: Iterable[Assignment], count: int, timeout: float = 20) -> list[Any]:
+def consume(
+    bootstrap: str, assignments: Iterable[Assignment], count: int, timeout: float = 20, **conf: Any
+) -> list[Any]:
     """Reads with confluent-kafka from each assigned partition (no group) until `count` records arrived
-    or `timeout` passed; a client error raises."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    or `timeout` passed; a client error raises. `conf` adds client settings (TLS, SASL)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False, **conf}
+    )
     consumer.assign([TopicPartition(topic, partition, offset) for topic, partition, offset in assignments])
     out: list[Any] = []
     deadline = time.monotonic() + timeout
@@ -85,9 +89,15 @@ def from_beginning(topic: str, partitions: int) -> list[Assignment]:
 
 
 def confluent_consume(
-    bootstrap: str, topic: str, count: int, partition: int = 0, offset: int = -2, timeout: float = 20
+    bootstrap: str,
+    topic: str,
+    count: int,
+    partition: int = 0,
+    offset: int = -2,
+    timeout: float = 20,
+    **conf: Any,
 ) -> list[Any]:
-    return consume(bootstrap, [(topic, partition, offset)], count, timeout)
+    return consume(bootstrap, [(topic, partition, offset)], count, timeout, **conf)
 
 
 def as_rec(key: bytes | None, value: bytes | None, headers: Any) -> Rec:
@@ -107,11 +117,15 @@ def kafka_python_produce(bootstrap: str, topic: str, records: list[Rec], **conf:
     return results
 
 
-def kafka_python_consume(bootstrap: str, topic: str, count: int, timeout: float = 20) -> list[Any]:
+def kafka_python_consume(
+    bootstrap: str, topic: str, count: int, timeout: float = 20, **conf: Any
+) -> list[Any]:
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=2000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=2000, **conf
+    )
     consumer.assign([KTP(topic, 0)])
     consumer.seek_to_beginning()
     out: list[Any] = []
@@ -141,12 +155,12 @@ def aiokafka_produce(bootstrap: str, topic: str, records: list[Rec], **conf: Any
     return asyncio.run(run())
 
 
-def aiokafka_consume(bootstrap: str, topic: str, count: int, timeout: float = 20) -> list[Any]:
+def aiokafka_consume(bootstrap: str, topic: str, count: int, timeout: float = 20, **conf: Any) -> list[Any]:
     from aiokafka import AIOKafkaConsumer
     from aiokafka import TopicPartition as ATP
 
     async def run() -> list[Any]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **conf)
         await consumer.start()
         try:
             consumer.assign([ATP(topic, 0)])

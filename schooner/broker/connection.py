@@ -307,14 +307,18 @@ class Connection:
             self._read_task.cancel()
         if abort:
             self._writer.transport.abort()  # drops what the client did not take
-        else:
+        elif not self._writer.transport.is_closing():
             self._writer.close()  # responses already written still go out
 
     def _close_transport(self) -> None:
         transport = self._writer.transport
         if not transport.is_closing():
             transport.close()
-        if transport.get_write_buffer_size():
+        try:
+            buffered = transport.get_write_buffer_size()
+        except AttributeError:  # a TLS transport closed twice drops its protocol (Python 3.11)
+            return
+        if buffered:
             # close() waits for the buffer to go out; a client that never reads must not keep it.
             self._loop.call_later(self._limits.request_timeout_seconds, transport.abort)
 

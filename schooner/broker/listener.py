@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ..config import Listener, Settings
@@ -25,6 +26,8 @@ class ClientConnections:
         self._per_ip: dict[str, int] = {}
         self._draining = False
         self._notices = Notices(log)
+        # On TLS listeners: the principal of a connection's client certificate (tls.py); set by the broker.
+        self.certificate_principal: Callable[[asyncio.StreamWriter], str] | None = None
 
     async def serve(
         self,
@@ -43,6 +46,13 @@ class ClientConnections:
         task = asyncio.current_task()
         assert task is not None
         session = Session(listener, ip, authenticated=not listener.sasl)
+        if listener.tls and self.certificate_principal is not None:
+            try:
+                session.principal = self.certificate_principal(writer)
+            except ValueError as exc:  # no mapping rule applies, or an unreadable subject: Kafka refuses it
+                log.warning("refusing a TLS client from %s: %s", ip, exc)
+                writer.close()
+                return
         conn = Connection(reader, writer, handle, self.limits, self.stats, self._notices, session)
         self.tasks.add(task)
         self._open[task] = conn
@@ -61,6 +71,10 @@ class ClientConnections:
                 del self._per_ip[ip]
             del self._open[task]
             self.tasks.discard(task)
+
+    def sessions(self) -> list[Session]:
+        """The sessions of the open connections (who is connected, as whom)."""
+        return [conn.session for conn in self._open.values()]
 
     def _refused(self, ip: str) -> bool:
         # The newest connection is the one turned away: those already open keep working.

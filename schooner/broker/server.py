@@ -29,6 +29,8 @@ from .context import BrokerContext
 from .dispatch import dispatcher
 from .limits import ConnectionStats
 from .listener import ClientConnections
+from .session import Session
+from .tls import TlsSetupError, certificate_principals, handshake_timeout, server_contexts
 
 log = logging.getLogger(__name__)
 
@@ -66,25 +68,43 @@ class Broker:
     def connection_stats(self) -> ConnectionStats:
         return self._clients.stats
 
+    def sessions(self) -> list[Session]:
+        """The sessions of the open client connections."""
+        return self._clients.sessions()
+
     async def start(self) -> None:
         s = self.settings
+        listeners = s.listeners_in_force()
+        try:
+            tls_contexts = server_contexts(s, listeners)
+            tls_timeout = handshake_timeout(s) if tls_contexts else None
+        except TlsSetupError as exc:
+            raise StartupRefused(str(exc)) from None
+        if tls_contexts:
+            self._clients.certificate_principal = certificate_principals(s)
         redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)
         store = Store(redis, Keyspace(s.keyspace), open_lane(redis, s.redis_timeout_ms), s.acks_all_fsync)
         await _check_eviction(store, s.allow_evicting_redis)
         broker_id = s.broker_id if s.broker_id is not None else await store.allocate_broker_id()
-        listeners = s.listeners_in_force()
         for listener in listeners:
+            tls = tls_contexts.get(listener.protocol)
             # A deeper accept queue than asyncio's 100, so a burst of connects is not dropped and retried.
+            # A TLS handshake not done within ssl_handshake_timeout_ms closes its connection.
             self.servers[listener.protocol] = await asyncio.start_server(
                 functools.partial(self._on_client, listener),
                 listener.host or None,
                 listener.port,
                 limit=1 << 20,
                 backlog=1024,
+                ssl=tls,
+                ssl_handshake_timeout=tls_timeout if tls else None,
+                start_serving=False,  # bound now (a port in use fails here), served once all is set up
             )
         self._server = self.servers[listeners[0].protocol]
-        host, port = s.advertised_for(listeners[0], self.port)
-        me = BrokerInfo(broker_id, host, port, s.rack)
+        # Every listener's advertised address; host and port stay the first listener's.
+        endpoints = {x.protocol: s.advertised_for(x, self.port_of(x.protocol)) for x in listeners}
+        host, port = endpoints[listeners[0].protocol]
+        me = BrokerInfo(broker_id, host, port, s.rack, endpoints)
         self.ctx = BrokerContext(settings=s, store=store, me=me)
         self.ctx.groups = GroupCoordinator(
             store,
@@ -120,6 +140,8 @@ class Broker:
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
         gc.freeze()
+        for server in self.servers.values():
+            await server.start_serving()
         for listener in listeners:
             log.info(
                 "broker %d serving %s on %s:%d (advertised %s:%d)",

@@ -84,6 +84,7 @@ def _run(
 ) -> str | None:
     """Serves until SIGTERM/SIGINT; returns why the broker had to stop, or None for a requested stop."""
     from ..broker.server import Broker, StartupRefused
+    from ..storage.redis.calls import StorageError
 
     try:
         import uvloop
@@ -98,6 +99,9 @@ def _run(
             await b.start()
         except StartupRefused as exc:
             return str(exc)
+        except (StorageError, OSError) as exc:  # Redis failed (or a port was taken) while starting
+            await b.stop()
+            return f"the broker could not start: {exc}"
         stop = asyncio.Event()
         failure: list[str] = []
         loop = asyncio.get_running_loop()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import Listener
 from .keys import Keyspace
 from .redis.calls import Call, Steps, command, text, together
 
@@ -14,9 +16,34 @@ from .redis.calls import Call, Steps, command, text, together
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
     broker_id: int
-    host: str
+    host: str  # the first listener's advertised address (what brokers registered before listeners)
     port: int
     rack: str | None = None
+    # Each listener's advertised address, by listener name (its security protocol): a client is told
+    # the addresses of the listener its request arrived on. Empty: host and port are PLAINTEXT's.
+    endpoints: Mapping[str, tuple[str, int]] = field(default_factory=dict, hash=False)
+
+    def endpoint(self, protocol: str) -> tuple[str, int] | None:
+        """Where this broker's listener for `protocol` is advertised, or None when it has none."""
+        if not self.endpoints:
+            return (self.host, self.port) if protocol == "PLAINTEXT" else None
+        return self.endpoints.get(protocol)
+
+
+def format_endpoints(endpoints: Mapping[str, tuple[str, int]]) -> str:
+    """PROTOCOL://host:port,... as advertised.listeners writes them (IPv6 hosts in brackets)."""
+    return ",".join(
+        f"{protocol}://{f'[{host}]' if ':' in host else host}:{port}"
+        for protocol, (host, port) in endpoints.items()
+    )
+
+
+def parse_endpoints(text: str) -> dict[str, tuple[str, int]]:
+    found = {}
+    for item in filter(None, text.split(",")):
+        listener = Listener.parse(item)
+        found[listener.protocol] = (listener.host, listener.port)
+    return found
 
 
 def _now_ms() -> int:
@@ -35,11 +62,18 @@ def heartbeat(ks: Keyspace, info: BrokerInfo, ttl_ms: int) -> Steps[list[Any]]:
     key = ks.broker(info.broker_id)
     return together(
         [
-            command("HSET", key, "host", info.host, "port", info.port, "rack", info.rack or ""),
+            command("HSET", key, *_fields(info)),
             command("PEXPIRE", key, ttl_ms * 4),
             command("ZADD", ks.brokers, _now_ms() + ttl_ms, str(info.broker_id)),
         ]
     )
+
+
+def _fields(info: BrokerInfo) -> list[str | int]:
+    return [
+        "host", info.host, "port", info.port, "rack", info.rack or "",
+        "endpoints", format_endpoints(info.endpoints),
+    ]  # fmt: skip
 
 
 def unregister(ks: Keyspace, broker_id: int) -> Steps[list[Any]]:
@@ -52,12 +86,17 @@ def live_brokers(ks: Keyspace) -> Steps[list[BrokerInfo]]:
     if not ids:
         return []
     infos = yield [command("HGETALL", ks.broker(int(raw))) for raw in ids]
-    brokers = [
-        BrokerInfo(int(raw), text(h[b"host"]), int(h[b"port"]), text(h.get(b"rack")) or None)
-        for raw, h in zip(ids, infos, strict=True)
-        if h
-    ]
+    brokers = [_broker_info(int(raw), h) for raw, h in zip(ids, infos, strict=True) if h]
     return sorted(brokers, key=lambda b: b.broker_id)
+
+
+def _broker_info(broker_id: int, h: dict[bytes, bytes]) -> BrokerInfo:
+    host, port = text(h[b"host"]), int(h[b"port"])
+    try:
+        endpoints = parse_endpoints(text(h.get(b"endpoints")))
+    except ValueError:
+        endpoints = {}  # as a broker from before listeners registered: host and port, PLAINTEXT
+    return BrokerInfo(broker_id, host, port, text(h.get(b"rack")) or None, endpoints)
 
 
 def cluster_id(ks: Keyspace) -> Steps[str]:

@@ -36,3 +36,28 @@ def test_counters_and_the_cluster_id(redis_server: Any, keyspace: str) -> None:
     assert run_sync(redis, cluster.allocate_broker_id(ks)) + 1 == run_sync(
         redis, cluster.allocate_broker_id(ks)
     )
+
+
+def test_each_listener_endpoint_is_registered(redis_server: Any, keyspace: str) -> None:
+    ks = Keyspace(keyspace)
+    redis = client.connect_sync(redis_server.url)
+    endpoints = {"PLAINTEXT": ("h1", 9092), "SSL": ("h1", 9093), "SASL_SSL": ("::1", 9094)}
+    me = BrokerInfo(1, "h1", 9092, None, endpoints)
+    drive_sync(redis, cluster.heartbeat(ks, me, 60_000))
+    assert redis.hget(ks.broker(1), "endpoints") == b"PLAINTEXT://h1:9092,SSL://h1:9093,SASL_SSL://[::1]:9094"
+    (found,) = drive_sync(redis, cluster.live_brokers(ks))
+    assert found == me
+    assert found.endpoint("SSL") == ("h1", 9093) and found.endpoint("SASL_SSL") == ("::1", 9094)
+    assert found.endpoint("SASL_PLAINTEXT") is None
+
+
+def test_a_registration_without_endpoints_is_plaintext_on_host_and_port(
+    redis_server: Any, keyspace: str
+) -> None:
+    ks = Keyspace(keyspace)
+    redis = client.connect_sync(redis_server.url)
+    redis.hset(ks.broker(3), mapping={"host": "old", "port": 9092, "rack": ""})  # as brokers before listeners
+    redis.zadd(ks.brokers, {"3": time.time() * 1000 + 60_000})
+    (found,) = drive_sync(redis, cluster.live_brokers(ks))
+    assert found.endpoint("PLAINTEXT") == ("old", 9092)
+    assert found.endpoint("SSL") is None

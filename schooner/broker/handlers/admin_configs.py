@@ -18,6 +18,7 @@ from ...protocol.request_types import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
 )
+from ...storage.cluster import format_endpoints
 from ...storage.topics.config import (
     CONFIG_DEFS,
     SEQUENCE_BITS,
@@ -104,10 +105,9 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
         source = DEFAULT_CONFIG if is_default else STATIC_BROKER_CONFIG
         return ConfigValue(name, value, source, True, config_type, ((name, value, source),), doc)
 
-    host, port = ctx.me.host, ctx.me.port
     values = [
         static("broker.id", str(ctx.me.broker_id), ConfigType.INT),
-        static("advertised.listeners", f"PLAINTEXT://{host}:{port}", ConfigType.LIST),
+        static("advertised.listeners", format_endpoints(ctx.me.endpoints), ConfigType.LIST),
         static(
             "num.partitions",
             str(settings.default_partitions),

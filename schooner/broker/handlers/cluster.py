@@ -9,6 +9,7 @@ from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import DescribeClusterRequest
 from ..context import BrokerContext
 from .common import NO_THROTTLE, STORAGE_ERRORS
+from .endpoints import on_listener
 
 BROKERS_ENDPOINT = 1
 CONTROLLERS_ENDPOINT = 2
@@ -23,9 +24,10 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
         code = ErrorCode.unsupported_endpoint_type
         message = f"Endpoint type {endpoint_type} is not served: there are no separate controllers."
     try:
-        brokers = await ctx.live_brokers()
+        live = await ctx.live_brokers()
     except STORAGE_ERRORS:
-        brokers = [ctx.me]
+        live = [ctx.me]
+    reachable = on_listener(live) or on_listener([ctx.me])  # brokers with the request's listener
     return make(
         mod.DescribeClusterResponse,
         throttle_time=NO_THROTTLE,
@@ -33,17 +35,17 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
         error_message=message,
         endpoint_type=BROKERS_ENDPOINT,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.controller_id(brokers),
+        controller_id=ctx.controller_id([b for b, _, _ in reachable]),
         brokers=tuple(
             make(
                 mod.DescribeClusterBroker,
                 broker_id=b.broker_id,
-                host=b.host,
-                port=b.port,
+                host=host,
+                port=port,
                 rack=b.rack,
                 is_fenced=False,
             )
-            for b in brokers
+            for b, host, port in reachable
         ),
         cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
     )

@@ -16,6 +16,7 @@ from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, all_topics, topic_for_write
+from .endpoints import on_listener
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -24,12 +25,15 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
     mod = response_module_of(body)
     version = body.__version__
     try:
-        brokers = await ctx.live_brokers()
+        live = await ctx.live_brokers()
     except STORAGE_ERRORS:
-        brokers = [ctx.me]
+        live = [ctx.me]
+    # Only brokers with the request's listener are named, and so only they lead partitions here.
+    reachable = on_listener(live) or on_listener([ctx.me])
+    brokers = [b for b, _, _ in reachable]
     broker_entries = tuple(
-        make(mod.MetadataResponseBroker, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-        for b in brokers
+        make(mod.MetadataResponseBroker, node_id=b.broker_id, host=host, port=port, rack=b.rack)
+        for b, host, port in reachable
     )
     allow_create = bool(getattr(body, "allow_auto_topic_creation", True))  # v4 made it a choice
     results = []

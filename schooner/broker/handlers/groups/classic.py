@@ -27,6 +27,7 @@ from ....protocol.request_types import (
 )
 from ...context import CLIENT, BrokerContext
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+from ..endpoints import endpoint_for
 from .share import forget_share_state
 
 KEY_TYPE_GROUP = 0
@@ -58,7 +59,14 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
                 node = await coordinators.coordinator_for(key)
             except STORAGE_ERRORS:
                 code = GROUPS_UNAVAILABLE
-        answers.append((key, code, message, node))
+        address: tuple[int, str, int] | None = None
+        if node is not None:
+            where = endpoint_for(node)
+            if where is None:  # the coordinator has no listener like this request's (Kafka's answer)
+                code = GROUPS_UNAVAILABLE
+            else:
+                address = (node.broker_id, *where)
+        answers.append((key, code, message, address))
     if hasattr(body, "coordinator_keys"):
         return make(
             mod.FindCoordinatorResponse,
@@ -67,24 +75,24 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
                 make(
                     mod.Coordinator,
                     key=key,
-                    node_id=node.broker_id if node else -1,
-                    host=node.host if node else "",
-                    port=node.port if node else -1,
+                    node_id=address[0] if address else -1,
+                    host=address[1] if address else "",
+                    port=address[2] if address else -1,
                     error_code=code,
                     error_message=message,
                 )
-                for key, code, message, node in answers
+                for key, code, message, address in answers
             ),
         )
-    _, code, message, node = answers[0]
+    _, code, message, address = answers[0]
     return make(
         mod.FindCoordinatorResponse,
         throttle_time=NO_THROTTLE,
         error_code=code,
         error_message=message,
-        node_id=node.broker_id if node else -1,
-        host=node.host if node else "",
-        port=node.port if node else -1,
+        node_id=address[0] if address else -1,
+        host=address[1] if address else "",
+        port=address[2] if address else -1,
     )
 
 
