@@ -48,6 +48,7 @@ class Exchange:
     unframed: bool = False  # after SaslHandshake v0: tokens come in bare frames
     # Set when the exchange is bound to fail (re-authentication with another mechanism): the message.
     refusal: str | None = None
+    tenant: str | None = None  # the tenant of the user whose credentials were read
 
 
 def enabled_mechanisms(settings: Settings) -> list[str]:
@@ -103,13 +104,12 @@ def session_lifetime_ms(settings: Settings, success: Success) -> int:
 
 
 def authenticate(
-    session: Session, success: Success, tenant: str | None, lifetime_ms: int, now: float
+    session: Session, exchange: Exchange, success: Success, lifetime_ms: int, now: float
 ) -> None:
     """Makes the session the user's: principal, tenant, mechanism, and the re-authentication deadline."""
-    exchange = session.sasl
     session.principal = f"User:{success.user}"
-    session.tenant = tenant
-    session.mechanism = exchange.mechanism.name if isinstance(exchange, Exchange) else None
+    session.tenant = exchange.tenant
+    session.mechanism = exchange.mechanism.name
     session.authenticated = True
     session.reauth_deadline = now + lifetime_ms / 1000 if lifetime_ms > 0 else None
     session.sasl = None

@@ -41,7 +41,7 @@ METADATA = MetadataRequest(
 @pytest.fixture
 def users(redis_server: Any, keyspace: str) -> None:
     add_user(redis_server.url, keyspace, "alice", "secret")
-    add_user(redis_server.url, keyspace, "bob", "hunter2")
+    add_user(redis_server.url, keyspace, "bob", "hunter2", tenant="blue")
 
 
 @pytest.fixture
@@ -206,11 +206,8 @@ def test_success_makes_the_session_the_users(sasl_broker: Any) -> None:
         last = scram_login(sock, "bob", "hunter2", "SCRAM-SHA-512")
         assert last.session_lifetime.total_seconds() == 0  # connections_max_reauth_ms is 0
         (session,) = [s for s in sessions(sasl_broker) if s.authenticated]
-        assert (session.principal, session.mechanism, session.reauth_deadline) == (
-            "User:bob",
-            "SCRAM-SHA-512",
-            None,
-        )
+        found = (session.principal, session.tenant, session.mechanism, session.reauth_deadline)
+        assert found == ("User:bob", "blue", "SCRAM-SHA-512", None)
         assert session.sasl is None
 
 

@@ -24,7 +24,7 @@ from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.request_types import SaslAuthenticateRequest, SaslHandshakeRequest
 from ...security.sasl import Challenge, NeedCredentials, SaslFailure, Step, Success, server_for
 from ...storage.keys import Keyspace
-from ...storage.security.users import User, get_user
+from ...storage.security.users import get_user
 from ..authentication import Exchange, authenticate, enabled_mechanisms, session_lifetime_ms
 from ..context import BrokerContext
 from ..session import SESSION, Session
@@ -74,13 +74,13 @@ async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateReq
         return _failed(session, mod, ErrorCode.illegal_sasl_state, "SaslAuthenticate without a SaslHandshake")
     if exchange.refusal is not None:
         return _failed(session, mod, ErrorCode.sasl_authentication_failed, exchange.refusal)
-    user: User | None = None
     try:
         step: Step = exchange.mechanism.step(body.auth_bytes)
         if isinstance(step, NeedCredentials):
             # Users live under the deployment's base keyspace, whatever tenant the context serves.
             user = await ctx.store.run(get_user(Keyspace(ctx.settings.keyspace), step.user))
             credentials = user.credentials if user is not None else None
+            exchange.tenant = user.tenant if user is not None else None
             # PLAIN derives a key from the password (PBKDF2): off the event loop.
             step = await asyncio.to_thread(exchange.mechanism.resume, credentials)
     except SaslFailure as exc:
@@ -99,8 +99,7 @@ async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateReq
         message = f"Re-authentication as {principal} on a connection of {session.principal}"
         return _failed(session, mod, ErrorCode.sasl_authentication_failed, message)
     lifetime_ms = session_lifetime_ms(ctx.settings, step)
-    tenant = user.tenant if user is not None else None
-    authenticate(session, step, tenant, lifetime_ms, asyncio.get_running_loop().time())
+    authenticate(session, exchange, step, lifetime_ms, asyncio.get_running_loop().time())
     return _answer(mod, step.data, lifetime_ms)
 
 
