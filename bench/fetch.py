@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +44,11 @@ def kcat_consume(
     timeout: float = 120.0,
     isolation: str | None = None,
     partition: int | None = 0,
+    extra: Sequence[str] = (),
 ) -> KcatRun:
     """Consumes a partition of `topic` (None: every partition) from the beginning until its end (-e),
     one output line per record. isolation: the consumer's isolation.level (None: librdkafka's default,
-    read_committed).
+    read_committed). extra: more kcat arguments (security settings, for one).
 
     The output (the offset of each record) is counted here in 64 KiB reads, which costs little next to kcat.
     """
@@ -56,6 +58,7 @@ def kcat_consume(
     args += ["-X", f"fetch.wait.max.ms={KCAT_FETCH_WAIT_MS}", "-f", "%o\n"]
     if isolation is not None:
         args += ["-X", f"isolation.level={isolation}"]
+    args += extra
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: kcat can never block on a full stderr
         start = time.perf_counter()
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)

@@ -35,8 +35,9 @@ class ProduceRun:
     msgs_per_s: float
 
 
-def make_producer(bootstrap: str) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
+def make_producer(bootstrap: str, **settings: str) -> Producer:
+    """The suite's producer; `settings` adds client settings (security, for one)."""
+    return Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG, **settings})
 
 
 def close_producer(producer: Producer, failed: bool) -> None:

@@ -292,6 +292,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     cl = results.get("cluster")
     if cl and "error" not in cl:
         rows += cluster_rows(cl)
+    sec = results.get("security")
+    if sec and "error" not in sec:
+        rows += security_rows(sec)
     for name in (
         "first_message",
         "rebalance",
@@ -301,6 +304,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "compaction",
         "share",
         "cluster",
+        "security",
     ):
         figure = results.get(name)
         if figure and "error" in figure:
@@ -374,3 +378,17 @@ def cluster_rows(cl: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         )
     )
     return rows
+
+
+def security_rows(sec: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """SASL_SSL (SCRAM on TLS) against PLAINTEXT, one broker serving both listeners."""
+    return [
+        (
+            f"{kind} msgs/s over SASL_SSL ({sec['mechanism']})",
+            _num(sec[f"{kind}_sasl_ssl_msgs_per_s"]),
+            f"{_num(sec[f'{kind}_plaintext_msgs_per_s'])} (PLAINTEXT)",
+            f"{sec[f'{kind}_ratio']:.3f}",
+            f"{'confluent-kafka' if kind == 'produce' else 'kcat'}, same broker; paired",
+        )
+        for kind in ("produce", "fetch")
+    ]

@@ -40,6 +40,7 @@ class Options:
     # Figures besides throughput, latency and memory; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
         "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share", "cluster",
+        "security",
     )  # fmt: skip
 
 
@@ -313,6 +314,10 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import cluster
 
                 out[name] = cluster.run(min(opts.messages, cluster.MESSAGES), min(opts.runs, cluster.RUNS))
+            elif name == "security":  # its own broker, with a SASL_SSL listener beside the plaintext one
+                from . import security
+
+                out[name] = security.run(min(opts.messages, security.MESSAGES), min(opts.runs, security.RUNS))
         except Exception as exc:  # one figure failing must not lose the others
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return out

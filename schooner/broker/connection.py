@@ -7,6 +7,8 @@ What one connection may cost is bounded (limits.py):
 - nothing in flight and no bytes received for `connections_max_idle_ms`: the connection is closed;
 - a frame that started arriving but is not complete within `request_timeout_ms` closes the connection,
   and so does a response the client does not take within that time.
+A client over its quota (quotas.py) is muted: nothing is read from it until Session.throttled_until
+(KIP-219), and a response of a version older than KIP-219 waits until then before it goes out.
 drain() stops reading; the requests already read are still answered, then the connection closes.
 SASL (authentication.py) gates each request before its handler runs, and serves its own requests alone.
 """
@@ -32,6 +34,7 @@ from . import authentication
 from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
 from .limits import ConnectionStats, Limits, Notices
+from .quotas import client_throttles
 from .session import SESSION, Session
 
 log = logging.getLogger(__name__)
@@ -145,6 +148,10 @@ class Connection:
                     await self._wait_for_room(len(raw))
                     if self._closed:
                         return
+                if self.session.throttled_until > self._loop.time():
+                    await self._mute()
+                    if self._closed:
+                        return
                 if not self._dispatch(raw):
                     return
                 if self._alone is not None and not await self._settle_alone():
@@ -168,6 +175,19 @@ class Connection:
                 await self._room.wait()
         finally:
             self._paused = False
+        self._restart_frame_clock()
+
+    async def _mute(self) -> None:
+        """KIP-219: no reading while the client's quota throttles it."""
+        self._paused = True
+        try:
+            while not self._closed and (left := self.session.throttled_until - self._loop.time()) > 0:
+                await asyncio.sleep(left)
+        finally:
+            self._paused = False
+        self._restart_frame_clock()
+
+    def _restart_frame_clock(self) -> None:
         if self._frame_started is not None:
             # The client could not send while we did not read; its frame's time starts again now.
             self._frame_started = self._loop.time()
@@ -275,6 +295,13 @@ class Connection:
             return
         if body is NO_RESPONSE:  # acks=0 produce: the client reads no reply
             return
+        if self.session.throttled_until > self._loop.time() and not client_throttles(
+            header.api_key, header.api_version
+        ):
+            # A client older than KIP-219 does not back off itself: its response waits out the throttle.
+            await asyncio.sleep(self.session.throttled_until - self._loop.time())
+            if self._closed:
+                return
         try:
             if header is authentication.UNFRAMED:
                 unframed = authentication.encode_unframed(body)
@@ -345,7 +372,8 @@ class Connection:
             if found is None or at < found[0]:
                 found = (at, _INCOMPLETE_FRAME)
         if not self.held_requests:
-            at = self._last_activity + self._limits.idle_seconds
+            # A muted client is not idle: it waits for us.
+            at = max(self._last_activity, self.session.throttled_until) + self._limits.idle_seconds
             if found is None or at < found[0]:
                 found = (at, _IDLE)
         return found

@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..coordinators.group_configs import GroupConfigs
@@ -22,6 +23,9 @@ from ..storage.topics.metadata import Topic
 from .sequencer import PartitionSequencer
 from .share_sessions import ShareSessions
 from .waiters import AppendWaiters
+
+if TYPE_CHECKING:
+    from .quotas import ClientQuotas  # which imports CLIENT from here
 
 # (client id, client host) of the request being handled; set by the connection for each request.
 CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))
@@ -57,6 +61,7 @@ class BrokerContext:
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
+    quotas: ClientQuotas = field(init=False)  # client quotas: deployment-wide, shared by every tenant
 
     @property
     def ks(self) -> Keyspace:

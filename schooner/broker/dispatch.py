@@ -1,4 +1,5 @@
-"""API key -> handler.
+"""API key -> handler, and the client quotas around it (broker/quotas.py sets every response's
+throttle_time_ms, so handlers answer NO_THROTTLE).
 
 A handler takes the broker context and its API's request (the union of versions in
 protocol/request_types.py) and returns the response, or NO_RESPONSE when none is due. A request of
@@ -141,10 +142,15 @@ HANDLERS: dict[int, Handler[Any]] = {
 
 
 def dispatcher(ctx: BrokerContext) -> Callable[[Request], Awaitable[Answer]]:
+    quotas = ctx.quotas
+    book = quotas.book
+
     async def handle(request: Request) -> Answer:
         handler = HANDLERS.get(request.header.api_key)
         if handler is None:  # an API kio knows that this broker does not serve: see protocol/unsupported.py
             return unsupported_response(request.body)
+        if book.active:  # some client quota is configured: throttle_time_ms is set here (quotas.py)
+            return await quotas.serve(handler, ctx, request)
         return await handler(ctx, request.body)
 
     return handle

@@ -19,6 +19,7 @@ from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.log.notices import AppendNotices, ShardedAppendNotices
+from ..storage.quotas import QuotaNotices
 from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError, mark_topology_stale
 from ..storage.store import Store, open_lane
@@ -29,6 +30,7 @@ from .context import BrokerContext
 from .dispatch import dispatcher
 from .limits import ConnectionStats
 from .listener import ClientConnections
+from .quotas import ClientQuotas
 from .session import Session
 from .tls import TlsSetupError, certificate_principals, handshake_timeout, server_contexts
 
@@ -121,6 +123,8 @@ class Broker:
             s.transactional_id_expiration_ms,
         )
         self.ctx.group_configs = GroupConfigs(store, s)
+        self.ctx.quotas = ClientQuotas(s, store)
+        await self.ctx.quotas.reload()  # quotas are in force from the first request
         self.ctx.cluster_id = await store.cluster_id()
         await store.heartbeat(me, s.session_ms)
         if redis_client.is_cluster(redis):
@@ -129,6 +133,7 @@ class Broker:
         self._listeners = [
             asyncio.create_task(self._listen_for_appends()),
             asyncio.create_task(self._listen_for_topic_changes()),
+            asyncio.create_task(self._listen_for_quota_changes()),
         ]
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
@@ -136,6 +141,7 @@ class Broker:
             asyncio.create_task(self._sweep_retention()),
             asyncio.create_task(self._watch_groups()),
             asyncio.create_task(self._sweep_transactions()),
+            asyncio.create_task(self.ctx.quotas.keep_loaded()),
         ]
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
@@ -176,6 +182,8 @@ class Broker:
                 )
             if hasattr(self.ctx, "groups"):
                 self.ctx.groups.shutdown()
+            if hasattr(self.ctx, "quotas"):
+                self.ctx.quotas.close()
         if graceful:
             await self._drain_connections(self.settings.shutdown_timeout_ms / 1000)
         for subscription in list(self._subscriptions):
@@ -247,6 +255,19 @@ class Broker:
             lambda quiet: TopicNotices(ctx.store.redis, ctx.ks, quiet),
             lambda name: ctx.forget_topic(name.decode(errors="replace")),
             ctx.topic_notices,
+        )
+
+    async def _listen_for_quota_changes(self) -> None:
+        """Reloads the client quotas when any broker changes them (and after each (re)subscription, since
+        changes made while not subscribed went unheard)."""
+        assert self.ctx is not None
+        quotas = self.ctx.quotas
+        redis = self.ctx.store.redis
+        await self._listen(
+            "quota notices",
+            lambda quiet: QuotaNotices(redis, quotas.base, quiet),
+            quotas.changed,
+            lambda heard: quotas.changed() if heard else None,
         )
 
     async def _listen(

@@ -39,6 +39,7 @@ class Request:
     # The kio request entity of the header's API and version: one member of that API's union in
     # request_types.py, which is what the API's handler takes.
     body: RequestPayload
+    size: int = 0  # bytes of the frame (header and body): what a producer_byte_rate quota counts
 
 
 class NoResponse(enum.Enum):
@@ -100,7 +101,7 @@ def decode_request(data: bytes) -> Request:
             f"cannot decode {api_name(header.api_key)} v{header.api_version}: {exc}"
         ) from exc
     # Trailing bytes are ignored, as Kafka's own parser does: librdkafka sends some after Metadata v13.
-    return Request(header, body)
+    return Request(header, body, len(data))
 
 
 def encode_response(header: RequestHeader, body: ResponsePayload | Entity) -> bytes:

@@ -8,7 +8,7 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   keys.py    every key name;  offsets.py  Kafka offset <-> stream entry ID (dense or timestamp)
   topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)
   cluster.py brokers' registrations and the cluster-wide counters
-  quotas.py  client quotas (AlterClientQuotas/DescribeClientQuotas): Kafka's rules, stored, not enforced
+  quotas.py  client quotas (AlterClientQuotas/DescribeClientQuotas): Kafka's rules, the change notices
   log/       the Kafka log, one stream per partition: entry.py (record <-> entry fields),
              append.py, read.py, lookup.py (by time), retention.py, producers.py (idempotent
              producers' state: DescribeProducers and expiry), sizes.py (DescribeLogDirs),

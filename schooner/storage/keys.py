@@ -240,3 +240,9 @@ class Keyspace:
         """Pub/sub channel: the topic scripts publish a topic's name when they create, delete or change
         it, so every broker drops its cached copy."""
         return f"{self.prefix}:topics-changed"
+
+    @property
+    def quotas_channel(self) -> str:
+        """Pub/sub channel: quotas_alter.lua publishes the id of the entity it changed, so every broker
+        reloads its client quotas at once."""
+        return f"{self.prefix}:quotas-changed"

@@ -1,4 +1,6 @@
-"""Client quotas (KIP-546): what DescribeClientQuotas and AlterClientQuotas keep. Stored, not enforced.
+"""Client quotas (KIP-546): what DescribeClientQuotas and AlterClientQuotas keep. Every broker enforces
+them (broker/quotas.py, with the windows of security/quotas.py); each change is published on the quotas
+channel, so that every broker reloads them at once.
 
 An entity is one or more (type, name) components, types `user`, `client-id` and `ip`; a name of None
 is that type's default entity. Kafka allows the combinations {user}, {client-id}, {user, client-id}
@@ -8,6 +10,7 @@ must be whole numbers.
 Each entity with at least one quota is a hash of quota key -> value (decimal text) under an id that
 spells its components in a fixed order, `user=alice,client-id=app-1`, with names percent-encoded
 and `<default>` for a default name; a set lists those ids. docs/key-layout.md documents both keys.
+Quotas are deployment-wide: callers pass the base keyspace, never a tenant's.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from .keys import Keyspace
-from .redis.calls import Call, Steps, command, script, text
+from .redis.calls import Call, Redis, Steps, command, script, text
+from .topics.notices import ChannelNotices
 
 USER = "user"
 CLIENT_ID = "client-id"
@@ -200,7 +204,7 @@ def alter(ks: Keyspace, entity: Entity, set_values: Mapping[str, float], remove:
     return script(
         "quotas_alter",
         [ks.quota_entity(key_id), ks.quota_entities],
-        [key_id, len(set_values), *pairs, *remove],
+        [key_id, ks.quotas_channel, len(set_values), *pairs, *remove],
         parse=int,
     )
 
@@ -217,3 +221,10 @@ def load_all(ks: Keyspace) -> Steps[dict[Entity, dict[str, float]]]:
         if values:  # an entity emptied between the two round trips is left out
             found[parse_entity_id(name)] = {text(k): float(text(v)) for k, v in values.items()}
     return found
+
+
+class QuotaNotices(ChannelNotices):
+    """The ids of entities whose quotas changed (next() gives the id as bytes)."""
+
+    def __init__(self, redis: Redis, ks: Keyspace, quiet: float) -> None:
+        super().__init__(redis, ks.quotas_channel, quiet)

@@ -274,13 +274,13 @@ class Store:
     async def expire_producers(self, topic: Topic, partition: int, expiration_ms: int) -> int:
         return await self.drive(producers.expire(self.ks, topic, partition, expiration_ms))
 
-    # -- client quotas (stored, not enforced) -------------------------------------------------------
-    async def client_quotas(self) -> dict[quotas.Entity, dict[str, float]]:
-        return await self.drive(quotas.load_all(self.ks))
+    # -- client quotas: deployment-wide, so under the base keyspace the caller names ----------------
+    async def client_quotas(self, base: Keyspace) -> dict[quotas.Entity, dict[str, float]]:
+        return await self.drive(quotas.load_all(base))
 
-    async def alter_client_quotas(self, changes: Sequence[quotas.QuotaChange]) -> None:
+    async def alter_client_quotas(self, base: Keyspace, changes: Sequence[quotas.QuotaChange]) -> None:
         """Each entity's change is one script, all sent in one pipelined round trip."""
-        await self.drive(together([quotas.alter(self.ks, c.entity, c.set_values, c.remove) for c in changes]))
+        await self.drive(together([quotas.alter(base, c.entity, c.set_values, c.remove) for c in changes]))
 
     # -- log compaction -----------------------------------------------------------------------------
     async def claim_compaction(self, topic: Topic, partition: int, token: str) -> bool:

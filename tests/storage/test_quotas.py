@@ -53,3 +53,22 @@ def test_alter_keeps_the_index_in_step(redis_server: Any, keyspace: str) -> None
     assert redis.smembers(ks.quota_entities) == {b"client-id=<default>"}
     assert not redis.exists(ks.quota_entity("user=alice"))
     assert drive_sync(redis, quotas.load_all(ks)) == {default_client: {"consumer_byte_rate": 5.0}}
+
+
+def test_alter_publishes_the_entity_on_the_quotas_channel(redis_server: Any, keyspace: str) -> None:
+    ks = Keyspace(keyspace)
+    redis = client.connect_sync(redis_server.url)
+    listener = redis.pubsub()
+    listener.subscribe(ks.quotas_channel)
+    assert listener.get_message(timeout=5)["type"] == "subscribe"
+    run_sync(redis, quotas.alter(ks, (("client-id", "app,1"),), {"producer_byte_rate": 5.0}, ()))
+    message = listener.get_message(timeout=5)
+    assert message is not None and message["data"] == b"client-id=app%2C1"
+    listener.close()
+
+
+def test_the_quotas_channel_is_documented() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "key-layout.md").read_text()
+    assert f"`{Keyspace('schooner').quotas_channel}`" in text

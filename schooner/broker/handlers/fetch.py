@@ -19,6 +19,7 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
+from ..quotas import fetch_byte_cap
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 # Entries read per XRANGE before the partition's average size is known.
@@ -63,6 +64,10 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
     version = body.__version__
     deadline = time.monotonic() + body.max_wait.total_seconds()
     committed = body.isolation_level == 1
+    # A consumer_byte_rate quota caps the response (and so min_bytes) at what the window allows.
+    max_bytes = fetch_byte_cap(body.max_bytes)
+    min_bytes = min(body.min_bytes, max_bytes)
+    partition_cap = max_bytes if max_bytes < body.max_bytes else None
     requested: Sequence[_FetchTopic] = body.topics
     resolved: list[tuple[_FetchTopic, Topic | ErrorCode]] = []
     for fetch_topic in requested:
@@ -77,10 +82,10 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         # Listen before reading: an append landing between the read and the wait still wakes us.
         event = ctx.waiters.register(waits)
         try:
-            results, total = await _read_all(ctx, resolved, body.max_bytes, committed)
+            results, total = await _read_all(ctx, resolved, max_bytes, committed, partition_cap)
             remaining = deadline - time.monotonic()
             has_error = any(r.error != ErrorCode.none for rs in results for r in rs)
-            if total >= body.min_bytes or has_error or remaining <= 0 or not waits:
+            if total >= min_bytes or has_error or remaining <= 0 or not waits:
                 break
             await ctx.waiters.wait(event, min(remaining, POLL_SECONDS))
         finally:
@@ -135,9 +140,13 @@ async def _read_all(
     resolved: list[tuple[_FetchTopic, Topic | ErrorCode]],
     max_bytes: int,
     committed: bool,
+    partition_cap: int | None = None,
 ) -> tuple[list[list[_PartitionFetch]], int]:
     jobs = [
-        [asyncio.ensure_future(_read_partition(ctx, topic, p, committed)) for p in fetch_topic.partitions]
+        [
+            asyncio.ensure_future(_read_partition(ctx, topic, p, committed, partition_cap))
+            for p in fetch_topic.partitions
+        ]
         for fetch_topic, topic in resolved
     ]
     flat = [job for row in jobs for job in row]
@@ -158,7 +167,11 @@ async def _read_all(
 
 
 async def _read_partition(
-    ctx: BrokerContext, topic: Topic | ErrorCode, request: _FetchPartition, committed: bool
+    ctx: BrokerContext,
+    topic: Topic | ErrorCode,
+    request: _FetchPartition,
+    committed: bool,
+    cap: int | None = None,
 ) -> _PartitionFetch:
     result = _PartitionFetch(request.partition)
     if isinstance(topic, ErrorCode):
@@ -168,7 +181,7 @@ async def _read_partition(
         result.error = ErrorCode.unknown_topic_or_partition
         return result
     key = TopicPartition(topic.name, request.partition)
-    budget = max(request.partition_max_bytes, 1)
+    budget = max(request.partition_max_bytes if cap is None else min(request.partition_max_bytes, cap), 1)
     average = ctx.entry_sizes.get(key)
     count = FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
     try:

@@ -1,11 +1,14 @@
-"""DescribeClientQuotas and AlterClientQuotas (KIP-546): quotas are kept in Redis, not yet enforced.
+"""DescribeClientQuotas and AlterClientQuotas (KIP-546): quotas are kept in Redis, under the base
+keyspace (they are deployment-wide), and enforced by every broker (broker/quotas.py).
 
 The rules (entity types and combinations, quota keys, match types, `strict`) are Kafka's and live in
-storage/quotas.py beside the keys; these handlers map them to the wire.
+storage/quotas.py beside the keys; these handlers map them to the wire. An alter publishes a notice
+(quotas_alter.lua), so every broker reloads its quotas at once; this one reloads before it answers.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Protocol
@@ -59,7 +62,7 @@ async def handle_describe_client_quotas(
     except UnknownEntityType as exc:  # Kafka answers an unknown entity type so
         return _describe_failed(mod, ErrorCode.unsupported_version, str(exc))
     try:
-        stored = await ctx.store.client_quotas()
+        stored = await ctx.store.client_quotas(ctx.quotas.base)
     except STORAGE_ERRORS as exc:
         return _describe_failed(mod, ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
     entries = tuple(
@@ -107,10 +110,13 @@ async def handle_alter_client_quotas(ctx: BrokerContext, body: AlterClientQuotas
         outcomes.append((ErrorCode.none, None))
     if changes and not body.validate_only:
         try:
-            await ctx.store.alter_client_quotas(changes)
+            await ctx.store.alter_client_quotas(ctx.quotas.base, changes)
         except STORAGE_ERRORS as exc:
             failed = (ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
             outcomes = [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
+        else:
+            with contextlib.suppress(*STORAGE_ERRORS):  # the background reload tries again
+                await ctx.quotas.reload()  # in force here before the client hears of it
     return make(
         mod.AlterClientQuotasResponse,
         throttle_time=NO_THROTTLE,
