@@ -118,6 +118,8 @@ class Settings:
     # Kafka's sasl.server.max.receive.size: the largest frame a client may send before it is authenticated.
     sasl_max_receive_bytes: int = 524_288
     connections_max_reauth_ms: int = 0  # KIP-368: 0 means a session never has to re-authenticate
+    # KIP-306: a connection whose SASL authentication failed is closed this long after the answer.
+    connection_failed_authentication_delay_ms: int = 100
     sasl_oauthbearer_jwks_file: str | None = None  # OAUTHBEARER: the JWKS file whose keys sign tokens
     # Authorization: Kafka's ACL model, off unless `authorizer` is true.
     authorizer: bool = False

@@ -52,6 +52,7 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.acl_bindings,
         ks.acl_version,
         ks.acls_channel,
+        ks.users,
     ]:
         assert f"`{key}`" in text, key
     assert "`schooner:broker:<id>`" in text and ks.broker(7) == "schooner:broker:7"

@@ -10,6 +10,7 @@ What one connection may cost is bounded (limits.py):
 A client over its quota (quotas.py) is muted: nothing is read from it until Session.throttled_until
 (KIP-219), and a response of a version older than KIP-219 waits until then before it goes out.
 drain() stops reading; the requests already read are still answered, then the connection closes.
+SASL (authentication.py) gates each request before its handler runs, and serves its own requests alone.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..protocol.messages import (
     decode_request,
     encode_response,
 )
+from . import authentication
 from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
 from .limits import ConnectionStats, Limits, Notices
@@ -67,7 +69,8 @@ class Connection:
         self._stats = stats
         self._notices = notices
         self._loop = asyncio.get_running_loop()
-        self._decoder = FrameDecoder(limits.max_request_bytes)
+        self._decoder = FrameDecoder(authentication.frame_limit(session, limits))
+        self._alone: asyncio.Future[Answer] | None = None  # a request served alone (SASL), until answered
         self._pending: asyncio.Queue[_Held | None] = asyncio.Queue()  # bounded by the in-flight limits
         self.peer = writer.get_extra_info("peername")
         self._host = f"/{self.peer[0]}" if isinstance(self.peer, tuple) else "/unknown"
@@ -151,6 +154,8 @@ class Connection:
                         return
                 if not self._dispatch(raw):
                     return
+                if self._alone is not None and not await self._settle_alone():
+                    return
 
     def _has_room(self, size: int) -> bool:
         if not self.held_requests:
@@ -191,7 +196,7 @@ class Connection:
     def _dispatch(self, raw: bytes) -> bool:
         """Starts the request's handler; False when the frame closes the connection."""
         try:
-            request = decode_request(raw)
+            request = authentication.unframed_request(self.session, raw) or decode_request(raw)
         except UnsupportedRequest as exc:
             if exc.api_key != ApiKey.API_VERSIONS:
                 self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
@@ -205,9 +210,30 @@ class Connection:
         except ProtocolError as exc:
             self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
             return False
+        refused = authentication.refusal(self.session, request.header.api_key, self._loop.time())
+        if refused is not None:
+            self._notices.log(logging.INFO, "refused request", "closing %s: %s", self.peer, refused)
+            return False
         CLIENT.set((request.header.client_id or "", self._host))
-        self._hold(request.header, asyncio.ensure_future(self._handle(request)), len(raw))
+        answer = asyncio.ensure_future(self._handle(request))
+        self._hold(request.header, answer, len(raw))
+        if authentication.served_alone(self.session, request.header.api_key):
+            self._alone = answer
         return True
+
+    async def _settle_alone(self) -> bool:
+        """Waits until the request served alone is answered; False when the connection must close."""
+        answer, self._alone = self._alone, None
+        if answer is not None:
+            await asyncio.wait([answer])  # not cancelled with this task: the responder awaits it too
+        if self.session.closing is not None:
+            self._notices.log(logging.INFO, "sasl", "closing %s: %s", self.peer, self.session.closing)
+            # Nothing more is read; the close waits a little, so the client reads the answer first
+            # and does not reconnect in a tight loop (Kafka's connection.failed.authentication.delay.ms).
+            await asyncio.sleep(self._limits.failed_authentication_delay_seconds)
+            return False
+        self._decoder.max_frame_bytes = authentication.frame_limit(self.session, self._limits)
+        return not self._closed
 
     def _hold(self, header: RequestHeader, answer: asyncio.Future[Answer], size: int) -> None:
         self.held_requests += 1
@@ -277,7 +303,13 @@ class Connection:
             if self._closed:
                 return
         try:
-            data = encode_response(header, body)
+            if header is authentication.UNFRAMED:
+                unframed = authentication.encode_unframed(body)
+                if unframed is None:  # a failed bare token gets no answer: the connection closes
+                    return
+                data = unframed
+            else:
+                data = encode_response(header, body)
         except Exception:
             log.exception("cannot encode %s v%d response", _name(header), header.api_version)
             self._fail()

@@ -54,6 +54,11 @@ from .handlers.produce import handle_produce
 from .handlers.producer_ids import handle_init_producer_id
 from .handlers.producers import handle_describe_producers
 from .handlers.quotas import handle_alter_client_quotas, handle_describe_client_quotas
+from .handlers.sasl import handle_sasl_authenticate, handle_sasl_handshake
+from .handlers.scram_users import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
 from .handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
 from .handlers.share_offsets import (
     handle_alter_share_group_offsets,
@@ -129,6 +134,10 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: handle_describe_share_group_offsets,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: handle_alter_share_group_offsets,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: handle_delete_share_group_offsets,
+    ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
 }
 
 

@@ -22,6 +22,8 @@ class Limits:
     request_timeout_seconds: float = 30.0
     max_in_flight_requests: int = 64
     max_in_flight_bytes: int = 128 * 1024 * 1024
+    sasl_max_receive_bytes: int = 524_288  # the largest frame before SASL authentication
+    failed_authentication_delay_seconds: float = 0.1  # the close after a failed authentication waits
 
     @classmethod
     def from_settings(cls, s: Settings) -> Limits:
@@ -31,6 +33,8 @@ class Limits:
             request_timeout_seconds=s.request_timeout_ms / 1000,
             max_in_flight_requests=s.max_in_flight_requests,
             max_in_flight_bytes=s.max_in_flight_bytes,
+            sasl_max_receive_bytes=s.sasl_max_receive_bytes,
+            failed_authentication_delay_seconds=s.connection_failed_authentication_delay_ms / 1000,
         )
 
 

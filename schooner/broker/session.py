@@ -34,6 +34,9 @@ class Session:
     reauth_deadline: float | None = None
     # KIP-219: the loop time until which this connection's quota keeps it muted (nothing read).
     throttled_until: float = 0.0
+    # Set by a handler: once this request's response (if any) is out, the connection closes; the text
+    # says why, for the log (a failed SASL authentication).
+    closing: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

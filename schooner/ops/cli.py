@@ -16,6 +16,7 @@ from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
 from .pipeline import pipeline
 from .topics_cli import topics
+from .users_cli import users
 
 
 @click.group()
@@ -131,6 +132,7 @@ def _run(
 main.add_command(pipeline)
 main.add_command(groups)
 main.add_command(topics)
+main.add_command(users)
 
 if __name__ == "__main__":
     main()

@@ -41,6 +41,15 @@ class FrameDecoder:
         return frames
 
     @property
+    def max_frame_bytes(self) -> int:
+        return self._max
+
+    @max_frame_bytes.setter
+    def max_frame_bytes(self, limit: int) -> None:
+        """A new limit for the size prefixes read from now on (SASL: smaller until authenticated)."""
+        self._max = limit
+
+    @property
     def buffered(self) -> int:
         return len(self._buffer)
 

@@ -38,6 +38,9 @@ from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequ
 from kio.schema.alter_share_group_offsets.v0.request import (
     AlterShareGroupOffsetsRequest as AlterShareGroupOffsetsV0,
 )
+from kio.schema.alter_user_scram_credentials.v0.request import (
+    AlterUserScramCredentialsRequest as AlterUserScramCredentialsV0,
+)
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v1.request import ApiVersionsRequest as ApiVersionsV1
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsV2
@@ -118,6 +121,9 @@ from kio.schema.describe_share_group_offsets.v1.request import (
     DescribeShareGroupOffsetsRequest as DescribeShareGroupOffsetsV1,
 )
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest as DescribeTransactionsV0
+from kio.schema.describe_user_scram_credentials.v0.request import (
+    DescribeUserScramCredentialsRequest as DescribeUserScramCredentialsV0,
+)
 from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersV0
 from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersV1
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersV2
@@ -260,6 +266,11 @@ from kio.schema.produce.v10.request import ProduceRequest as ProduceV10
 from kio.schema.produce.v11.request import ProduceRequest as ProduceV11
 from kio.schema.produce.v12.request import ProduceRequest as ProduceV12
 from kio.schema.produce.v13.request import ProduceRequest as ProduceV13
+from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest as SaslAuthenticateV0
+from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest as SaslAuthenticateV1
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest as SaslAuthenticateV2
+from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeV0
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest as SaslHandshakeV1
 from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest as ShareAcknowledgeV1
 from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest as ShareAcknowledgeV2
 from kio.schema.share_fetch.v1.request import ShareFetchRequest as ShareFetchV1
@@ -487,3 +498,7 @@ ShareGroupDescribeRequest: TypeAlias = ShareGroupDescribeV1
 DescribeShareGroupOffsetsRequest: TypeAlias = DescribeShareGroupOffsetsV0 | DescribeShareGroupOffsetsV1
 AlterShareGroupOffsetsRequest: TypeAlias = AlterShareGroupOffsetsV0
 DeleteShareGroupOffsetsRequest: TypeAlias = DeleteShareGroupOffsetsV0
+SaslHandshakeRequest: TypeAlias = SaslHandshakeV0 | SaslHandshakeV1
+SaslAuthenticateRequest: TypeAlias = SaslAuthenticateV0 | SaslAuthenticateV1 | SaslAuthenticateV2
+DescribeUserScramCredentialsRequest: TypeAlias = DescribeUserScramCredentialsV0
+AlterUserScramCredentialsRequest: TypeAlias = AlterUserScramCredentialsV0

@@ -52,8 +52,8 @@ def _still_serving(broker, records) -> None:
         struct.pack(">i", 10)
         + struct.pack(">hhih", 1, 3, 1, -1),  # Fetch v3: served API, version below range
         struct.pack(">i", 10) + struct.pack(">hhih", 3, 14, 1, -1),  # Metadata v14: above range
-        struct.pack(">i", 10) + struct.pack(">hhih", 50, 9, 1, -1),  # unserved API at a version kio lacks
-        struct.pack(">i", 13) + struct.pack(">hhih", 50, 0, 1, -1) + b"\x05\x00\x00",  # unserved, bad body
+        struct.pack(">i", 10) + struct.pack(">hhih", 55, 9, 1, -1),  # unserved API at a version kio lacks
+        struct.pack(">i", 13) + struct.pack(">hhih", 55, 0, 1, -1) + b"\x05\x00\x00",  # unserved, bad body
         struct.pack(">i", 3) + b"\x00\x03\x00",  # truncated header
     ],
 )
@@ -148,20 +148,21 @@ def _unserved_request(key: int, version: int, **values: Any) -> Any:
     return make(request_type(key, version), **values)
 
 
-def _user(name: str) -> Any:
-    cls = request_type(DESCRIBE_USER_SCRAM_CREDENTIALS, 0)
-    return make(sibling(cls, "UserName"), name=name)
+def _quorum_topic(name: str) -> Any:
+    cls = request_type(DESCRIBE_QUORUM, 2)
+    partition = make(sibling(cls, "PartitionData"), partition_index=0)
+    return make(sibling(cls, "TopicData"), topic_name=name, partitions=(partition,))
 
 
-# APIs Schooner has no plan to serve soon: SCRAM credentials (top-level error) and transaction markers,
-# which brokers send each other (entries echoed per partition).
-DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+# APIs Schooner has no plan to serve soon: the KRaft quorum's description (top-level error) and
+# transaction markers, which brokers send each other (entries echoed per partition).
+DESCRIBE_QUORUM = 55
 WRITE_TXN_MARKERS = 27
 
 
 def test_an_unserved_api_gets_unsupported_version_and_the_connection_keeps_serving(seeded) -> None:
     broker, records = seeded
-    scram = _unserved_request(DESCRIBE_USER_SCRAM_CREDENTIALS, 0, users=(_user("alice"),))
+    quorum = _unserved_request(DESCRIBE_QUORUM, 2, topics=(_quorum_topic("__cluster_metadata"),))
     cls = request_type(WRITE_TXN_MARKERS, 1)
     topic = make(sibling(cls, "WritableTxnMarkerTopic"), name="keep", partition_indexes=(0, 3))
     marker = make(
@@ -170,21 +171,21 @@ def test_an_unserved_api_gets_unsupported_version_and_the_connection_keeps_servi
     )  # fmt: skip
     markers = _unserved_request(WRITE_TXN_MARKERS, 1, markers=(marker,))
     with connect(broker.port) as sock:
-        for correlation, request in enumerate([scram, markers, scram], start=10):
+        for correlation, request in enumerate([quorum, markers, quorum], start=10):
             sock.sendall(encode_request(request, correlation))
         sock.sendall(
             encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 13)
         )
         answers = []
-        for key, version in [(50, 0), (27, 1), (50, 0), (18, 3)]:
+        for key, version in [(55, 2), (27, 1), (55, 2), (18, 3)]:
             frame = read_frame(sock)
             assert frame is not None, "the connection closed"
             answers.append(decode_response(frame, key, version, flexible_header=key != 18))
     assert [correlation for correlation, _ in answers] == [10, 11, 12, 13]
     (_, described), (_, written), _, (_, versions) = answers
     assert described.error_code == ErrorCode.unsupported_version
-    assert described.error_message == "DESCRIBE_USER_SCRAM_CREDENTIALS is not supported by this broker"
-    assert described.results == ()
+    assert described.error_message == "DESCRIBE_QUORUM is not supported by this broker"
+    assert described.topics == () and described.nodes == ()
     assert [
         (
             m.producer_id,
@@ -193,9 +194,7 @@ def test_an_unserved_api_gets_unsupported_version_and_the_connection_keeps_servi
         for m in written.markers
     ] == [(7, [("keep", [(0, ErrorCode.unsupported_version), (3, ErrorCode.unsupported_version)])])]
     assert versions.error_code == ErrorCode.none
-    assert {k.api_key for k in versions.api_keys}.isdisjoint(
-        {DESCRIBE_USER_SCRAM_CREDENTIALS, WRITE_TXN_MARKERS}
-    )
+    assert {k.api_key for k in versions.api_keys}.isdisjoint({DESCRIBE_QUORUM, WRITE_TXN_MARKERS})
     _still_serving(broker, records)
 
 
@@ -205,9 +204,7 @@ def test_an_unserved_api_on_one_connection_leaves_the_others_alone(seeded) -> No
         idle.sendall(encode_request(produce_request("keep", [b"before"]), 1))
         assert read_frame(idle) is not None
         for correlation in range(20):
-            probing.sendall(
-                encode_request(_unserved_request(DESCRIBE_USER_SCRAM_CREDENTIALS, 0, users=None), correlation)
-            )
+            probing.sendall(encode_request(_unserved_request(DESCRIBE_QUORUM, 2, topics=()), correlation))
         for correlation in range(20):
             frame = read_frame(probing)
             assert frame is not None and struct.unpack_from(">i", frame)[0] == correlation

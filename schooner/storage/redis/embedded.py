@@ -99,6 +99,15 @@ class EmbeddedRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @staticmethod
+    def running_url(data_dir: Path) -> str | None:
+        """The URL of the redis-server an EmbeddedRedis of this data folder started (a running broker's,
+        when the folder is in use), or None when none has been started there."""
+        try:
+            return (Path(data_dir) / "url").read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
     @property
     def log_file(self) -> Path:
         return self.data_dir / "redis.log"
