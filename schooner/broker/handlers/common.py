@@ -13,6 +13,7 @@ from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..session import SESSION
 
 NO_THROTTLE = datetime.timedelta(0)
 
@@ -67,6 +68,15 @@ async def resolve_partition(
     if isinstance(topic, Topic) and not 0 <= index < topic.partitions:
         return ErrorCode.unknown_topic_or_partition
     return topic
+
+
+async def may_administer_deployment(ctx: BrokerContext, operation: AclOperation) -> bool:
+    """Users and client quotas belong to the whole deployment, not to a tenant: only a principal outside
+    every tenant may touch them (whatever the tenant's own ACLs grant), and with the authorizer on only
+    with the operation on the cluster."""
+    if SESSION.get().tenant is not None:
+        return False
+    return await ctx.authorizer.allowed_on_cluster(operation)
 
 
 async def all_topics(ctx: BrokerContext) -> list[Topic]:

@@ -22,7 +22,7 @@ from ...security.acls import AclOperation
 from ...storage import quotas
 from ...storage.quotas import InvalidQuota, QuotaChange, UnknownEntityType
 from ..context import BrokerContext
-from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_administer_deployment
 
 
 class _EntityData(Protocol):
@@ -54,7 +54,7 @@ async def handle_describe_client_quotas(
     ctx: BrokerContext, body: DescribeClientQuotasRequest
 ) -> ResponsePayload:
     mod = response_module_of(body)
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE_CONFIGS):
+    if not await may_administer_deployment(ctx, AclOperation.DESCRIBE_CONFIGS):
         return _describe_failed(mod, ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
     try:
         wanted = quotas.filter_of(
@@ -101,7 +101,7 @@ async def handle_alter_client_quotas(ctx: BrokerContext, body: AlterClientQuotas
     requested: Sequence[_EntryData] = body.entries
     outcomes: list[tuple[ErrorCode, str | None]] = []
     changes: list[QuotaChange] = []
-    allowed = await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER_CONFIGS)
+    allowed = await may_administer_deployment(ctx, AclOperation.ALTER_CONFIGS)
     for entry in requested:
         if not allowed:
             outcomes.append((ErrorCode.cluster_authorization_failed, "Cluster authorization failed."))

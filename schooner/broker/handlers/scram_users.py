@@ -9,8 +9,9 @@ wrong length is UNACCEPTABLE_CREDENTIAL. An upsertion carries the salt and the s
 the password: what is stored is derived from them (scram.credential_from_salted). A user whose last
 credential goes is deleted unless it keeps a tenant.
 
-Authorization: Kafka asks for DESCRIBE (describe) and ALTER (alter) on the CLUSTER resource; the checks
-go at the top of each handler (marked below), before anything is read or written.
+Authorization: Kafka asks for DESCRIBE (describe) and ALTER (alter) on the CLUSTER resource, checked
+before anything is read or written; a tenant's principal is refused whatever its ACLs say (users are the
+deployment's).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from kio.static.protocol import ResponsePayload
 
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+from ...security.acls import AclOperation
 from ...security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, credential_from_salted
 from ...storage.keys import Keyspace
 from ...storage.redis.calls import Call, together
 from ...storage.security.users import User, all_users, delete_user, get_user, put_user
 from ..context import BrokerContext
-from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
+from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_administer_deployment
 
 # Kafka's ScramMechanism type numbers.
 MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
@@ -49,7 +51,14 @@ async def handle_describe_user_scram_credentials(
     ctx: BrokerContext, body: DescribeUserScramCredentialsRequest
 ) -> ResponsePayload:
     mod = response_module_of(body)
-    # Authorization (ACLs): DESCRIBE on CLUSTER, checked here.
+    if not await may_administer_deployment(ctx, AclOperation.DESCRIBE):
+        return make(
+            mod.DescribeUserScramCredentialsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message="Cluster authorization failed.",
+            results=(),
+        )
     ks = _users_keyspace(ctx)
     asked = [u.name for u in body.users or ()]
     try:
@@ -106,10 +115,13 @@ async def handle_alter_user_scram_credentials(
     ctx: BrokerContext, body: AlterUserScramCredentialsRequest
 ) -> ResponsePayload:
     mod = response_module_of(body)
-    # Authorization (ACLs): ALTER on CLUSTER, checked here.
     ks = _users_keyspace(ctx)
     order = list(dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions]))
     errors: dict[str, _Error] = {}
+    if not await may_administer_deployment(ctx, AclOperation.ALTER):
+        errors = {
+            name: (ErrorCode.cluster_authorization_failed, "Cluster authorization failed.") for name in order
+        }
     counts = Counter([d.name for d in body.deletions] + [u.name for u in body.upsertions])
     for name in order:
         if counts[name] > 1:
