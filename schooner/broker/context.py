@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..config import Settings
 from ..coordinators.group_configs import GroupConfigs
-from ..coordinators.group_coordinator import GroupCoordinator
+from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
@@ -57,10 +57,28 @@ class BrokerContext:
     _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
     _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
+    # Tenants (docs/security.md): a tenant's context has its own keyspace, store, caches and
+    # coordinators, and shares the deployment's Redis client, lane, identity and live-broker registry.
+    tenant: str | None = None
+    base: BrokerContext | None = None  # the deployment's context, on a tenant's; None on its own
 
     @property
     def ks(self) -> Keyspace:
         return self.store.ks
+
+    @property
+    def deployment(self) -> BrokerContext:
+        """The deployment's context: users, the broker registry and anything not a tenant's live there."""
+        return self.base or self
+
+    def tenant_context(self, name: str) -> BrokerContext:
+        """A new context for the tenant, under this deployment's keyspace (Keyspace.tenant)."""
+        base = self.deployment
+        ctx = open_context(
+            base.settings, base.store.with_keyspace(base.ks.tenant(name)), base.me, base.cluster_id, base
+        )
+        ctx.tenant = name
+        return ctx
 
     @property
     def topic_defaults(self) -> Mapping[str, str]:
@@ -132,7 +150,10 @@ class BrokerContext:
 
     # -- brokers ----------------------------------------------------------------------------------
     async def live_brokers(self) -> list[BrokerInfo]:
-        """Live brokers (including this one unless it is leaving), cached briefly."""
+        """Live brokers (including this one unless it is leaving), cached briefly. Brokers register in
+        the deployment's keyspace only: a tenant's context asks the deployment's."""
+        if self.base is not None:
+            return await self.base.live_brokers()
         if self.leaving:
             found = await self.store.live_brokers()
             others = [b for b in found if b.broker_id != self.me.broker_id]
@@ -160,3 +181,30 @@ class BrokerContext:
 
     def controller_id(self, brokers: list[BrokerInfo]) -> int:
         return brokers[0].broker_id if brokers else self.me.broker_id
+
+
+def open_context(
+    settings: Settings, store: Store, me: BrokerInfo, cluster_id: str, base: BrokerContext | None = None
+) -> BrokerContext:
+    """A context with its coordinators, on the store's keyspace. A tenant's (base given) reports its Redis
+    round trips to the deployment's health, which the broker's heartbeat keeps."""
+    s = settings
+    ctx = BrokerContext(settings=s, store=store, me=me, cluster_id=cluster_id, base=base)
+    ctx.groups = GroupCoordinator(
+        store,
+        me,
+        ctx.live_brokers,
+        GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
+    )
+    if base is not None:
+        ctx.groups.redis_health = base.groups.redis_health
+    ctx.transactions = TransactionCoordinator(
+        store,
+        me,
+        ctx.live_brokers,
+        ctx.topic,
+        s.transaction_max_timeout_ms,
+        s.transactional_id_expiration_ms,
+    )
+    ctx.group_configs = GroupConfigs(store, s)
+    return ctx
