@@ -132,7 +132,7 @@ class FaultProxy:
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
+        auth = f"default:{self.password}@" if self.password else ""
         return f"redis://{auth}127.0.0.1:{self.port}"
 
     @property

@@ -147,7 +147,8 @@ class EmbeddedRedis:
     @property
     def url(self) -> str:
         """The URL clients use: with the password, and for TLS the files to check and show certificates."""
-        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        # The user is named: redis-cli 7.0 ignores a password whose URL has an empty user.
+        auth = f"default:{quote(self.password, safe='')}@" if self.password else ""
         if self.tls is None:
             return f"redis://{auth}127.0.0.1:{self.port}/0"
         options = {"ssl_ca_certs": str(self.tls.cafile)}

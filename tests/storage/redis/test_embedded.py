@@ -21,7 +21,7 @@ def test_a_password_is_made_kept_private_and_required(tmp_path: Path) -> None:
         assert server.password and _mode(tmp_path / "password") == 0o600
         assert (tmp_path / "password").read_text().strip() == server.password
         url = (tmp_path / "url").read_text().strip()
-        assert url == server.url and f":{server.password}@127.0.0.1:{server.port}" in url
+        assert url == server.url and f"default:{server.password}@127.0.0.1:{server.port}" in url
         assert _mode(tmp_path / "url") == 0o600
         with redis.Redis(port=server.port) as anonymous, pytest.raises(redis.AuthenticationError):
             anonymous.ping()
