@@ -130,6 +130,11 @@ class BrokerContext:
         """A topic this broker has just created."""
         self._topics[topic.name] = (time.monotonic(), topic)
 
+    @property
+    def hears_topic_notices(self) -> bool:
+        """Whether the subscription to this keyspace's topic notices is confirmed (and not failed since)."""
+        return self._topic_notices
+
     def topic_notices(self, heard: bool) -> None:
         """Whether this broker hears topic notices from now on. Either way the cache starts afresh:
         changes made while it did not went unheard."""

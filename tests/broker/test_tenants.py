@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
+from prometheus_client import CollectorRegistry
 
 from schooner.broker.session import SESSION, Session
+from schooner.mq import Producer
 from schooner.protocol.apis import ApiKey
 from schooner.protocol.messages import decode_request
 from schooner.protocol.records import read_batches
@@ -126,20 +128,19 @@ def test_cluster_facts_are_shared_and_brokers_register_once(broker, keyspace: st
 
 
 def test_a_new_tenants_session_starts_its_duties(broker, keyspace: str) -> None:
-    """Wake-ups and topic notices are subscribed to on the tenant's own channels at once."""
+    """Its topic notices and fetch wake-ups are subscribed to on the tenant's own channels at once."""
     assert "fresh" not in broker.broker.upkeeps
     metadata(broker, "fresh")
     upkeep = broker.broker.upkeeps["fresh"]
-    assert all(not t.done() for t in upkeep.tasks)
-    tenant_ks = Keyspace(keyspace).tenant("fresh")
+    assert upkeep.ctx.tenant == "fresh" and all(not t.done() for t in upkeep.tasks)
+    wait(lambda: upkeep.ctx.hears_topic_notices, 10, "the tenant's topic notices are subscribed")
+    if upkeep.sharded_notices is not None:  # a Redis Cluster: its own sharded subscriptions
+        assert upkeep.sharded_notices is not broker.broker.sharded_notices
+        return
+    channel = Keyspace(keyspace).tenant("fresh").appended_channel
     client = redis_for(broker.redis_url)
     try:
-        wanted = [tenant_ks.topics_channel] + ([] if upkeep.sharded_notices else [tenant_ks.appended_channel])
-
-        def subscribed() -> bool:
-            return all(n == 1 for _, n in client.pubsub_numsub(*wanted))
-
-        wait(subscribed, 10, "the tenant's channels are subscribed")
+        wait(lambda: client.pubsub_numsub(channel) == [(channel.encode(), 1)], 10, "wake-ups subscribed")
     finally:
         client.close()
 
@@ -156,8 +157,9 @@ def test_tenants_are_found_in_storage_at_start_and_later(broker_factory, redis_s
     client = redis_for(redis_server.url)
     try:
         client.hset(ks.users, "alice", encode_user(User("alice", tenant="acme")))
+        client.hset(ks.users, "eve", encode_user(User("eve", tenant="no:such")))  # stored by hand: ignored
         broker = broker_factory()
-        assert "acme" in broker.broker.upkeeps
+        assert set(broker.broker.upkeeps) == {None, "acme"}
         client.hset(ks.users, "bob", encode_user(User("bob", tenant="globex")))
         wait(lambda: "globex" in broker.broker.upkeeps, 20, "the refresh finds the new tenant")
     finally:
@@ -176,3 +178,16 @@ def test_a_session_with_an_impossible_tenant_is_not_served(broker) -> None:
     with pytest.raises(ValueError, match="tenant name"):
         broker.call(as_session())
     assert "no:colons" not in broker.broker.upkeeps
+
+
+def test_the_mq_library_on_a_tenants_keyspace_meets_the_tenants_kafka_clients(broker, keyspace: str) -> None:
+    assert create_topic(broker, "a", "jobs", 1) == ErrorCode.none
+    producer = Producer(
+        broker.redis_url, keyspace=Keyspace(keyspace).tenant("a"), registry=CollectorRegistry()
+    )
+    try:
+        assert producer.send("jobs", b"from mq", partition=0).offset == 0
+    finally:
+        producer.close()
+    assert _values(fetch(broker, "a", "jobs")) == [b"from mq"]
+    assert fetch(broker, "b", "jobs").error_code == ErrorCode.unknown_topic_or_partition

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from schooner.storage.keys import Keyspace
+from schooner.storage.security.users import User, put_user
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -46,6 +47,12 @@ def test_a_tenants_keys_are_under_its_prefix_and_apart_from_the_deployments() ->
 def test_names_that_no_tenant_may_have(name: str) -> None:
     with pytest.raises(ValueError, match="tenant name"):
         Keyspace("schooner").tenant(name)
+
+
+def test_a_user_is_not_stored_with_a_tenant_that_names_no_keyspace() -> None:
+    with pytest.raises(ValueError, match="tenant name"):
+        put_user(Keyspace("schooner"), User("eve", tenant="acme:eu"))
+    assert put_user(Keyspace("schooner"), User("ann", tenant="acme.eu")).args[2] == "ann"
 
 
 def test_key_layout_shows_the_tenant_keys_the_code_builds() -> None:

@@ -21,9 +21,9 @@ COMMANDS = (
     # scripts: every append, and most state changes, is one Lua script loaded once
     "evalsha", "eval", "script|load", "script|exists",
     # streams
-    "xadd", "xrange", "xrevrange", "xlen", "xtrim", "xdel", "xinfo|stream", "xinfo|groups", "xinfo|consumers", "xgroup|create",
-    "xgroup|destroy", "xgroup|setid", "xgroup|createconsumer", "xgroup|delconsumer", "xreadgroup", "xread",
-    "xack", "xpending", "xclaim", "xautoclaim", "xsetid",
+    "xadd", "xrange", "xrevrange", "xlen", "xtrim", "xdel", "xinfo|stream", "xinfo|groups", "xinfo|consumers",
+    "xgroup|create", "xgroup|destroy", "xgroup|setid", "xgroup|createconsumer", "xgroup|delconsumer",
+    "xreadgroup", "xread", "xack", "xpending", "xclaim", "xautoclaim", "xsetid",
     # hashes, sets, sorted sets, strings, keys
     "hset", "hsetnx", "hget", "hmget", "hgetall", "hdel", "hkeys", "hvals", "hlen", "hexists", "hincrby",
     "hscan", "sadd", "srem", "smembers", "sismember", "scard", "zadd", "zrem", "zrange", "zrangebyscore",
