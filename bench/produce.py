@@ -6,6 +6,7 @@ import re
 import subprocess
 import time
 from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -95,10 +96,14 @@ def produce_topic(producer: Producer, topic: str, messages: int, value: bytes) -
 _RPS = re.compile(rb"([0-9]+(?:\.[0-9]+)?) requests per second")
 
 
-def redis_benchmark_xadd(port: int, requests: int, value: bytes, pipeline: int = 64) -> float:
+def redis_benchmark_xadd(redis_url: str, requests: int, value: bytes, pipeline: int = 64) -> float:
     """`redis-benchmark -P 64 -n N -q XADD benchstream * f VALUE`: requests (= entries) per second."""
+    url = urlsplit(redis_url)
+    auth = ["-a", unquote(url.password)] if url.password else []  # its -u takes no password alone
+    if url.username and url.password:
+        auth += ["--user", unquote(url.username)]
     args = [
-        "redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
+        "redis-benchmark", "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 6379), *auth,
         "-P", str(pipeline), "-n", str(requests), "-q",
         "XADD", RAW_STREAM_KEY, "*", "f", value.decode("ascii"),
     ]  # fmt: skip

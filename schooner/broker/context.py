@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..coordinators.group_configs import GroupConfigs
-from ..coordinators.group_coordinator import GroupCoordinator
+from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
 from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
@@ -64,6 +64,10 @@ class BrokerContext:
     group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
     quotas: ClientQuotas = field(init=False)  # client quotas: deployment-wide, shared by every tenant
     authorizer: Authorizer = field(init=False)  # ACL decisions for this keyspace (broker/authorizer.py)
+    # Tenants (docs/security.md): a tenant's context has its own keyspace, store, caches, coordinators
+    # and ACLs, and shares the deployment's Redis client, lane, identity, live-broker registry and quotas.
+    tenant: str | None = None
+    base: BrokerContext | None = None  # the deployment's context, on a tenant's; None on its own
 
     def __post_init__(self) -> None:
         self.authorizer = Authorizer(self.settings, self.store)
@@ -71,6 +75,25 @@ class BrokerContext:
     @property
     def ks(self) -> Keyspace:
         return self.store.ks
+
+    @property
+    def deployment(self) -> BrokerContext:
+        """The deployment's context: users, the broker registry and anything not a tenant's live there."""
+        return self.base or self
+
+    def tenant_context(self, name: str) -> BrokerContext:
+        """A new context for the tenant, under this deployment's keyspace (Keyspace.tenant)."""
+        base = self.deployment
+        ctx = open_context(
+            base.settings,
+            base.store.with_keyspace(base.ks.tenant(name)),
+            base.me,
+            base.cluster_id,
+            base.quotas,
+            base,
+        )
+        ctx.tenant = name
+        return ctx
 
     @property
     def topic_defaults(self) -> Mapping[str, str]:
@@ -122,6 +145,11 @@ class BrokerContext:
         """A topic this broker has just created."""
         self._topics[topic.name] = (time.monotonic(), topic)
 
+    @property
+    def hears_topic_notices(self) -> bool:
+        """Whether the subscription to this keyspace's topic notices is confirmed (and not failed since)."""
+        return self._topic_notices
+
     def topic_notices(self, heard: bool) -> None:
         """Whether this broker hears topic notices from now on. Either way the cache starts afresh:
         changes made while it did not went unheard."""
@@ -142,7 +170,10 @@ class BrokerContext:
 
     # -- brokers ----------------------------------------------------------------------------------
     async def live_brokers(self) -> list[BrokerInfo]:
-        """Live brokers (including this one unless it is leaving), cached briefly."""
+        """Live brokers (including this one unless it is leaving), cached briefly. Brokers register in
+        the deployment's keyspace only: a tenant's context asks the deployment's."""
+        if self.base is not None:
+            return await self.base.live_brokers()
         if self.leaving:
             found = await self.store.live_brokers()
             others = [b for b in found if b.broker_id != self.me.broker_id]
@@ -170,3 +201,37 @@ class BrokerContext:
 
     def controller_id(self, brokers: list[BrokerInfo]) -> int:
         return brokers[0].broker_id if brokers else self.me.broker_id
+
+
+def open_context(
+    settings: Settings,
+    store: Store,
+    me: BrokerInfo,
+    cluster_id: str,
+    quotas: ClientQuotas,
+    base: BrokerContext | None = None,
+) -> BrokerContext:
+    """A context with its coordinators, on the store's keyspace. A tenant's (base given) reports its Redis
+    round trips to the deployment's health, which the broker's heartbeat keeps; client quotas are the
+    deployment's, one for all."""
+    s = settings
+    ctx = BrokerContext(settings=s, store=store, me=me, cluster_id=cluster_id, base=base)
+    ctx.quotas = quotas
+    ctx.groups = GroupCoordinator(
+        store,
+        me,
+        ctx.live_brokers,
+        GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
+    )
+    if base is not None:
+        ctx.groups.redis_health = base.groups.redis_health
+    ctx.transactions = TransactionCoordinator(
+        store,
+        me,
+        ctx.live_brokers,
+        ctx.topic,
+        s.transaction_max_timeout_ms,
+        s.transactional_id_expiration_ms,
+    )
+    ctx.group_configs = GroupConfigs(store, s)
+    return ctx

@@ -5,6 +5,10 @@ A handler takes the broker context and its API's request (the union of versions 
 protocol/request_types.py) and returns the response, or NO_RESPONSE when none is due. A request of
 an API with no handler (decoded only when kio has its schema) gets UNSUPPORTED_VERSION in its own
 response (protocol/unsupported.py).
+
+The context is the session's tenant's (broker/tenants.py): handlers read ctx.ks and ctx.store, so a
+tenant's requests see its own keyspace and nothing else. The APIs of DEPLOYMENT_APIS get the
+deployment's context whatever the session: users live there, not in any tenant's keyspace.
 """
 
 from __future__ import annotations
@@ -73,8 +77,13 @@ from .handlers.transactions import (
     handle_list_transactions,
     handle_txn_offset_commit,
 )
+from .session import SESSION
 
 R = TypeVar("R")
+
+# SaslHandshake, SaslAuthenticate (a re-authentication comes from a session that has its tenant),
+# DescribeUserScramCredentials, AlterUserScramCredentials: by number, as they may have no handler here.
+DEPLOYMENT_APIS = frozenset({17, 36, 50, 51})
 Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
 
 # Any stands for "the request type of this key's API", which a table keyed by a runtime value cannot
@@ -141,16 +150,33 @@ HANDLERS: dict[int, Handler[Any]] = {
 }
 
 
-def dispatcher(ctx: BrokerContext) -> Callable[[Request], Awaitable[Answer]]:
-    quotas = ctx.quotas
+def dispatcher(
+    ctx: BrokerContext, tenant_context: Callable[[str], BrokerContext] | None = None
+) -> Callable[[Request], Awaitable[Answer]]:
+    """Serves each request with the context of its session's tenant: tenant_context(name) (Tenants.context)
+    for a session with a tenant, ctx (the deployment's) for one without. A session of a tenant that
+    has no context (no tenant_context, or a name no tenant may have) is never served from another's:
+    its handler raises, and the connection closes."""
+
+    def context_of(api_key: int) -> BrokerContext:
+        session = SESSION.get(None)
+        tenant = session.tenant if session is not None else None
+        if tenant is None or api_key in DEPLOYMENT_APIS:
+            return ctx
+        if tenant_context is None:
+            raise LookupError(f"no context for the tenant {tenant!r}")
+        return tenant_context(tenant)
+
+    quotas = ctx.quotas  # deployment-wide: one for every tenant
     book = quotas.book
 
     async def handle(request: Request) -> Answer:
         handler = HANDLERS.get(request.header.api_key)
         if handler is None:  # an API kio knows that this broker does not serve: see protocol/unsupported.py
             return unsupported_response(request.body)
+        served = context_of(request.header.api_key)
         if book.active:  # some client quota is configured: throttle_time_ms is set here (quotas.py)
-            return await quotas.serve(handler, ctx, request)
-        return await handler(ctx, request.body)
+            return await quotas.serve(handler, served, request)
+        return await handler(served, request.body)
 
     return handle

@@ -7,53 +7,47 @@ import contextlib
 import functools
 import gc
 import logging
-import math
-import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import Listener, Settings
-from ..coordinators.group_configs import GroupConfigs
-from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
-from ..coordinators.transaction_coordinator import TransactionCoordinator
+from ..protocol.messages import Answer, Request
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
-from ..storage.log.notices import AppendNotices, ShardedAppendNotices
+from ..storage.log.notices import ShardedAppendNotices
 from ..storage.quotas import QuotaNotices
 from ..storage.redis import client as redis_client
-from ..storage.redis.calls import StorageError, mark_topology_stale
+from ..storage.redis.calls import StorageError
 from ..storage.store import Store, open_lane
-from ..storage.topic_partition import TopicPartition
-from ..storage.topics.notices import ChannelNotices, TopicNotices
-from .compactor import compact_partition
-from .context import BrokerContext
+from .context import BrokerContext, open_context
 from .dispatch import dispatcher
 from .limits import ConnectionStats
 from .listener import ClientConnections
 from .quotas import ClientQuotas
 from .session import Session
+from .tenants import REFRESH_SECONDS, Tenants
 from .tls import TlsSetupError, certificate_principals, handshake_timeout, server_contexts
+from .upkeep import Upkeep
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 3.0
-SHARDED_RETRY_SECONDS = 0.5  # after the sharded append notices failed, they start over after this
 
 
 class Broker:
     def __init__(self, settings: Settings, redis_url: str) -> None:
         self.settings = settings
         self.redis_url = redis_url
-        self.ctx: BrokerContext | None = None
+        self.ctx: BrokerContext | None = None  # the deployment's
+        self.tenants: Tenants | None = None  # every tenant's context (broker/tenants.py)
+        # Serves one request with its session's tenant's context (dispatch.dispatcher).
+        self.dispatch: Callable[[Request], Awaitable[Answer]] | None = None
         self._server: asyncio.Server | None = None  # the first listener's
         self.servers: dict[str, asyncio.Server] = {}  # listener protocol -> its server
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._tasks: list[asyncio.Task[Any]] = []  # the broker's own: heartbeat, tenant refresh
+        self.upkeeps: dict[str | None, Upkeep] = {}  # per keyspace: None for the deployment's, tenants
         self._clients = ClientConnections(settings)
         self._connections = self._clients.tasks  # one task per open client connection
-        self._subscriptions: set[ChannelNotices | ShardedAppendNotices] = set()  # closed by stop()
-        # On a Redis Cluster: the sharded subscriptions to the partitions local fetches wait on.
-        self.sharded_notices: ShardedAppendNotices | None = None
-        self._listeners: list[asyncio.Task[None]] = []
         self._stopping = False
 
     @property
@@ -73,6 +67,12 @@ class Broker:
     def sessions(self) -> list[Session]:
         """The sessions of the open client connections."""
         return self._clients.sessions()
+
+    @property
+    def sharded_notices(self) -> ShardedAppendNotices | None:
+        """On a Redis Cluster: the deployment keyspace's sharded wake-up subscriptions."""
+        upkeep = self.upkeeps.get(None)
+        return upkeep.sharded_notices if upkeep else None
 
     async def start(self) -> None:
         s = self.settings
@@ -107,44 +107,21 @@ class Broker:
         endpoints = {x.protocol: s.advertised_for(x, self.port_of(x.protocol)) for x in listeners}
         host, port = endpoints[listeners[0].protocol]
         me = BrokerInfo(broker_id, host, port, s.rack, endpoints)
-        self.ctx = BrokerContext(settings=s, store=store, me=me)
-        self.ctx.groups = GroupCoordinator(
-            store,
-            me,
-            self.ctx.live_brokers,
-            GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
-        )
-        self.ctx.transactions = TransactionCoordinator(
-            store,
-            me,
-            self.ctx.live_brokers,
-            self.ctx.topic,
-            s.transaction_max_timeout_ms,
-            s.transactional_id_expiration_ms,
-        )
-        self.ctx.group_configs = GroupConfigs(store, s)
-        self.ctx.quotas = ClientQuotas(s, store)
-        await self.ctx.quotas.reload()  # quotas are in force from the first request
-        self.ctx.cluster_id = await store.cluster_id()
-        await store.heartbeat(me, s.session_ms)
-        if redis_client.is_cluster(redis):
-            self.sharded_notices = ShardedAppendNotices(redis, store.ks, s.redis_timeout_ms / 1000)
-            self.ctx.waiters.watch(self.sharded_notices.want, self.sharded_notices.idle)
-        self._listeners = [
-            asyncio.create_task(self._listen_for_appends()),
-            asyncio.create_task(self._listen_for_topic_changes()),
-            asyncio.create_task(self._listen_for_quota_changes()),
-        ]
+        quotas = ClientQuotas(s, store)
+        await quotas.reload()  # quotas are in force from the first request
+        self.ctx = open_context(s, store, me, await store.cluster_id(), quotas=quotas)
         if s.authorizer:  # the ACLs are read before the first client is served, then kept fresh
             await self.ctx.authorizer.refresh()
-            self._listeners.append(asyncio.create_task(self._listen_for_acl_changes()))
+        self.tenants = Tenants(self.ctx, self._start_upkeep)
+        self.dispatch = dispatcher(self.ctx, self.tenants.context)
+        await store.heartbeat(me, s.session_ms)
+        self._start_upkeep(self.ctx)
+        await self.tenants.refresh()
         self._tasks = [
             asyncio.create_task(self._heartbeat()),
-            *self._listeners,
-            asyncio.create_task(self._sweep_retention()),
-            asyncio.create_task(self._watch_groups()),
-            asyncio.create_task(self._sweep_transactions()),
-            asyncio.create_task(self.ctx.quotas.keep_loaded()),
+            asyncio.create_task(self._refresh_tenants()),
+            asyncio.create_task(self._listen_for_quota_changes()),
+            asyncio.create_task(quotas.keep_loaded()),
         ]
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
@@ -161,6 +138,13 @@ class Broker:
                 *s.advertised_for(listener, self.port_of(listener.protocol)),
             )
 
+    def _start_upkeep(self, ctx: BrokerContext) -> None:
+        """Starts the duties of one keyspace (the deployment's, or a tenant's when first seen)."""
+        if self._stopping or ctx.tenant in self.upkeeps:
+            return
+        upkeep = self.upkeeps[ctx.tenant] = Upkeep(ctx, lambda: self._stopping)
+        upkeep.start()
+
     async def serve_forever(self) -> None:
         assert self._server is not None
         await self._server.serve_forever()
@@ -174,33 +158,35 @@ class Broker:
         # The heartbeat would register this broker again; the listeners stay up while draining, so
         # that long-polls in flight are still woken by new records, and topics stay fresh.
         for task in self._tasks:
-            if task not in self._listeners:
-                task.cancel()
+            task.cancel()
+        upkeeps = list(self.upkeeps.values())
+        for upkeep in upkeeps:
+            upkeep.stop_duties()
+        contexts = self.tenants.contexts if self.tenants else [self.ctx] if self.ctx else []
+        for ctx in contexts:
+            ctx.leaving = True
         if self.ctx is not None:
-            self.ctx.leaving = True
             with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(
                     self.ctx.store.unregister(self.ctx.me.broker_id),
                     STOP_GRACE_SECONDS,
                 )
-            if hasattr(self.ctx, "groups"):
-                self.ctx.groups.shutdown()
-            if hasattr(self.ctx, "quotas"):
-                self.ctx.quotas.close()
+        for ctx in contexts:
+            if hasattr(ctx, "groups"):
+                ctx.groups.shutdown()
+        if self.ctx is not None and hasattr(self.ctx, "quotas"):
+            self.ctx.quotas.close()
         if graceful:
             await self._drain_connections(self.settings.shutdown_timeout_ms / 1000)
-        for subscription in list(self._subscriptions):
-            with contextlib.suppress(Exception):
-                await subscription.close()
-        for task in self._listeners:
-            task.cancel()
+        for upkeep in upkeeps:
+            await upkeep.stop_listening()
         for conn in list(self._connections):
             conn.cancel()
-        pending = [*self._tasks, *self._connections]
+        pending = [*self._tasks, *(t for u in upkeeps for t in u.tasks), *self._connections]
         if pending:
             # Bounded: a client library's read may absorb a cancel; stopping must not hang on it.
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
-        if self.ctx:
+        if self.ctx:  # tenants' stores share this client and lane
             with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(self.ctx.store.lane.close(), STOP_GRACE_SECONDS)
             with contextlib.suppress(StorageError, OSError):
@@ -213,8 +199,8 @@ class Broker:
     async def _on_client(
         self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        assert self.ctx is not None
-        await self._clients.serve(reader, writer, dispatcher(self.ctx), listener)
+        assert self.dispatch is not None
+        await self._clients.serve(reader, writer, self.dispatch, listener)
 
     async def _heartbeat(self) -> None:
         assert self.ctx is not None
@@ -235,173 +221,29 @@ class Broker:
                 if health.back_at != back_at:  # after a failure, or a round trip that took too long
                     log.warning("Redis reachable again; member sessions count from now")
 
-    async def _listen_for_appends(self) -> None:
-        """Wakes local long-polls when any broker (or this one) appends: on one Redis through the
-        appended channel, on a Redis Cluster through the sharded channels of the partitions waited on."""
-        assert self.ctx is not None
-        ctx = self.ctx
-        if self.sharded_notices is not None:
-            await self._listen_sharded(self.sharded_notices)
-            return
-        await self._listen(
-            "append notices",
-            lambda quiet: AppendNotices(ctx.store.redis, ctx.ks, quiet),
-            ctx.waiters.notify_text,
-        )
-
-    async def _listen_for_topic_changes(self) -> None:
-        """Drops a cached topic when any broker (or a storage client) creates, changes or deletes it."""
-        assert self.ctx is not None
-        ctx = self.ctx
-        await self._listen(
-            "topic notices",
-            lambda quiet: TopicNotices(ctx.store.redis, ctx.ks, quiet),
-            lambda name: ctx.forget_topic(name.decode(errors="replace")),
-            ctx.topic_notices,
-        )
-
     async def _listen_for_quota_changes(self) -> None:
         """Reloads the client quotas when any broker changes them (and after each (re)subscription, since
-        changes made while not subscribed went unheard)."""
+        changes made while not subscribed went unheard). Quotas are the deployment's: one channel."""
         assert self.ctx is not None
         quotas = self.ctx.quotas
         redis = self.ctx.store.redis
-        await self._listen(
+        await self.upkeeps[None].listen(
             "quota notices",
             lambda quiet: QuotaNotices(redis, quotas.base, quiet),
             quotas.changed,
             lambda heard: quotas.changed() if heard else None,
         )
 
-    async def _listen_for_acl_changes(self) -> None:
-        """Reloads the ACLs when any broker changes them (and after each (re)subscription, since
-        changes made while unsubscribed went unheard)."""
-        assert self.ctx is not None
-        ctx = self.ctx
-        await self._listen(
-            "ACL notices",
-            lambda quiet: ChannelNotices(ctx.store.redis, ctx.ks.acls_channel, quiet),
-            lambda _version: ctx.authorizer.notice(),
-            lambda _heard: ctx.authorizer.changed(),
-        )
-
-    async def _listen(
-        self,
-        what: str,
-        subscribe: Callable[[float], ChannelNotices],
-        on_notice: Callable[[bytes], None],
-        on_heard: Callable[[bool], None] | None = None,
-    ) -> None:
-        """Subscribes and passes each notice on, subscribing anew on a new connection after a failure.
-
-        A quiet channel is PINGed after redis_timeout_ms; no answer within as long again means the
-        connection is dead (a stalled path shows no error). on_heard(True) follows each confirmed
-        subscription, on_heard(False) each failure.
-        """
-        assert self.ctx is not None
-        quiet = self.settings.redis_timeout_ms / 1000
-        interrupted = False
-        while not self._stopping:
-            notices = subscribe(quiet)
-            self._subscriptions.add(notices)
-            try:
-                await notices.subscribe()
-                while True:
-                    notice = await notices.next()
-                    if notice is not None:
-                        on_notice(notice)
-                        continue
-                    if on_heard is not None:
-                        on_heard(True)
-                    if interrupted:
-                        interrupted = False
-                        log.warning("%s resumed", what)
-            except (StorageError, OSError, RuntimeError, AttributeError) as exc:
-                if on_heard is not None:
-                    on_heard(False)
-                if self._stopping:  # stop() closed the connection under the read
-                    return
-                mark_topology_stale(self.ctx.store.redis)
-                if not interrupted:  # once per outage; fetches poll meanwhile (fetch.POLL_SECONDS)
-                    log.warning("%s interrupted: %s", what, exc)
-                interrupted = True
-                await asyncio.sleep(0.5)
-            finally:
-                self._subscriptions.discard(notices)
-                with contextlib.suppress(Exception):
-                    await notices.close()
-
-    async def _listen_sharded(self, notices: ShardedAppendNotices) -> None:
-        assert self.ctx is not None
-        waiters = self.ctx.waiters
-
-        def wake(tp: TopicPartition) -> None:
-            waiters.notify(tp.topic, tp.partition)
-
-        self._subscriptions.add(notices)
-        failed_at = -math.inf
-        while not self._stopping:
-            started = time.monotonic()
-            try:
-                await notices.run(wake)
-            except (StorageError, OSError, RuntimeError, AttributeError) as exc:
-                if self._stopping:
-                    return
-                if started - failed_at > SHARDED_RETRY_SECONDS * 2:  # once per outage
-                    log.warning("append notices interrupted: %s", exc)
-                failed_at = time.monotonic()
-                await asyncio.sleep(SHARDED_RETRY_SECONDS)
-
-    async def _watch_groups(self) -> None:
-        """Expires member sessions, and hands groups over when the live broker set changes."""
-        assert self.ctx is not None
-        groups = self.ctx.groups
-        ticks = 0
+    async def _refresh_tenants(self) -> None:
+        """Finds tenants made since (their users may connect to other brokers only), so this broker
+        runs their duties too."""
+        assert self.tenants is not None
         while True:
-            await asyncio.sleep(0.25)
-            ticks += 1
+            await asyncio.sleep(REFRESH_SECONDS)
             try:
-                await groups.expire_sessions()
-                if ticks % 4 == 0:
-                    await groups.check_ownership()
+                await self.tenants.refresh()
             except (StorageError, OSError) as exc:
-                if not groups.redis_health.in_trouble():  # an outage is logged by the heartbeat
-                    log.warning("group upkeep failed: %s", exc)
-
-    async def _sweep_retention(self) -> None:
-        """Applies retention to every partition, so topics that get no writes are trimmed too, forgets
-        idempotent producers idle longer than producer_id_expiration_ms, and compacts compacted topics."""
-        assert self.ctx is not None
-        ctx = self.ctx
-        expiration_ms = self.settings.producer_id_expiration_ms
-        while True:
-            await asyncio.sleep(self.settings.retention_check_ms / 1000)
-            try:
-                for topic in await ctx.store.topics(ctx.topic_defaults):
-                    for p in range(topic.partitions):
-                        await ctx.store.apply_retention(topic, p)
-                        await ctx.store.expire_producers(topic, p, expiration_ms)
-                        if topic.compacted:
-                            await compact_partition(
-                                ctx.store,
-                                topic,
-                                p,
-                                self.settings.compaction_step_entries,
-                                self.settings.compaction_max_steps,
-                            )
-            except (StorageError, OSError) as exc:
-                log.warning("retention sweep failed: %s", exc)
-
-    async def _sweep_transactions(self) -> None:
-        """Aborts timed-out transactions and completes ends a dead broker left (for the transactional
-        ids this broker coordinates), and forgets idle ids."""
-        assert self.ctx is not None
-        while True:
-            await asyncio.sleep(self.settings.transaction_check_ms / 1000)
-            try:
-                await self.ctx.transactions.sweep()
-            except (StorageError, OSError) as exc:
-                log.warning("transaction sweep failed: %s", exc)
+                log.warning("reading tenants failed: %s", exc)
 
 
 class StartupRefused(RuntimeError):

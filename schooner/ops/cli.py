@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from .. import config
+from ..storage.redis.client import redacted
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
 from .pipeline import pipeline
@@ -66,7 +67,9 @@ def broker(config_file: str | None, log_level: str, listener_flags: tuple[str, .
             redis_url = embedded.start()
         except (DataDirInUse, RuntimeError, OSError) as exc:
             raise click.ClickException(f"cannot start the embedded redis-server: {exc}") from None
-        click.echo(f"embedded redis-server at {redis_url}, data in {embedded.data_dir}")
+        click.echo(
+            f"embedded redis-server at {redacted(redis_url)}, data and password in {embedded.data_dir}"
+        )
     try:
         failure = _run(settings, listeners, redis_url, embedded)
     finally:

@@ -4,8 +4,10 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
 
   redis/     how a round trip travels, with no domain knowledge: client.py (connections),
              calls.py (Call, Steps and their runners), scripts.py (Lua by name), lane.py (the
-             pipelined append connection), server_info.py, embedded.py (the redis-server we start)
-  keys.py    every key name;  offsets.py  Kafka offset <-> stream entry ID (dense or timestamp)
+             pipelined append connection), server_info.py, embedded.py (the redis-server we start),
+             acl.py (the Redis ACL rules of a user limited to one keyspace)
+  keys.py    every key name, and tenants' keyspaces (Keyspace.tenant)
+  offsets.py Kafka offset <-> stream entry ID (dense or timestamp)
   topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)
   cluster.py brokers' registrations and the cluster-wide counters
   quotas.py  client quotas (AlterClientQuotas/DescribeClientQuotas): Kafka's rules, the change notices

@@ -7,7 +7,19 @@ group ids can be any string, so theirs go through group_tag.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# A tenant's name is one segment of its keyspace prefix: no ":" (so "<prefix>:tenant:<name>:" ends where
+# the name does, and no tenant's keys can be another's), no braces (hash tags), nothing a shell quotes.
+TENANT_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def check_tenant_name(name: str) -> str:
+    """The name, if it may name a tenant; ValueError otherwise."""
+    if not TENANT_NAME.fullmatch(name):
+        raise ValueError(f"a tenant name is 1 to 64 of [A-Za-z0-9._-]: {name!r}")
+    return name
 
 
 def group_tag(name: str) -> str:
@@ -28,6 +40,12 @@ class Keyspace:
             raise ValueError(
                 f"a keyspace prefix has no braces (they make Redis Cluster hash tags): {self.prefix!r}"
             )
+
+    def tenant(self, name: str) -> Keyspace:
+        """The keyspace of one tenant of this deployment: `<prefix>:tenant:<name>`. It stays under
+        `<prefix>:`, so one Redis ACL key pattern covers the deployment and its tenants, and no key of
+        this keyspace starts with `<prefix>:tenant:`, so a tenant's keys never meet the deployment's."""
+        return Keyspace(f"{self.prefix}:tenant:{check_tenant_name(name)}")
 
     # -- the log ----------------------------------------------------------------------------------
     def stream(self, topic: str, partition: int) -> str:

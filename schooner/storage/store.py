@@ -64,10 +64,16 @@ class Store:
         self.redis = redis
         self.ks = ks
         self.lane = lane or open_lane(redis)
+        self.acks_all_fsync = acks_all_fsync
         written_on = self.lane.written_on if isinstance(self.lane, ClusterLanes) else None
         self.acks_all = AcksAll(redis, ks, acks_all_fsync, written_on)
         # On a Redis Cluster the append scripts SPUBLISH their wake-up notices (log/notices.py).
         self.sharded = is_cluster(redis)
+
+    def with_keyspace(self, ks: Keyspace) -> Store:
+        """A store for another keyspace (a tenant's) on this one's client and lane: no new connection.
+        Close only this one."""
+        return Store(self.redis, ks, self.lane, self.acks_all_fsync)
 
     async def run(self, call: Call[T]) -> T:
         return await run(self.redis, call)

@@ -45,11 +45,11 @@ TICK_SECONDS = 0.01  # about 1,000 records/s
 
 
 @pytest.fixture
-def proxies() -> Iterator[Callable[[int], FaultProxy]]:
+def proxies() -> Iterator[Callable[..., FaultProxy]]:
     made: list[FaultProxy] = []
 
-    def make(target_port: int) -> FaultProxy:
-        made.append(FaultProxy(target_port))
+    def make(target_port: int, password: str | None = None) -> FaultProxy:
+        made.append(FaultProxy(target_port, password))
         return made[-1]
 
     yield make
@@ -314,7 +314,7 @@ def test_redis_stall(proxies, broker_factory, redis_server, redis_client, timeou
     three times over during it; with the default 10 s the timeout and the end of the stall coincide.
     Requests that reach the broker meanwhile are answered within the timeout, with a retriable error
     (or, once the stall is over, normally)."""
-    proxy = proxies(redis_server.port)
+    proxy = proxies(redis_server.port, redis_server.password)
     broker = broker_factory(
         redis_url=proxy.url, redis_timeout_ms=timeout_ms, consumer_group_session_ms=KIP848_SESSION_MS
     )
@@ -334,7 +334,7 @@ def test_redis_stall(proxies, broker_factory, redis_server, redis_client, timeou
 def test_redis_cut(proxies, broker_factory, redis_server, redis_client) -> None:
     """Broker and Redis: connections closed and refused for 10 s. Requests meanwhile are refused at
     once with a retriable error (default Redis timeout, which a refused connect never waits out)."""
-    proxy = proxies(redis_server.port)
+    proxy = proxies(redis_server.port, redis_server.password)
     broker = broker_factory(redis_url=proxy.url, consumer_group_session_ms=KIP848_SESSION_MS)
     figures = _run_faults(broker, broker.bootstrap, redis_client, [(proxy, "cut")], *_probes(broker.port))
     assert figures.acknowledged > 10_000

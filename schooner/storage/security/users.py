@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...security.scram import ScramCredential
-from ..keys import Keyspace
+from ..keys import Keyspace, check_tenant_name
 from ..redis.calls import Call, Steps, command
 
 
@@ -72,7 +72,10 @@ def get_user(ks: Keyspace, name: str) -> Call[User | None]:
 
 
 def put_user(ks: Keyspace, user: User) -> Call[int]:
-    """Creates or replaces the user's record (credentials and tenant together)."""
+    """Creates or replaces the user's record (credentials and tenant together). ValueError for a tenant
+    name that no tenant may have (keys.check_tenant_name): it would name no keyspace."""
+    if user.tenant is not None:
+        check_tenant_name(user.tenant)
     return command("HSET", ks.users, user.name, encode_user(user), parse=int)
 
 

@@ -25,7 +25,7 @@ TIMEOUT_MS = 500
 
 
 def test_lane_times_out_and_reconnects(redis_server, keyspace) -> None:
-    proxy = FaultProxy(redis_server.port)
+    proxy = FaultProxy(redis_server.port, redis_server.password)
     try:
         asyncio.run(_through_faults(proxy, f"{keyspace}:n"))
     finally:
