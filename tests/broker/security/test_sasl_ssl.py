@@ -62,33 +62,35 @@ def python_sasl_ssl(tls: dict[str, Any], mechanism: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
+MECHANISMS = ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_confluent_kafka_over_sasl_ssl(sasl_ssl: Any, certs: Certs, mechanism: str) -> None:
     conf = confluent_sasl_ssl(certs, mechanism)
-    confluent_produce(bootstrap(sasl_ssl, "SASL_SSL"), "sasl-ssl", RECORDS, **conf)
-    got = confluent_consume(bootstrap(sasl_ssl, "SASL_SSL"), "sasl-ssl", 2, **conf)
+    topic = f"sasl-ssl-{mechanism.lower()}"
+    confluent_produce(bootstrap(sasl_ssl, "SASL_SSL"), topic, RECORDS, **conf)
+    got = confluent_consume(bootstrap(sasl_ssl, "SASL_SSL"), topic, 2, **conf)
     assert [m.value() for m in got] == [b"one", b"two"]
 
 
-def test_kafka_python_over_sasl_ssl(sasl_ssl: Any, certs: Certs) -> None:
-    conf = python_sasl_ssl(kafka_python_tls(certs), "SCRAM-SHA-256")
-    kafka_python_produce(bootstrap(sasl_ssl, "SASL_SSL"), "sasl-ssl-kp", RECORDS, **conf)
-    got = kafka_python_consume(bootstrap(sasl_ssl, "SASL_SSL"), "sasl-ssl-kp", 2, **conf)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_python_over_sasl_ssl(sasl_ssl: Any, certs: Certs, mechanism: str) -> None:
+    conf = python_sasl_ssl(kafka_python_tls(certs), mechanism)
+    topic = f"sasl-ssl-kp-{mechanism.lower()}"
+    kafka_python_produce(bootstrap(sasl_ssl, "SASL_SSL"), topic, RECORDS, **conf)
+    got = kafka_python_consume(bootstrap(sasl_ssl, "SASL_SSL"), topic, 2, **conf)
     assert [m.value for m in got] == [b"one", b"two"]
 
 
-def test_aiokafka_over_sasl_ssl(sasl_ssl: Any, certs: Certs) -> None:
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_aiokafka_over_sasl_ssl(sasl_ssl: Any, certs: Certs, mechanism: str) -> None:
+    topic = f"sasl-ssl-aio-{mechanism.lower()}"
     aiokafka_produce(
-        bootstrap(sasl_ssl, "SASL_SSL"),
-        "sasl-ssl-aio",
-        RECORDS,
-        **python_sasl_ssl(aiokafka_tls(certs), "SCRAM-SHA-512"),
+        bootstrap(sasl_ssl, "SASL_SSL"), topic, RECORDS, **python_sasl_ssl(aiokafka_tls(certs), mechanism)
     )
     got = aiokafka_consume(
-        bootstrap(sasl_ssl, "SASL_SSL"),
-        "sasl-ssl-aio",
-        2,
-        **python_sasl_ssl(aiokafka_tls(certs), "SCRAM-SHA-512"),
+        bootstrap(sasl_ssl, "SASL_SSL"), topic, 2, **python_sasl_ssl(aiokafka_tls(certs), mechanism)
     )
     assert [m.value for m in got] == [b"one", b"two"]
 
