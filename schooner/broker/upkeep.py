@@ -108,7 +108,9 @@ class Upkeep:
             "ACL notices",
             lambda quiet: ChannelNotices(ctx.store.redis, ctx.ks.acls_channel, quiet),
             lambda _version: ctx.authorizer.notice(),
-            lambda _heard: ctx.authorizer.changed(),
+            # Subscribed (again): changes made meanwhile went unheard, so load now; lost: load before
+            # the next decision.
+            lambda heard: ctx.authorizer.notice() if heard else ctx.authorizer.changed(),
         )
 
     async def listen(

@@ -17,7 +17,7 @@ from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import decode_request, encode_response, make, sibling
 from tests.wire import encode_request, fetch_request, produce_request
 
-LISTENER = Listener("SASL_PLAINTEXT", "127.0.0.1", 0)
+LISTENER = Listener("PLAINTEXT", "127.0.0.1", 0)  # the test brokers' one listener
 TIMEOUT = datetime.timedelta(seconds=10)
 
 
