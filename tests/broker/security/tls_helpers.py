@@ -100,6 +100,19 @@ def principals(b: RunningBroker, protocol: str = "SSL") -> set[str]:
     return b.call(read())  # type: ignore[no-any-return]
 
 
+def expect_principals(b: RunningBroker, expected: set[str], *clients: Any, protocol: str = "SSL") -> None:
+    """Waits until the principals of the broker's open connections are `expected`, asking Metadata with
+    each confluent-kafka client before each look: librdkafka opens and drops connections as it learns
+    the brokers, so a look right after one request may find a connection gone or not yet open."""
+
+    def seen() -> set[str]:
+        for client in clients:
+            client.list_topics(timeout=10)
+        return principals(b, protocol)
+
+    wait_for(lambda: seen() == expected)
+
+
 def tls_socket(port: int, certs: Certs, client: Pair | None = None) -> ssl.SSLSocket:
     """A raw TLS connection to the broker (for wire-level requests), verifying it with the test CA."""
     context = ssl.create_default_context(cafile=str(certs.ca))
