@@ -14,7 +14,7 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from schooner.storage.redis.embedded import free_port
 from tests.certs import Certs
 from tests.clients import SAMPLE, confluent_consume, confluent_produce
-from tests.wire import exchange
+from tests.wire import call, exchange
 
 from .tls_helpers import bootstrap, confluent_tls, tls_broker, tls_socket, wait_for
 
@@ -109,4 +109,6 @@ def test_advertised_listeners_decide_what_clients_are_told(broker_factory: Any, 
 
 def test_advertise_is_the_shorthand_for_one_plaintext_listener(broker_factory: Any) -> None:
     b = broker_factory(advertise="localhost:19092")
-    assert brokers_seen(b.bootstrap) == {b.broker_id: ("localhost", 19092)}
+    # Asked on the wire: librdkafka would go on to the advertised address, where nothing listens.
+    cluster = call(b.port, DescribeClusterRequest(include_cluster_authorized_operations=False))
+    assert [(x.broker_id, x.host, x.port) for x in cluster.brokers] == [(b.broker_id, "localhost", 19092)]
