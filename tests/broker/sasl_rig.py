@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import subprocess
 import time
@@ -78,44 +77,6 @@ def confluent_errors(bootstrap: str, conf: dict[str, Any], timeout: float = 15) 
     return errors
 
 
-def kafka_python_consume(bootstrap: str, topic: str, count: int, **conf: Any) -> list[Any]:
-    from kafka import KafkaConsumer
-    from kafka import TopicPartition as KTP
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **conf)
-    consumer.assign([KTP(topic, 0)])
-    consumer.seek_to_beginning()
-    out: list[Any] = []
-    deadline = time.monotonic() + 20
-    while len(out) < count and time.monotonic() < deadline:
-        for batch in consumer.poll(500).values():
-            out.extend(batch)
-    consumer.close()
-    return out
-
-
-def aiokafka_consume(bootstrap: str, topic: str, count: int, **conf: Any) -> list[Any]:
-    from aiokafka import AIOKafkaConsumer
-    from aiokafka import TopicPartition as ATP
-
-    async def run() -> list[Any]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **conf)
-        await consumer.start()
-        try:
-            consumer.assign([ATP(topic, 0)])
-            await consumer.seek_to_beginning()
-            out: list[Any] = []
-            deadline = time.monotonic() + 20
-            while len(out) < count and time.monotonic() < deadline:
-                for batch in (await consumer.getmany(timeout_ms=500)).values():
-                    out.extend(batch)
-            return out
-        finally:
-            await consumer.stop()
-
-    return asyncio.run(run())
-
-
 def kcat_sasl(
     bootstrap: str, mechanism: str, user: str, password: str, *args: str, stdin: bytes | None = None
 ) -> Any:
@@ -130,29 +91,6 @@ def kcat_sasl(
 def sessions(running: Any) -> list[Any]:
     """The sessions of the broker's open client connections."""
     return running.broker.sessions()  # type: ignore[no-any-return]
-
-
-def confluent_consume(bootstrap: str, topic: str, count: int, conf: dict[str, Any]) -> list[Any]:
-    """Reads partition 0 of `topic` from the beginning with confluent-kafka (no group)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False, **conf}
-    )
-    consumer.assign([TopicPartition(topic, 0, -2)])
-    out: list[Any] = []
-    deadline = time.monotonic() + 20
-    try:
-        while len(out) < count and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise KafkaException(msg.error())
-            out.append(msg)
-    finally:
-        consumer.close()
-    return out
 
 
 def one(sock: socket.socket, body: Any) -> Any:

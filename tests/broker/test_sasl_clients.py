@@ -15,17 +15,22 @@ from tests.broker.helpers import wait
 from tests.broker.sasl_rig import (
     SASL_LISTENER,
     add_user,
-    aiokafka_consume,
     confluent_conf,
-    confluent_consume,
     confluent_errors,
-    kafka_python_consume,
     kcat_sasl,
     python_conf,
     sasl_bootstrap,
     sessions,
 )
-from tests.clients import Rec, aiokafka_produce, confluent_produce, kafka_python_produce
+from tests.clients import (
+    Rec,
+    aiokafka_consume,
+    aiokafka_produce,
+    confluent_consume,
+    confluent_produce,
+    kafka_python_consume,
+    kafka_python_produce,
+)
 
 MECHANISMS = ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
 REFUSED = "Authentication failed: invalid user name or password"
@@ -45,7 +50,7 @@ def test_confluent_kafka_produces_and_consumes(sasl_broker: Any, mechanism: str)
     conf = confluent_conf(mechanism, "alice", "secret")
     records = [Rec(b"k", f"v{i}".encode()) for i in range(3)]
     confluent_produce(bootstrap, "conf", records, **conf)
-    got = confluent_consume(bootstrap, "conf", 3, conf)
+    got = confluent_consume(bootstrap, "conf", 3, **conf)
     assert [m.value() for m in got] == [b"v0", b"v1", b"v2"]
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from tests.broker.sasl_rig import SASL_LISTENER, add_user, confluent_conf, confluent_consume, sasl_bootstrap
+from tests.broker.sasl_rig import SASL_LISTENER, add_user, confluent_conf, sasl_bootstrap
+from tests.clients import confluent_consume
 
 LIFETIME_MS = 1500
 
@@ -47,5 +48,5 @@ def test_confluent_kafka_keeps_producing_across_reauthentications(
     ]
     assert lasting, {id(c): sorted(seen) for c, seen in deadlines.items()}
     assert not [r for r in caplog.records if "session expired" in r.getMessage()]
-    got = confluent_consume(bootstrap, "reauth", sent, conf)
+    got = confluent_consume(bootstrap, "reauth", sent, **conf)
     assert [m.value() for m in got] == [f"m{i}".encode() for i in range(sent)]
