@@ -51,6 +51,7 @@ from .servers import (
     client_cpu_seconds,
     machine_busy_seconds,
     process_cpu_seconds,
+    stop_process,
     wait_for_port,
 )
 
@@ -117,7 +118,7 @@ class ClusterBench:
             args = [*broker_command(), "broker", "--redis-url", redis.url, "--port", str(port),
                     "--keyspace", keyspace, "--log-level", "WARNING"]  # fmt: skip
             process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-            self._stack.callback(_stop, process)
+            self._stack.callback(stop_process, process)
             wait_for_port(port, process, timeout=30)
             processes.append(process)
             ports.append(port)
@@ -129,16 +130,6 @@ class ClusterBench:
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _create(bootstrap: str, topic: str) -> None:

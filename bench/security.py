@@ -30,7 +30,7 @@ from schooner.storage.security.users import User, put_user
 from tests.certs import make_certs
 
 from . import fetch, produce
-from .servers import broker_command, wait_for_port
+from .servers import broker_command, stop_process, wait_for_port
 
 MESSAGES = 200_000
 RUNS = 3
@@ -75,21 +75,11 @@ def _start(stack: ExitStack) -> tuple[dict[str, str], dict[str, dict[str, str]]]
         args += ["--listener", f"{protocol}://127.0.0.1:{port}"]
     log = stack.enter_context((folder / "broker.log").open("wb"))
     process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-    stack.callback(_stop, process)
+    stack.callback(stop_process, process)
     for port in ports.values():
         wait_for_port(port, process, timeout=30)
     bootstraps = {protocol: f"127.0.0.1:{port}" for protocol, port in ports.items()}
     return bootstraps, {"PLAINTEXT": {}, "SASL_SSL": _client_settings(certs.ca)}
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _produce(bootstrap: str, settings: dict[str, str], topic: str, messages: int) -> float:

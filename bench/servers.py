@@ -64,6 +64,17 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -
             time.sleep(0.05)
 
 
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 15 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class BenchServers:
     """Context manager: a fresh non-persistent redis-server and one broker process on free ports."""
 
