@@ -33,6 +33,7 @@ from schooner.storage.redis import client
 from schooner.storage.redis.calls import run_sync
 from schooner.storage.security import acls as acl_store
 from tests.broker.helpers import wait
+from tests.wire import call
 
 T = 10  # seconds for one client call
 Op = AclOperation
@@ -141,6 +142,12 @@ class Case:
     grant: Callable[[Secured], None]  # the ACLs that allow it
     denied: list[Any]
     allowed: list[Any]
+
+    def check(self, secured: Secured) -> None:
+        """Sent on the wire: denied without the ACLs, allowed once they are granted."""
+        assert self.codes(call(secured.port, self.build())) == self.denied
+        self.grant(secured)
+        assert self.codes(call(secured.port, self.build())) == self.allowed
 
 
 def partitions_of(
