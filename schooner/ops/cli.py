@@ -12,15 +12,30 @@ from typing import Any
 import click
 
 from .. import config
+from ..storage.redis.calls import StorageError
 from ..storage.redis.client import redacted
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
+from .kafka import KafkaFailure
 from .pipeline import pipeline
 from .topics_cli import topics
 from .users_cli import users
 
 
-@click.group()
+class SchoonerGroup(click.Group):
+    """Turns the failures a command does not catch itself (a broker or Redis that cannot be reached or
+    refuses) into one line on stderr and exit status 1, instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KafkaFailure as exc:
+            raise click.ClickException(str(exc)) from None
+        except StorageError as exc:
+            raise click.ClickException(f"Redis failed: {exc}") from None
+
+
+@click.group(cls=SchoonerGroup)
 @click.version_option(package_name="schooner")
 def main() -> None:
     """Schooner: a Kafka-compatible streaming platform on Redis Streams."""
