@@ -7,6 +7,7 @@ schooner/ops/cli.py's group turns the client and storage failures that escape a 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -52,7 +53,7 @@ def emit(
         table.add_column((headers or {}).get(column, column.upper()), justify="right" if numeric else "left")
     for row in listed:
         table.add_row(*("-" if row.get(c) is None else str(row.get(c)) for c in columns))
-    Console(soft_wrap=True).print(table)
+    Console(soft_wrap=True, width=_width()).print(table)
 
 
 def emit_object(obj: Mapping[str, Any], output: str) -> None:
@@ -63,3 +64,8 @@ def emit_object(obj: Mapping[str, Any], output: str) -> None:
     width = max((len(k) for k in obj), default=0)
     for key, value in obj.items():
         click.echo(f"{key:<{width}}  {value}")
+
+
+def _width() -> int | None:
+    """The terminal's width; piped or captured output is not cut to 80 columns (ids stay whole)."""
+    return None if sys.stdout.isatty() else 10_000
