@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from kio.schema.errors import ErrorCode
 
@@ -322,11 +322,14 @@ def delete_group(settings: ClientSettings, group_id: str) -> None:
 
 
 def _partition_count(admin: AdminClient, settings: ClientSettings, name: str) -> int:
-    metadata = admin.list_topics(topic=name, timeout=settings.timeout_s)
-    topic = metadata.topics.get(name)
-    if topic is None or topic.error is not None or not topic.partitions:
-        raise KafkaFailure(f"no topic {name}")
-    return len(topic.partitions)
+    """describe_topics, not list_topics: librdkafka's Metadata from list_topics may auto-create it."""
+    future = admin.describe_topics(TopicCollection([name]), request_timeout=settings.timeout_s)[name]
+    try:
+        return len(result(future, settings).partitions)
+    except KafkaFailure as exc:
+        if "UNKNOWN_TOPIC" in str(exc):
+            raise KafkaFailure(f"no topic {name}") from None
+        raise
 
 
 def _check(code: ErrorCode, what: str, message: str | None = None) -> None:
