@@ -30,14 +30,19 @@ def _with_output(fn: F) -> F:
 def _with_redis_side(fn: F) -> F:
     """Optional: read Redis instead of asking a broker (no environment variables here, so that a
     deployment's SCHOONER_REDIS_URL does not switch the command's source unasked)."""
-    fn = click.option("--keyspace", envvar="SCHOONER_KEYSPACE", default="schooner", show_default=True,
-                      help="With --redis-url or --data-dir.")(fn)  # fmt: skip
+    fn = click.option(
+        "--keyspace",
+        envvar="SCHOONER_KEYSPACE",
+        default="schooner",
+        show_default=True,
+        help="With --redis-url or --data-dir.",
+    )(fn)
     fn = click.option("--data-dir", help="Read the Redis of the embedded broker keeping its data here.")(fn)
     return click.option("--redis-url", help="Read this Redis instead of asking a broker.")(fn)
 
 
 def _redis(redis_url: str | None, data_dir: str | None) -> str | None:
-    return redis_url_of(redis_url, data_dir) if (redis_url or data_dir) else None
+    return redis_url_of(redis_url, data_dir or ".data") if (redis_url or data_dir) else None
 
 
 @click.group()
@@ -49,8 +54,14 @@ def groups() -> None:
 @_with_redis_side
 @_with_output
 @with_client_options
-def list_groups(client: ClientSettings, redis_url: str | None, data_dir: str | None, keyspace: str,
-                output: str, as_json: bool) -> None:  # fmt: skip
+def list_groups(
+    client: ClientSettings,
+    redis_url: str | None,
+    data_dir: str | None,
+    keyspace: str,
+    output: str,
+    as_json: bool,
+) -> None:
     """Every group with its type and state."""
     output = "json" if as_json else output
     url = _redis(redis_url, data_dir)
@@ -66,8 +77,15 @@ def list_groups(client: ClientSettings, redis_url: str | None, data_dir: str | N
 @_with_redis_side
 @_with_output
 @with_client_options
-def describe(client: ClientSettings, group_id: str, redis_url: str | None, data_dir: str | None,
-             keyspace: str, output: str, as_json: bool) -> None:  # fmt: skip
+def describe(
+    client: ClientSettings,
+    group_id: str,
+    redis_url: str | None,
+    data_dir: str | None,
+    keyspace: str,
+    output: str,
+    as_json: bool,
+) -> None:
     """The group's type, state, epoch and members (id, client id, host, assignment), then per partition
     the committed offset (a share group's share-partition start offset), the end offset and the lag."""
     output = "json" if as_json else output
@@ -80,11 +98,17 @@ def describe(client: ClientSettings, group_id: str, redis_url: str | None, data_
         click.echo(json.dumps(_group_json(group)))
         return
     epoch = "-" if group.epoch is None else group.epoch
-    click.echo(f"GROUP {group.group_id}  TYPE {group.type}  STATE {group.state}  EPOCH {epoch}  "
-               f"MEMBERS {len(group.members)}")  # fmt: skip
+    click.echo(
+        f"GROUP {group.group_id}  TYPE {group.type}  STATE {group.state}  EPOCH {epoch}  "
+        f"MEMBERS {len(group.members)}"
+    )
     if group.members:
         click.echo()
-        emit([_member_json(m) for m in group.members], ["member_id", "client_id", "host", "assignment"], "table")
+        emit(
+            [_member_json(m) for m in group.members],
+            ["member_id", "client_id", "host", "assignment"],
+            "table",
+        )
     click.echo()
     _emit_partitions(group.partitions, group.type, "table")
 
@@ -94,8 +118,15 @@ def describe(client: ClientSettings, group_id: str, redis_url: str | None, data_
 @_with_redis_side
 @_with_output
 @with_client_options
-def lag(client: ClientSettings, group_id: str, redis_url: str | None, data_dir: str | None, keyspace: str,
-        output: str, as_json: bool) -> None:  # fmt: skip
+def lag(
+    client: ClientSettings,
+    group_id: str,
+    redis_url: str | None,
+    data_dir: str | None,
+    keyspace: str,
+    output: str,
+    as_json: bool,
+) -> None:
     """Per partition: committed offset (share groups: start offset), end offset and lag. JSON: one
     object per partition per line. With --redis-url or --data-dir: lag counted in records and in time."""
     output = "json" if as_json else output
@@ -116,16 +147,28 @@ def lag(client: ClientSettings, group_id: str, redis_url: str | None, data_dir: 
 @click.option("--to-earliest", "to_earliest", is_flag=True, help="The first offset of each partition.")
 @click.option("--to-latest", "to_latest", is_flag=True, help="The end of each partition.")
 @click.option("--to-offset", type=int, metavar="N", help="Offset N (kept within each partition's range).")
-@click.option("--to-datetime", metavar="ISO", help="The first record at or after this time (local if no zone).")
+@click.option(
+    "--to-datetime", metavar="ISO", help="The first record at or after this time (local if no zone)."
+)
 @click.option("--shift-by", type=int, metavar="N", help="N records forward (negative: back).")
 @click.option("--topic", "topics", multiple=True, metavar="TOPIC[:PARTITION]", help="Repeatable.")
 @click.option("--all-topics", is_flag=True, help="Every partition where the group has offsets.")
 @click.option("--execute", is_flag=True, help="Do it; without this, only print the plan.")
 @with_output_option
 @with_client_options
-def reset_offsets(client: ClientSettings, group_id: str, to_earliest: bool, to_latest: bool,
-                  to_offset: int | None, to_datetime: str | None, shift_by: int | None, topics: tuple[str, ...],
-                  all_topics: bool, execute: bool, output: str) -> None:  # fmt: skip
+def reset_offsets(
+    client: ClientSettings,
+    group_id: str,
+    to_earliest: bool,
+    to_latest: bool,
+    to_offset: int | None,
+    to_datetime: str | None,
+    shift_by: int | None,
+    topics: tuple[str, ...],
+    all_topics: bool,
+    execute: bool,
+    output: str,
+) -> None:
     """Moves an inactive group's offsets (a share group's start offsets). Prints the plan; changes
     nothing unless --execute."""
     spec = _spec(to_earliest, to_latest, to_offset, to_datetime, shift_by)
@@ -150,8 +193,9 @@ def delete(client: ClientSettings, group_id: str) -> None:
     click.echo(f"deleted group {group_id}")
 
 
-def _spec(to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None,
-          shift_by: int | None) -> ResetSpec:  # fmt: skip
+def _spec(
+    to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None
+) -> ResetSpec:
     given = [
         ResetSpec("earliest") if to_earliest else None,
         ResetSpec("latest") if to_latest else None,
@@ -173,8 +217,9 @@ def _millis(text: str) -> int:
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not an ISO date and time (2025-01-31T12:00:00)",
-                                 param_hint="--to-datetime") from None  # fmt: skip
+        raise click.BadParameter(
+            f"{text!r} is not an ISO date and time (2025-01-31T12:00:00)", param_hint="--to-datetime"
+        ) from None
     return int(when.astimezone().timestamp() * 1000)  # a naive time is local
 
 
@@ -189,19 +234,33 @@ def _topics(specs: tuple[str, ...]) -> list[tuple[str, int | None]]:
 
 
 def _member_json(m: kafka_groups.Member) -> dict[str, Any]:
-    return {"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
-            "assignment": ", ".join(f"{t}:{p}" for t, p in m.assignment)}  # fmt: skip
+    return {
+        "member_id": m.member_id,
+        "client_id": m.client_id,
+        "host": m.host,
+        "assignment": ", ".join(f"{t}:{p}" for t, p in m.assignment),
+    }
 
 
 def _partition_json(p: PartitionLag) -> dict[str, Any]:
-    return {"topic": p.topic, "partition": p.partition, "committed": p.committed, "end_offset": p.end_offset,
-            "lag": p.lag}  # fmt: skip
+    return {
+        "topic": p.topic,
+        "partition": p.partition,
+        "committed": p.committed,
+        "end_offset": p.end_offset,
+        "lag": p.lag,
+    }
 
 
 def _group_json(g: Group) -> dict[str, Any]:
-    return {"group": g.group_id, "type": g.type, "state": g.state, "epoch": g.epoch,
-            "members": [{**_member_json(m), "assignment": [[t, p] for t, p in m.assignment]} for m in g.members],
-            "partitions": [_partition_json(p) for p in g.partitions]}  # fmt: skip
+    return {
+        "group": g.group_id,
+        "type": g.type,
+        "state": g.state,
+        "epoch": g.epoch,
+        "members": [{**_member_json(m), "assignment": [[t, p] for t, p in m.assignment]} for m in g.members],
+        "partitions": [_partition_json(p) for p in g.partitions],
+    }
 
 
 def _change_json(c: OffsetChange) -> dict[str, Any]:
@@ -210,5 +269,9 @@ def _change_json(c: OffsetChange) -> dict[str, Any]:
 
 def _emit_partitions(rows: tuple[PartitionLag, ...] | list[PartitionLag], kind: str, output: str) -> None:
     committed = "START OFFSET" if kind == kafka_groups.SHARE else "COMMITTED"
-    emit([_partition_json(p) for p in rows], ["topic", "partition", "committed", "end_offset", "lag"], output,
-         headers={"committed": committed, "end_offset": "END OFFSET"})  # fmt: skip
+    emit(
+        [_partition_json(p) for p in rows],
+        ["topic", "partition", "committed", "end_offset", "lag"],
+        output,
+        headers={"committed": committed, "end_offset": "END OFFSET"},
+    )

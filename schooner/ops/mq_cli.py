@@ -53,8 +53,9 @@ def groups(topic: str, redis_url: str | None, data_dir: str, keyspace: str, outp
             except LookupError:  # missing on some partition: no single number
                 lag = None
             pending = sum(p.pending for p in g.partitions if p is not None)
-            rows.append({"group": g.name, "members": len(g.members), "pending": pending, "lag": lag,
-                         "share": g.share})  # fmt: skip
+            rows.append(
+                {"group": g.name, "members": len(g.members), "pending": pending, "lag": lag, "share": g.share}
+            )
     emit(rows, ["group", "members", "pending", "lag", "share"], output)
 
 
@@ -66,8 +67,17 @@ def groups(topic: str, redis_url: str | None, data_dir: str, keyspace: str, outp
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @with_redis_options
 @with_output_option
-def pending(topic: str, group: str, partition: int | None, sort: str, limit: int, redis_url: str | None,
-            data_dir: str, keyspace: str, output: str) -> None:  # fmt: skip
+def pending(
+    topic: str,
+    group: str,
+    partition: int | None,
+    sort: str,
+    limit: int,
+    redis_url: str | None,
+    data_dir: str,
+    keyspace: str,
+    output: str,
+) -> None:
     """Entries delivered to the group and not acked yet: who holds the partition's lease, the consumer
     the entry went to, how long it has been idle and how often it was delivered."""
     with _admin(redis_url, data_dir, keyspace) as admin:
@@ -75,9 +85,17 @@ def pending(topic: str, group: str, partition: int | None, sort: str, limit: int
             raise click.ClickException(f"no MQ group {group} on topic {topic}")
         owners = {o.partition: o.member for o in admin.owners(topic, group)}
         found = admin.pending(topic, group, partition=partition, sort=sort, limit=limit)
-    rows = [{"partition": m.partition, "offset": m.offset, "lease_owner": owners.get(m.partition),
-             "consumer": m.consumer, "idle_ms": m.idle_ms, "deliveries": m.deliveries}
-            for m in found]  # fmt: skip
+    rows = [
+        {
+            "partition": m.partition,
+            "offset": m.offset,
+            "lease_owner": owners.get(m.partition),
+            "consumer": m.consumer,
+            "idle_ms": m.idle_ms,
+            "deliveries": m.deliveries,
+        }
+        for m in found
+    ]
     emit(rows, ["partition", "offset", "lease_owner", "consumer", "idle_ms", "deliveries"], output)
 
 
@@ -92,19 +110,38 @@ def dlq() -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @with_redis_options
 @with_output_option
-def dlq_list(topic: str, partition: int | None, limit: int, redis_url: str | None, data_dir: str,
-             keyspace: str, output: str) -> None:  # fmt: skip
+def dlq_list(
+    topic: str,
+    partition: int | None,
+    limit: int,
+    redis_url: str | None,
+    data_dir: str,
+    keyspace: str,
+    output: str,
+) -> None:
     """The oldest dead letters first: id (for replay and delete), where it came from, why, how often
     it was tried, and how long ago it last failed."""
     with _admin(redis_url, data_dir, keyspace) as admin:
         letters = admin.dead_letters(topic, partition=partition, limit=limit)
     now = time.time() * 1000
-    rows = [{"id": d.letter_id, "partition": d.origin_partition, "offset": d.origin_offset, "group": d.group,
-             "reason": f"{d.error_type}: {d.error_message}" if d.error_message else d.error_type,
-             "attempts": d.attempts, "age_s": round(max(now - d.last_failure_ms, 0) / 1000, 1)}
-            for d in letters]  # fmt: skip
-    emit(rows, ["id", "partition", "offset", "group", "reason", "attempts", "age_s"], output,
-         headers={"age_s": "AGE (s)"})  # fmt: skip
+    rows = [
+        {
+            "id": d.letter_id,
+            "partition": d.origin_partition,
+            "offset": d.origin_offset,
+            "group": d.group,
+            "reason": f"{d.error_type}: {d.error_message}" if d.error_message else d.error_type,
+            "attempts": d.attempts,
+            "age_s": round(max(now - d.last_failure_ms, 0) / 1000, 1),
+        }
+        for d in letters
+    ]
+    emit(
+        rows,
+        ["id", "partition", "offset", "group", "reason", "attempts", "age_s"],
+        output,
+        headers={"age_s": "AGE (s)"},
+    )
 
 
 @dlq.command("replay")
@@ -114,8 +151,16 @@ def dlq_list(topic: str, partition: int | None, limit: int, redis_url: str | Non
 @click.option("--to-topic", help="Append to this topic instead (the letter is then deleted).")
 @with_redis_options
 @with_output_option
-def dlq_replay(topic: str, letter_id: str | None, replay_all: bool, to_topic: str | None,
-               redis_url: str | None, data_dir: str, keyspace: str, output: str) -> None:  # fmt: skip
+def dlq_replay(
+    topic: str,
+    letter_id: str | None,
+    replay_all: bool,
+    to_topic: str | None,
+    redis_url: str | None,
+    data_dir: str,
+    keyspace: str,
+    output: str,
+) -> None:
     """Puts dead letters back: on their original partition, for the group that gave up on them, or on
     --to-topic as new records."""
     ids = _ids(letter_id, replay_all)
@@ -140,8 +185,14 @@ def dlq_replay(topic: str, letter_id: str | None, replay_all: bool, to_topic: st
 @click.argument("letter_ids", nargs=-1)
 @click.option("--all", "delete_all", is_flag=True, help="Every dead letter of the topic.")
 @with_redis_options
-def dlq_delete(topic: str, letter_ids: tuple[str, ...], delete_all: bool, redis_url: str | None,
-               data_dir: str, keyspace: str) -> None:  # fmt: skip
+def dlq_delete(
+    topic: str,
+    letter_ids: tuple[str, ...],
+    delete_all: bool,
+    redis_url: str | None,
+    data_dir: str,
+    keyspace: str,
+) -> None:
     """Deletes dead letters by id, or all of them."""
     if bool(letter_ids) == delete_all:
         raise click.UsageError("give dead-letter ids or --all")
@@ -149,7 +200,11 @@ def dlq_delete(topic: str, letter_ids: tuple[str, ...], delete_all: bool, redis_
         _check_id(letter_id)
     with _admin(redis_url, data_dir, keyspace) as admin:
         admin.topic(topic)
-        deleted = admin.purge_dead_letters(topic) if delete_all else admin.delete_dead_letters(topic, list(letter_ids))
+        deleted = (
+            admin.purge_dead_letters(topic)
+            if delete_all
+            else admin.delete_dead_letters(topic, list(letter_ids))
+        )
     if not delete_all and deleted < len(letter_ids):
         raise click.ClickException(f"deleted {deleted} of {len(letter_ids)}: the others were not there")
     click.echo(f"deleted {deleted} dead letter(s)")
@@ -177,8 +232,11 @@ def _all_ids(admin: Admin, topic: str) -> list[str]:
     for p in range(t.partitions):
         seen: set[str] = set()
         while True:
-            page = [d for d in admin.dead_letters(topic, partition=p, limit=len(seen) + 1000)
-                    if d.letter_id not in seen]  # fmt: skip
+            page = [
+                d
+                for d in admin.dead_letters(topic, partition=p, limit=len(seen) + 1000)
+                if d.letter_id not in seen
+            ]
             if not page:
                 break
             seen.update(d.letter_id for d in page)

@@ -9,6 +9,7 @@ import struct
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from .apis import ApiKey, response_type
@@ -23,7 +24,7 @@ def encode_request(body: RequestPayload, correlation_id: int, client_id: str | N
     header = header_type(
         request_api_key=body.__api_key__,
         request_api_version=body.__version__,
-        correlation_id=correlation_id,
+        correlation_id=i32(correlation_id),
         client_id=client_id,
     )
     buf = io.BytesIO()

@@ -40,8 +40,13 @@ def _setup(broker: Any, topic: str, per_partition: int = 5) -> None:
 
 
 def _consumer(broker: Any, group: str, protocol: str) -> Consumer:
-    conf = {"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "group.protocol": protocol}  # fmt: skip
+    conf = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "group.protocol": protocol,
+    }
     if protocol == "classic":
         conf["session.timeout.ms"] = 6000
     return Consumer(conf)
@@ -75,7 +80,9 @@ def test_describe_lag_reset_and_delete(broker: Any, protocol: str) -> None:
     assert member["client_id"] == "rdkafka" and member["host"]
     assert (described["epoch"] is None) == (protocol == "classic")
     assert [(p["partition"], p["committed"], p["end_offset"], p["lag"]) for p in described["partitions"]] == [
-        (0, 5, 5, 0), (1, 5, 5, 0)]  # fmt: skip
+        (0, 5, 5, 0),
+        (1, 5, 5, 0),
+    ]
     table = _cli(broker, "describe", group)
     assert f"TYPE {protocol}" in table.output and "MEMBERS 1" in table.output and "rdkafka" in table.output
 
@@ -89,8 +96,9 @@ def test_describe_lag_reset_and_delete(broker: Any, protocol: str) -> None:
     dry = _cli(broker, "reset-offsets", group, "--shift-by", "-3", "--topic", f"{topic}:0", "-o", "json")
     assert dry.exit_code == 0, dry.output
     assert json.loads(dry.output) == [{"topic": topic, "partition": 0, "current": 5, "new": 2}]
-    assert [r["committed"] for r in map(json.loads, _cli(broker, "lag", group, "--json").output.splitlines())] == [
-        5, 5]  # fmt: skip (the dry run changed nothing)
+    assert [
+        r["committed"] for r in map(json.loads, _cli(broker, "lag", group, "--json").output.splitlines())
+    ] == [5, 5]  # the dry run changed nothing
 
     done = _cli(broker, "reset-offsets", group, "--shift-by", "-3", "--topic", f"{topic}:0", "--execute")
     assert done.exit_code == 0 and "offsets reset" in done.output
@@ -130,9 +138,14 @@ def test_bad_input_is_one_line_and_no_traceback(broker: Any) -> None:
         ("delete", "gk-nobody"): "Error: no group gk-nobody",
         ("reset-offsets", "gk-nobody", "--to-earliest", "--all-topics"): "Error: no group gk-nobody",
         ("reset-offsets", group, "--to-earliest", "--topic", "gk-missing"): "Error: no topic gk-missing",
-        ("reset-offsets", group, "--to-earliest", "--topic", "gk-bad:7"):
-            "Error: topic gk-bad has no partition 7 (it has 2)",
-    }  # fmt: skip
+        (
+            "reset-offsets",
+            group,
+            "--to-earliest",
+            "--topic",
+            "gk-bad:7",
+        ): "Error: topic gk-bad has no partition 7 (it has 2)",
+    }
     for args, line in cases.items():
         result = _cli(broker, *args)
         assert (result.exit_code, result.output.strip()) == (1, line), args
@@ -152,7 +165,10 @@ def test_bad_input_is_one_line_and_no_traceback(broker: Any) -> None:
         assert "Traceback" not in result.output
 
     down = CliRunner().invoke(main, ["groups", "lag", group, "-b", "127.0.0.1:1"])
-    assert (down.exit_code, down.output.strip()) == (1, "Error: no broker answered at 127.0.0.1:1 (Connection refused)")
+    assert (down.exit_code, down.output.strip()) == (
+        1,
+        "Error: no broker answered at 127.0.0.1:1 (Connection refused)",
+    )
     listed = CliRunner().invoke(main, ["groups", "list", "-b", "127.0.0.1:1", "-X", "socket.timeout.ms=3000"])
     assert listed.exit_code == 1 and listed.output.startswith("Error: no broker answered at 127.0.0.1:1")
     redis_down = CliRunner().invoke(main, ["groups", "lag", group, "--redis-url", "redis://127.0.0.1:1/0"])

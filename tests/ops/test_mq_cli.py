@@ -32,7 +32,7 @@ def _json(broker: Any, *args: str) -> Any:
 
 def _topics(broker: Any, *names: str, partitions: int = 2) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for name, future in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).items():
+    for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).values():
         future.result(10)
 
 

@@ -41,7 +41,9 @@ def test_share_group_describe_lag_reset_and_delete(broker: Any) -> None:
     (member,) = described["members"]
     assert sorted(tuple(a) for a in member["assignment"]) == [(topic, 0), (topic, 1)]
     assert [(p["partition"], p["committed"], p["end_offset"], p["lag"]) for p in described["partitions"]] == [
-        (0, 4, 4, 0), (1, 2, 2, 0)]  # fmt: skip
+        (0, 4, 4, 0),
+        (1, 2, 2, 0),
+    ]
     table = _cli(broker, "describe", group)
     assert "TYPE share" in table.output and "START OFFSET" in table.output
 

@@ -94,8 +94,9 @@ def group_type(settings: ClientSettings, group_id: str) -> str:
     with WireClient(settings) as wire:
         connection = wire.any_broker()
         version = connection.version_of(ApiKey.LIST_GROUPS, (5,))
-        response = connection.call(make(request_type(ApiKey.LIST_GROUPS, version), states_filter=(),
-                                        types_filter=()))  # fmt: skip
+        response = connection.call(
+            make(request_type(ApiKey.LIST_GROUPS, version), states_filter=(), types_filter=())
+        )
     _check(response.error_code, "ListGroups")
     for g in response.groups:
         if g.group_id == group_id:
@@ -114,10 +115,14 @@ def describe_group(settings: ClientSettings, group_id: str) -> Group:
     if described.state == ConsumerGroupState.DEAD:
         raise KafkaFailure(f"no group {group_id}")
     members = tuple(
-        Member(m.member_id, m.client_id, m.host,
-               tuple((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or ())))
+        Member(
+            m.member_id,
+            m.client_id,
+            m.host,
+            tuple((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or ())),
+        )
         for m in described.members
-    )  # fmt: skip
+    )
     epoch = _consumer_epoch(settings, group_id) if kind == "consumer" else None
     state = _name(described.state)
     return Group(group_id, kind, state, epoch, members, tuple(_committed_lag(admin, settings, group_id)))
@@ -141,10 +146,13 @@ def _committed_lag(admin: AdminClient, settings: ClientSettings, group_id: str) 
     return rows
 
 
-def _committed(admin: AdminClient, settings: ClientSettings, group_id: str) -> dict[tuple[str, int], int | None]:
+def _committed(
+    admin: AdminClient, settings: ClientSettings, group_id: str
+) -> dict[tuple[str, int], int | None]:
     request = [ConsumerGroupTopicPartitions(group_id)]
-    found = result(admin.list_consumer_group_offsets(request, request_timeout=settings.timeout_s)[group_id],
-                   settings)  # fmt: skip
+    found = result(
+        admin.list_consumer_group_offsets(request, request_timeout=settings.timeout_s)[group_id], settings
+    )
     return {
         (tp.topic, tp.partition): (None if tp.offset == NO_OFFSET else tp.offset)
         for tp in found.topic_partitions or ()
@@ -172,8 +180,13 @@ def _consumer_epoch(settings: ClientSettings, group_id: str) -> int | None:
     with WireClient(settings) as wire:
         connection = wire.coordinator(group_id)
         version = connection.version_of(ApiKey.CONSUMER_GROUP_DESCRIBE, (0, 1))
-        response = connection.call(make(request_type(ApiKey.CONSUMER_GROUP_DESCRIBE, version),
-                                        group_ids=(group_id,), include_authorized_operations=False))  # fmt: skip
+        response = connection.call(
+            make(
+                request_type(ApiKey.CONSUMER_GROUP_DESCRIBE, version),
+                group_ids=(group_id,),
+                include_authorized_operations=False,
+            )
+        )
     (group,) = response.groups
     return int(group.group_epoch) if group.error_code == ErrorCode.none else None
 
@@ -181,8 +194,9 @@ def _consumer_epoch(settings: ClientSettings, group_id: str) -> int | None:
 # -- share groups, through wire.py ----------------------------------------------------------------------
 def _list_share(connection: Connection) -> list[Any]:
     version = connection.version_of(ApiKey.LIST_GROUPS, (5,))
-    response = connection.call(make(request_type(ApiKey.LIST_GROUPS, version), states_filter=(),
-                                    types_filter=(SHARE,)))  # fmt: skip
+    response = connection.call(
+        make(request_type(ApiKey.LIST_GROUPS, version), states_filter=(), types_filter=(SHARE,))
+    )
     _check(response.error_code, "ListGroups")
     return list(response.groups)
 
@@ -191,21 +205,30 @@ def _describe_share(settings: ClientSettings, group_id: str) -> Group:
     with WireClient(settings) as wire:
         coordinator = wire.coordinator(group_id)
         version = coordinator.version_of(ApiKey.SHARE_GROUP_DESCRIBE, (1,))
-        body = make(request_type(ApiKey.SHARE_GROUP_DESCRIBE, version), group_ids=(group_id,),
-                    include_authorized_operations=False)  # fmt: skip
+        body = make(
+            request_type(ApiKey.SHARE_GROUP_DESCRIBE, version),
+            group_ids=(group_id,),
+            include_authorized_operations=False,
+        )
         (described,) = coordinator.call(body).groups
         _check(described.error_code, f"ShareGroupDescribe of {group_id}", described.error_message)
         partitions = _share_lag(settings, coordinator, group_id)
     members = tuple(
-        Member(m.member_id, m.client_id, m.client_host,
-               tuple((t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions))
+        Member(
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            tuple((t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions),
+        )
         for m in described.members
-    )  # fmt: skip
+    )
     return Group(group_id, SHARE, described.group_state, described.group_epoch, members, tuple(partitions))
 
 
-def share_start_offsets(coordinator: Connection, group_id: str) -> list[tuple[str, int, int | None, int | None]]:
-    """(topic, partition, start offset, lag) of each initialized share partition (DescribeShareGroupOffsets)."""
+def share_start_offsets(
+    coordinator: Connection, group_id: str
+) -> list[tuple[str, int, int | None, int | None]]:
+    """(topic, partition, start offset, lag) of each share partition set up (DescribeShareGroupOffsets)."""
     version = coordinator.version_of(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, (0, 1))
     req = request_type(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, version)
     group = make(sibling(req, "DescribeShareGroupOffsetsRequestGroup"), group_id=group_id, topics=None)
@@ -216,8 +239,14 @@ def share_start_offsets(coordinator: Connection, group_id: str) -> list[tuple[st
         for p in t.partitions:
             _check(p.error_code, f"DescribeShareGroupOffsets of {t.topic_name}:{p.partition_index}")
             lag = getattr(p, "lag", -1)
-            rows.append((t.topic_name, p.partition_index, None if p.start_offset < 0 else p.start_offset,
-                         None if lag < 0 else lag))  # fmt: skip
+            rows.append(
+                (
+                    t.topic_name,
+                    p.partition_index,
+                    None if p.start_offset < 0 else p.start_offset,
+                    None if lag < 0 else lag,
+                )
+            )
     return sorted(rows)
 
 
@@ -278,10 +307,14 @@ def execute_reset(settings: ClientSettings, group_id: str, kind: str, changes: l
         _alter_share(settings, group_id, changes)
         return
     admin = admin_client(settings)
-    request = [ConsumerGroupTopicPartitions(group_id, [TopicPartition(c.topic, c.partition, c.target)
-                                                       for c in changes])]  # fmt: skip
-    done = result(admin.alter_consumer_group_offsets(request, request_timeout=settings.timeout_s)[group_id],
-                  settings)  # fmt: skip
+    request = [
+        ConsumerGroupTopicPartitions(
+            group_id, [TopicPartition(c.topic, c.partition, c.target) for c in changes]
+        )
+    ]
+    done = result(
+        admin.alter_consumer_group_offsets(request, request_timeout=settings.timeout_s)[group_id], settings
+    )
     for tp in done.topic_partitions or ():
         if tp.error is not None:
             raise KafkaFailure(f"{tp.topic}:{tp.partition}: {tp.error.str()}")
@@ -295,11 +328,16 @@ def _alter_share(settings: ClientSettings, group_id: str, changes: list[OffsetCh
         by_topic: dict[str, list[Any]] = {}
         for c in changes:
             by_topic.setdefault(c.topic, []).append(
-                make(sibling(req, "AlterShareGroupOffsetsRequestPartition"), partition_index=c.partition,
-                     start_offset=c.target)  # fmt: skip
+                make(
+                    sibling(req, "AlterShareGroupOffsetsRequestPartition"),
+                    partition_index=c.partition,
+                    start_offset=c.target,
+                )
             )
-        topics = tuple(make(sibling(req, "AlterShareGroupOffsetsRequestTopic"), topic_name=name,
-                            partitions=tuple(parts)) for name, parts in by_topic.items())  # fmt: skip
+        topics = tuple(
+            make(sibling(req, "AlterShareGroupOffsetsRequestTopic"), topic_name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        )
         response = coordinator.call(make(req, group_id=group_id, topics=topics))
     _check(response.error_code, f"AlterShareGroupOffsets of {group_id}", response.error_message)
     for t in response.responses:

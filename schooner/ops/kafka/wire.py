@@ -96,8 +96,9 @@ class Connection:
         return bytes(data)
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
-        body = make(request_type(ApiKey.API_VERSIONS, 3), client_software_name=CLIENT_ID,
-                    client_software_version="1")  # fmt: skip
+        body = make(
+            request_type(ApiKey.API_VERSIONS, 3), client_software_name=CLIENT_ID, client_software_version="1"
+        )
         response = self.call(body)
         if response.error_code != ErrorCode.none:
             raise KafkaFailure(f"{self.address} refused ApiVersions: {response.error_code.name}")
@@ -168,8 +169,11 @@ class WireClient:
         """The connection to the group's coordinator (FindCoordinator)."""
         connection = self.any_broker()
         version = connection.version_of(ApiKey.FIND_COORDINATOR, (4, 5, 6))
-        body = make(request_type(ApiKey.FIND_COORDINATOR, version), key_type=KEY_TYPE_GROUP,
-                    coordinator_keys=(group_id,))  # fmt: skip
+        body = make(
+            request_type(ApiKey.FIND_COORDINATOR, version),
+            key_type=KEY_TYPE_GROUP,
+            coordinator_keys=(group_id,),
+        )
         (found,) = connection.call(body).coordinators
         if found.error_code != ErrorCode.none:
             why = found.error_message or found.error_code.name
@@ -188,7 +192,9 @@ def _tls_context(settings: ClientSettings) -> ssl.SSLContext:
     try:
         context = ssl.create_default_context(cafile=settings.ssl_cafile)
         if settings.ssl_certfile:
-            context.load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile, settings.ssl_keyfile_password)
+            context.load_cert_chain(
+                settings.ssl_certfile, settings.ssl_keyfile, settings.ssl_keyfile_password
+            )
     except (OSError, ssl.SSLError) as exc:
         raise KafkaFailure(f"cannot load the TLS files: {_reason(exc)}") from None
     return context
