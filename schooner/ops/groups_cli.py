@@ -184,6 +184,17 @@ def reset_offsets(
         click.echo(done, err=True)
 
 
+@groups.command("delete-offsets")
+@click.argument("group_id")
+@click.option("--topic", "topics", multiple=True, required=True, metavar="TOPIC", help="Repeatable.")
+@with_client_options
+def delete_offsets(client: ClientSettings, group_id: str, topics: tuple[str, ...]) -> None:
+    """Drops an inactive share group's share partitions of these topics (it starts over there per
+    share.auto.offset.reset)."""
+    kafka_groups.delete_share_offsets(client, group_id, list(topics))
+    click.echo(f"deleted the share offsets of {', '.join(topics)} for group {group_id}")
+
+
 @groups.command("delete")
 @click.argument("group_id")
 @with_client_options

@@ -69,6 +69,9 @@ def test_share_group_describe_lag_reset_and_delete(broker: Any) -> None:
     assert again.errors == []
 
     wait_for(lambda: _json(broker, "describe", group)["members"] == [], 30, "the member gone")
+    dropped = _cli(broker, "delete-offsets", group, "--topic", topic)
+    assert dropped.exit_code == 0, dropped.output
+    assert _cli(broker, "lag", group, "-o", "json").output == ""  # no share partition left
     deleted = _cli(broker, "delete", group)
     assert deleted.exit_code == 0, deleted.output
     assert group not in {g["group"] for g in _json(broker, "list")}

@@ -345,6 +345,24 @@ def _alter_share(settings: ClientSettings, group_id: str, changes: list[OffsetCh
             _check(p.error_code, f"{t.topic_name}:{p.partition_index}", p.error_message)
 
 
+def delete_share_offsets(settings: ClientSettings, group_id: str, topics: list[str]) -> None:
+    """Drops a share group's share partitions of these topics (DeleteShareGroupOffsets): its next fetch
+    starts again per share.auto.offset.reset. Refused while the group has members."""
+    if group_type(settings, group_id) != SHARE:
+        raise KafkaFailure(f"group {group_id} is not a share group")
+    with WireClient(settings) as wire:
+        coordinator = wire.coordinator(group_id)
+        version = coordinator.version_of(ApiKey.DELETE_SHARE_GROUP_OFFSETS, (0,))
+        req = request_type(ApiKey.DELETE_SHARE_GROUP_OFFSETS, version)
+        wanted = tuple(
+            make(sibling(req, "DeleteShareGroupOffsetsRequestTopic"), topic_name=t) for t in topics
+        )
+        response = coordinator.call(make(req, group_id=group_id, topics=wanted))
+    _check(response.error_code, f"DeleteShareGroupOffsets of {group_id}", response.error_message)
+    for t in response.responses:
+        _check(t.error_code, f"deleting the share offsets of {t.topic_name}", t.error_message)
+
+
 def delete_group(settings: ClientSettings, group_id: str) -> None:
     """Deletes an empty group of any type: the broker's DeleteGroups takes share groups too."""
     admin = admin_client(settings)
