@@ -137,5 +137,10 @@ main.add_command(groups)
 main.add_command(topics)
 main.add_command(users)
 
+# the web console (docs/console.md)
+from .console.command import console  # noqa: E402
+
+main.add_command(console)
+
 if __name__ == "__main__":
     main()
