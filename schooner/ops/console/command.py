@@ -40,8 +40,6 @@ def _redis_url(
     type=click.Path(dir_okay=False, exists=True),
     help="The broker's TOML config: its redis_url, data_dir and keyspace, for the Redis-side views.",
 )
-@with_redis_options
-@with_client_options
 @click.option("--read-only", is_flag=True, help="Show everything, change nothing (every POST gets 403).")
 @click.option(
     "--sample-interval",
@@ -52,6 +50,8 @@ def _redis_url(
     help="How often the charts' throughput and lag are sampled.",
 )
 @click.option("--log-level", default="WARNING", show_default=True)
+@with_redis_options
+@with_client_options
 def console(port: int, host: str, config_file: str | None, redis_url: str | None, data_dir: str,
             keyspace: str, client: ClientSettings, read_only: bool, sample_interval: float,
             log_level: str) -> None:  # fmt: skip

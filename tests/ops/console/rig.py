@@ -29,8 +29,10 @@ from schooner.storage.redis.embedded import free_port
 from tests.clients import Rec, confluent_produce
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]  # fmt: skip
 SAMPLE_S = 0.3
 ERROR_SELECTOR = ".error, [role=alert]"
 
@@ -46,7 +48,9 @@ class RunningConsole:
         self.thread.join(30)
 
 
-def start_console(client: ClientSettings, redis_url: str | None, keyspace: str, **options: Any) -> RunningConsole:
+def start_console(
+    client: ClientSettings, redis_url: str | None, keyspace: str, **options: Any
+) -> RunningConsole:
     settings = ConsoleSettings(client, redis_url, keyspace, sample_interval_s=SAMPLE_S, **options)
     port = free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
@@ -77,7 +81,11 @@ def shot(page: Any, folder: Path, name: str) -> Path:
 def open_page(page: Any, url: str, heading: str) -> None:
     """Loads a page and checks it: its heading, and no error message on it."""
     response = page.goto(url)
-    assert response is not None and response.status == 200, (url, response and response.status, page.content())
+    assert response is not None and response.status == 200, (
+        url,
+        response and response.status,
+        page.content(),
+    )
     assert page.locator("h1").inner_text() == heading
     assert page.locator(ERROR_SELECTOR).count() == 0, page.locator(ERROR_SELECTOR).all_inner_texts()
 
@@ -109,7 +117,9 @@ def seed_records(bootstrap: str) -> None:
     """orders: 3 partitions, 10 JSON records with keys order-0..order-9 on partition 0, one with headers."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(ORDERS, 3)])[ORDERS].result(30)
-    records = [Rec(f"order-{i}".encode(), json.dumps({"order": i, "total": i * 10}).encode()) for i in range(10)]
+    records = [
+        Rec(f"order-{i}".encode(), json.dumps({"order": i, "total": i * 10}).encode()) for i in range(10)
+    ]
     records.append(Rec(b"with-headers", b"plain text", (("trace", b"abc"), ("bin", b"\x00\xff"))))
     confluent_produce(bootstrap, ORDERS, records, partition=0)
 
