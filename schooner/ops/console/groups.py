@@ -35,10 +35,13 @@ class LagRow:
 async def group_list(request: Request) -> Response:
     rows = await run_in_threadpool(kafka(request).groups)
     redis = console_of(request).redis
-    if redis is not None:  # librdkafka names no share group: the coordinator's saved type does
-        types = await run_in_threadpool(redis.group_types)
-        rows = [GroupRow(g.id, types.get(g.id, g.type) if g.type == "unknown" else g.type, g.state)
-                for g in rows]  # fmt: skip
+    if redis is not None:  # librdkafka lists no share group: the coordinators' saved state does
+        saved = await run_in_threadpool(redis.group_types)
+        listed = {g.id for g in rows}
+        shares = [
+            GroupRow(g, kind, st) for g, (kind, st) in saved.items() if kind == "share" and g not in listed
+        ]
+        rows = sorted(rows + shares, key=lambda g: g.id)
     return page(request, "groups.html", title="Groups", groups=rows)
 
 

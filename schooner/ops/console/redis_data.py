@@ -96,11 +96,15 @@ class RedisSide:
         found = drive_sync(self.redis, partition_sizes(self.ks, tps))
         return {(tp.topic, tp.partition): size for tp, size in found.items()}
 
-    def group_types(self) -> dict[str, str]:
-        """Each Kafka group's type as its coordinator saved it (librdkafka cannot name share groups)."""
+    def group_types(self) -> dict[str, tuple[str, str]]:
+        """Each Kafka group's (type, state) as its coordinator saved it: librdkafka lists no share group."""
         ids = run_sync(self.redis, state.list_ids(self.ks))
         saved = drive_sync(self.redis, state.load_states(self.ks, ids))
-        return {g: s.get("type") or "classic" for g, s in saved.items()}
+        return {
+            g: (s.get("type") or "classic", s.get("state") or "Empty")
+            for g, s in saved.items()
+            if s.get("type")
+        }
 
     def share_group(self, group_id: str) -> ShareGroup | None:
         saved = run_sync(self.redis, state.load_state(self.ks, group_id))

@@ -26,6 +26,8 @@ def logged_in(request: Request) -> bool:
 
 
 async def login_form(request: Request) -> Response:
+    if not console_of(request).settings.needs_login:
+        return RedirectResponse("/", status_code=303)
     return page(request, "login.html", title="Log in", mechanism=_mechanism(request))
 
 

@@ -159,3 +159,27 @@ def browser_page(browser: Any) -> Iterator[Any]:
     page.set_default_timeout(30_000)
     yield page
     context.close()
+
+
+WORKERS = "workers"
+
+
+def seed_share_group(bootstrap: str, records: int = 11) -> None:
+    """A share group `workers` that read orders from the earliest offset, acknowledging each poll."""
+    from confluent_kafka import ShareConsumer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, WORKERS, incremental_configs=[earliest])]
+    ).values():
+        future.result(30)
+    worker = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": WORKERS})
+    worker.subscribe([ORDERS])
+    seen: list[Any] = []
+    try:
+        wait_until(lambda: seen.extend(worker.poll(0.5)) or len(seen) >= records)
+        worker.poll(0.5)  # acknowledges the last records
+    finally:
+        worker.close()

@@ -11,11 +11,13 @@ from .rig import (
     BILLING,
     ORDERS,
     PAYMENTS,
+    WORKERS,
     chart_data,
     open_page,
     seed_dead_letter,
     seed_group,
     seed_records,
+    seed_share_group,
     shot,
     wait_until,
 )
@@ -111,3 +113,19 @@ def test_group_lag_chart_has_points(broker: Any, console: Any, page: Any) -> Non
     assert len(data) == 3  # times, total, orders:0
     assert set(data[1]) == {7} and set(data[2]) == {7}
     assert page.locator(".u-legend").count() == 1  # uPlot drew it
+
+
+def test_share_group_page(broker: Any, console: Any, page: Any, shots: Path) -> None:
+    seed_records(broker.bootstrap)
+    seed_share_group(broker.bootstrap)
+    open_page(page, f"{console.url}/groups", "Groups")
+    assert page.locator(f"tr[data-group={WORKERS}] td").nth(1).inner_text() == "share"
+    open_page(page, f"{console.url}/groups/{WORKERS}", f"Share group {WORKERS}")
+    rows = page.locator("table").nth(1).locator("tbody tr")
+    assert rows.count() >= 1
+    first = rows.first.locator("td")
+    assert [first.nth(i).inner_text() for i in (0, 1)] == [ORDERS, "0"]
+    assert (
+        first.nth(2).inner_text() == "11"
+    )  # every record of partition 0 accepted: the start moved past them
+    shot(page, shots, "share-group")
