@@ -75,7 +75,8 @@ def done(url: str, notice: str) -> RedirectResponse:
     return RedirectResponse(f"{url}{sep}{urlencode({'notice': notice})}", status_code=303)
 
 
-_STATUS = {"AUTHORIZATION_FAILED": 403, "_TIMED_OUT": 504, "UNKNOWN_TOPIC": 404, "GROUP_ID_NOT_FOUND": 404}
+_STATUS = {"AUTHORIZATION_FAILED": 403, "_TIMED_OUT": 504, "_TRANSPORT": 502, "_ALL_BROKERS_DOWN": 502,
+           "UNKNOWN_TOPIC": 404, "GROUP_ID_NOT_FOUND": 404}  # fmt: skip
 
 
 async def broker_error(request: Request, exc: Exception) -> Response:

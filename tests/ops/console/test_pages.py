@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from schooner.ops.client_options import ClientSettings
+from schooner.storage.redis.embedded import free_port
+
 from .rig import (
     BILLING,
     ORDERS,
@@ -129,3 +132,14 @@ def test_share_group_page(broker: Any, console: Any, page: Any, shots: Path) -> 
         first.nth(2).inner_text() == "11"
     )  # every record of partition 0 accepted: the start moved past them
     shot(page, shots, "share-group")
+
+
+def test_an_unreachable_broker_is_a_message_not_a_traceback(console_factory: Any, page: Any) -> None:
+    dead = console_factory(ClientSettings(f"127.0.0.1:{free_port()}", timeout_s=2), None)
+    response = page.goto(f"{dead.url}/topics")
+    assert response.status in (502, 504)
+    assert page.locator("h1").inner_text() == "Refused"
+    assert page.locator(".error").inner_text().startswith(("_TRANSPORT", "_TIMED_OUT", "the broker did not"))
+    assert "Traceback" not in page.content()
+    open_page(page, f"{dead.url}/mq", "MQ groups")  # no Redis side: it says so, as a warning
+    assert "--redis-url" in page.locator(".warning").inner_text()
