@@ -13,6 +13,7 @@ from .kafka_data import KafkaSide
 from .redis_data import RedisSide
 
 SESSION_COOKIE = "schooner_console"
+MAX_SESSIONS = 1000  # past this many logins the oldest session ends (each holds a Kafka client)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class Console:
         with self._lock:
             self._sides[token] = side
             self.last_login = token
+            ended = [self._sides.pop(t) for t in list(self._sides)[: max(len(self._sides) - MAX_SESSIONS, 0)]]
+        for old in ended:
+            old.close()
         return token
 
     def logout(self, token: str) -> None:
