@@ -154,5 +154,10 @@ main.add_command(topics)
 main.add_command(users)
 main.add_command(mq)
 
+# the web console (docs/console.md)
+from .console.command import console  # noqa: E402
+
+main.add_command(console)
+
 if __name__ == "__main__":
     main()

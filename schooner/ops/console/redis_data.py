@@ -1,0 +1,159 @@
+"""The Redis side of the console: Redis memory and version, partition sizes, share groups, and the MQ
+library's groups and dead letters (schooner.mq.admin). Blocking: the pages call it in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...mq.admin import Admin, GroupStats, Ownership, PartitionLag, PendingMessage
+from ...storage.groups import state
+from ...storage.keys import Keyspace
+from ...storage.log.sizes import partition_sizes
+from ...storage.mq.dead_letters import DeadLetter
+from ...storage.redis.calls import command, drive_sync, run_sync, text, together
+from ...storage.redis.client import connect_sync
+from ...storage.redis.server_info import Memory, memory
+from ...storage.share import partition as share
+from ...storage.topic_partition import TopicPartition
+from ...storage.topics import metadata
+
+MQ_TOPICS_SHOWN = 200  # the MQ page looks at this many topics at most
+
+
+@dataclass(frozen=True)
+class RedisInfo:
+    version: str
+    mode: str
+    memory: Memory
+
+
+@dataclass(frozen=True)
+class MqTopic:
+    name: str
+    partitions: int
+    groups: list[GroupStats]
+    dead_letters: int
+
+
+@dataclass(frozen=True)
+class MqGroup:
+    stats: GroupStats
+    owners: list[Ownership]
+    lag: list[PartitionLag]
+
+
+@dataclass(frozen=True)
+class ShareRow:
+    topic: str
+    partition: int
+    start_offset: int
+    in_flight: int
+    archived: int
+    dead_lettered: int
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class ShareGroup:
+    id: str
+    state: str
+    epoch: int
+    members: list[dict[str, Any]]
+    partitions: list[ShareRow] = field(default_factory=list)
+
+
+def _info_map(raw: Any) -> dict[str, str]:
+    if isinstance(raw, dict):
+        return {text(k): text(v) if isinstance(v, bytes) else str(v) for k, v in raw.items()}
+    out = {}
+    for line in text(raw).splitlines():
+        name, sep, value = line.partition(":")
+        if sep and not line.startswith("#"):
+            out[name.strip()] = value.strip()
+    return out
+
+
+class RedisSide:
+    def __init__(self, url: str, keyspace: str) -> None:
+        self.ks = Keyspace(keyspace)
+        self.redis = connect_sync(url)
+        self.mq = Admin(self.redis, keyspace=self.ks)
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def info(self) -> RedisInfo:
+        server = run_sync(self.redis, command("INFO", "server", parse=_info_map))
+        return RedisInfo(server.get("redis_version", "?"), server.get("redis_mode", "?"),
+                         run_sync(self.redis, memory()))  # fmt: skip
+
+    def sizes(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        found = drive_sync(self.redis, partition_sizes(self.ks, tps))
+        return {(tp.topic, tp.partition): size for tp, size in found.items()}
+
+    def group_types(self) -> dict[str, tuple[str, str]]:
+        """Each Kafka group's (type, state) as its coordinator saved it: librdkafka lists no share group."""
+        ids = run_sync(self.redis, state.list_ids(self.ks))
+        saved = drive_sync(self.redis, state.load_states(self.ks, ids))
+        return {
+            g: (s.get("type") or "classic", s.get("state") or "Empty")
+            for g, s in saved.items()
+            if s.get("type")
+        }
+
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        saved = run_sync(self.redis, state.load_state(self.ks, group_id))
+        names = run_sync(self.redis, share.topics(self.ks, group_id))
+        if saved.get("type") != "share" and not names:
+            return None
+        topics = [t for t in drive_sync(self.redis, metadata.load_all(self.ks, {})) if t.name in set(names)]
+        pairs = [(t, p) for t in sorted(topics, key=lambda t: t.name) for p in range(t.partitions)]
+        states = drive_sync(self.redis, together([share.state(self.ks, t, p, group_id) for t, p in pairs]))
+        rows = [
+            ShareRow(t.name, p, s.start_offset, s.in_flight, s.archived, s.dead_lettered,
+                     None if s.lag < 0 else s.lag)
+            for (t, p), s in zip(pairs, states, strict=True)
+            if s is not None
+        ]  # fmt: skip
+        members = json.loads(saved.get("members") or "[]")
+        return ShareGroup(
+            group_id, saved.get("state") or "Empty", int(saved.get("group_epoch") or 0), members, rows
+        )
+
+    # -- the MQ library ------------------------------------------------------------------------------
+    def mq_topics(self) -> list[MqTopic]:
+        """Topics that MQ groups consume or that hold dead letters."""
+        out = []
+        for t in drive_sync(self.redis, metadata.load_all(self.ks, {}))[:MQ_TOPICS_SHOWN]:
+            groups = self.mq.groups(t.name)
+            letters = self.mq.dead_letter_count(t.name)
+            if groups or letters:
+                out.append(MqTopic(t.name, t.partitions, groups, letters))
+        return out
+
+    def mq_groups(self, topic: str) -> list[MqGroup]:
+        out = []
+        for g in self.mq.groups(topic):
+            try:
+                lag = self.mq.lag(topic, g.name)
+            except LookupError:  # missing on some partition: show what there is
+                lag = []
+            out.append(MqGroup(g, self.mq.owners(topic, g.name), lag))
+        return out
+
+    def pending(self, topic: str, group: str, limit: int = 50) -> list[PendingMessage]:
+        return self.mq.pending(topic, group, limit=limit)
+
+    def dead_letters(self, topic: str, limit: int = 100) -> list[DeadLetter]:
+        return self.mq.dead_letters(topic, limit=limit)
+
+    def replay(self, topic: str, letter_id: str) -> bool:
+        return self.mq.replay(topic, letter_id) is True
+
+    def delete_letters(self, topic: str, letter_ids: list[str]) -> int:
+        return self.mq.delete_dead_letters(topic, letter_ids)

@@ -1,0 +1,118 @@
+"""Topics: the list, create and delete, a topic's partitions (offsets and sizes) and its configs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .context import console_of, kafka
+from .kafka_data import BrokerError
+from .render import done, number, page, sampler_of
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    id: int
+    leader: int
+    earliest: int
+    latest: int
+    size: int | None  # bytes, from Redis; None without the Redis side
+
+    @property
+    def records(self) -> int:
+        return max(self.latest - self.earliest, 0)
+
+
+def _sizes(request: Request, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int] | None:
+    redis = console_of(request).redis
+    return redis.sizes(tps) if redis is not None else None
+
+
+async def topic_list(request: Request) -> Response:
+    side = kafka(request)
+    metas = await run_in_threadpool(side.topics)
+    tps = [(t.name, p.id) for t in metas if t.error is None for p in t.partitions]
+    earliest = await run_in_threadpool(side.earliest, tps)
+    latest = await run_in_threadpool(side.latest, tps)
+    sizes = await run_in_threadpool(_sizes, request, tps)
+    rows = []
+    for t in metas:
+        mine = [(t.name, p.id) for p in t.partitions]
+        records = sum(max(latest.get(tp, 0) - earliest.get(tp, 0), 0) for tp in mine)
+        size = sum(sizes.get(tp, 0) for tp in mine) if sizes is not None else None
+        rows.append({"name": t.name, "partitions": len(t.partitions), "records": records, "size": size,
+                     "error": t.error})  # fmt: skip
+    return page(request, "topics.html", title="Topics", topics=rows)
+
+
+def _configs(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.strip():
+            key, sep, value = line.partition("=")
+            if not sep or not key.strip():
+                raise BrokerError(f"config line {line!r} is not key=value")
+            out[key.strip()] = value.strip()
+    return out
+
+
+async def create_topic(request: Request) -> Response:
+    form = await request.form()
+    name = str(form.get("name", "")).strip()
+    if not name:
+        raise BrokerError("give the topic a name")
+    partitions = number(form.get("partitions", "1"), "partitions", 1)
+    configs = _configs(str(form.get("configs", "")))
+    await run_in_threadpool(kafka(request).create_topic, name, partitions, configs)
+    return done(f"/topics/{name}", f"created topic {name}")
+
+
+async def topic_page(request: Request) -> Response:
+    name = request.path_params["name"]
+    side = kafka(request)
+    meta = await run_in_threadpool(side.topic, name)
+    tps = [(name, p.id) for p in meta.partitions]
+    earliest = await run_in_threadpool(side.earliest, tps)
+    latest = await run_in_threadpool(side.latest, tps)
+    sizes = await run_in_threadpool(_sizes, request, tps)
+    rows = [
+        PartitionRow(p.id, p.leader, earliest[(name, p.id)], latest[(name, p.id)],
+                     sizes.get((name, p.id)) if sizes is not None else None)
+        for p in meta.partitions
+    ]  # fmt: skip
+    configs = await run_in_threadpool(side.topic_configs, name)
+    return page(
+        request, "topic.html", title=f"Topic {name}", name=name, partitions=rows, configs=configs,
+        throughput=sampler_of(request).throughput(name),
+    )  # fmt: skip
+
+
+async def delete_topic(request: Request) -> Response:
+    name = request.path_params["name"]
+    await run_in_threadpool(kafka(request).delete_topic, name)
+    return done("/topics", f"deleted topic {name}")
+
+
+async def alter_config(request: Request) -> Response:
+    name = request.path_params["name"]
+    form = await request.form()
+    key = str(form.get("key", "")).strip()
+    if not key:
+        raise BrokerError("give the config's name")
+    value = None if form.get("action") == "reset" else str(form.get("value", ""))
+    await run_in_threadpool(kafka(request).alter_topic_config, name, key, value)
+    what = f"reset {key} to its default" if value is None else f"set {key} = {value}"
+    return done(f"/topics/{name}", what)
+
+
+routes = [
+    Route("/topics", topic_list, methods=["GET"]),
+    Route("/topics", create_topic, methods=["POST"]),
+    Route("/topics/{name}", topic_page, methods=["GET"]),
+    Route("/topics/{name}/delete", delete_topic, methods=["POST"]),
+    Route("/topics/{name}/config", alter_config, methods=["POST"]),
+]
