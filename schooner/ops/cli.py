@@ -63,7 +63,6 @@ def broker(
     dies, and stops it on exit. SIGTERM or Ctrl-C stops gracefully."""
     overrides = {**flags, "listeners": list(listener_flags) or None}
     if check:
-        logs.configure("WARNING")
         raise SystemExit(check_deployment.run(config_file, overrides, click.echo))
     try:
         settings = config.load(config_file, overrides=overrides)

@@ -31,13 +31,16 @@ def formatter(log_format: str) -> logging.Formatter:
     raise ValueError(f"log_format {log_format!r}: use one of {', '.join(FORMATS)}")
 
 
+class _Handler(logging.StreamHandler):
+    """The handler configure() installs (and replaces on a second call; others are left alone)."""
+
+
 def configure(level: str, log_format: str = "text", stream: TextIO | None = None) -> None:
-    """Sends every logger's lines at `level` and above to stderr (or `stream`) in `log_format`.
-    Replaces handlers set before, so that a second call (tests) does not write each line twice."""
-    handler = logging.StreamHandler(stream or sys.stderr)
+    """Sends every logger's lines at `level` and above to stderr (or `stream`) in `log_format`."""
+    handler = _Handler(stream or sys.stderr)
     handler.setFormatter(formatter(log_format))
     root = logging.getLogger()
-    for old in list(root.handlers):
+    for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
