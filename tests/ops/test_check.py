@@ -150,6 +150,16 @@ def test_a_user_limited_to_schooner_commands_is_not_checked(acl_redis_url: str, 
     assert code == (1 if "fail" in verdicts.values() else 0)
 
 
+def test_a_cluster_is_checked_on_every_primary(cluster_factory: Any) -> None:
+    cluster = cluster_factory(primaries=3, replicas=0)
+    code, lines = _check("--redis-url", cluster.url)
+    assert code == 0, lines
+    assert any(line == "ok   redis cluster: 3 primaries serve all 16384 slots" for line in lines), lines
+    # Each primary's persistence is judged, and each says where it is (AOF is off on these).
+    warned = [line for line in lines if line.startswith("warn redis persistence")]
+    assert len(warned) == 3 and len({line.split(" at ")[1].split(" ")[0] for line in warned}) == 3
+
+
 # -- the rules alone --------------------------------------------------------------------------------
 
 

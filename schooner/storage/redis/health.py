@@ -103,11 +103,14 @@ def _cluster(client: BlockingRedis) -> tuple[ClusterFacts, list[str]]:
     if not isinstance(info, dict):  # redis-py parses CLUSTER INFO into a dict; older ones give text
         info = dict(line.split(":", 1) for line in text(info).splitlines() if ":" in line)
     primaries = []
-    listing = nodes.items() if isinstance(nodes, dict) else []
-    for address, node in listing:
-        flags = str(node.get("flags", ""))
-        if "master" in flags and "fail" not in flags and node.get("connected", True):
-            primaries.append(str(address).split("@", 1)[0])
+    # CLUSTER NODES: id host:port@bus flags primary ping pong epoch link-state slot...
+    for line in text(nodes).splitlines():
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        flags = fields[2].split(",")
+        if "master" in flags and "fail" not in flags and fields[7] == "connected" and len(fields) > 8:
+            primaries.append(fields[1].split("@", 1)[0])
     facts = ClusterFacts(
         str(info.get("cluster_state", "fail")),
         int(info.get("cluster_slots_assigned", 0)),
