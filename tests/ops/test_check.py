@@ -143,6 +143,15 @@ def test_a_limited_user_is_checked_with_acl_dryrun(redis_server: Any, keyspace: 
     assert acl.startswith("fail") and "xclaim" in acl and user in acl
 
 
+def test_a_user_that_may_not_dryrun_is_not_checked(redis_server: Any, keyspace: str) -> None:
+    user, password = f"check-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    with redis.Redis.from_url(redis_server.url) as admin:
+        admin.execute_command(*acl_setuser(user, password, keyspace), "+acl|whoami")
+    code, lines = _check("--redis-url", with_user(redis_server.url, user, password), "--keyspace", keyspace)
+    (acl,) = [line for line in lines if "redis acl" in line]
+    assert acl.startswith("skip redis acl: not checked: ACL DRYRUN is refused"), acl
+
+
 def test_a_user_limited_to_schooner_commands_is_not_checked(acl_redis_url: str, keyspace: str) -> None:
     code, lines = _check("--redis-url", acl_redis_url, "--keyspace", keyspace)
     verdicts = _verdicts(lines)

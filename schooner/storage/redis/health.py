@@ -135,6 +135,9 @@ def _acl(client: BlockingRedis, prefix: str) -> AclFacts:
         probes.append(command("ACL", "DRYRUN", user, *words, *[f"{prefix}:check"] * (arity - len(words)),
                               parse=text, on_error=_refused))  # fmt: skip
     replies = run_many_sync(client, probes)
+    errors = [reply for reply in replies if isinstance(reply, Refused)]
+    if errors:  # DRYRUN's verdicts are plain replies; an error is DRYRUN itself refused
+        return AclFacts(user, unchecked=f"ACL DRYRUN is refused ({errors[0]})")
     denied = [f"{name}: {reply}" for name, reply in zip(COMMANDS, replies, strict=True) if reply != "OK"]
     return AclFacts(user, denied)
 
