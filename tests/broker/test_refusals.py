@@ -19,6 +19,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from schooner.broker import refusals
 from schooner.broker.refusals import RepeatFilter
+from tests.broker.sasl_rig import SASL_LISTENER, add_user, confluent_conf, sasl_bootstrap
 from tests.wire import connect, decode_response, encode_request, is_closed, produce_request, read_frame
 
 
@@ -197,3 +198,20 @@ def test_a_served_request_logs_nothing(broker: Any, caplog: pytest.LogCaptureFix
     with connect(broker.port) as sock:
         _send(sock, MetadataRequest(topics=None, include_topic_authorized_operations=False), "good-client")
     assert not [r for r in caplog.records if r.getMessage().startswith("refused")]
+
+
+def test_a_failed_sasl_login_is_logged(
+    broker_factory: Any, redis_server: Any, keyspace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    add_user(redis_server.url, keyspace, "alice", "secret")
+    running = broker_factory(listeners=[SASL_LISTENER])
+    caplog.set_level(logging.INFO, logger="schooner.broker")
+    conf = confluent_conf("SCRAM-SHA-256", "alice", "wrong", **{"client.id": "bad-login"})
+    admin = AdminClient({"bootstrap.servers": sasl_bootstrap(running), **conf})
+    with pytest.raises(Exception):  # noqa: B017 (librdkafka reports it as a failed request)
+        admin.list_topics(timeout=5)
+    records = _refusals(caplog, "SASL_AUTHENTICATE")
+    assert records, "no refusal logged"
+    assert records[0].client_id == "bad-login"  # type: ignore[attr-defined]
+    assert "SASL authentication failed" in records[0].getMessage()
+    assert "closing the connection" in records[0].getMessage()
