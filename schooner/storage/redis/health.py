@@ -18,7 +18,7 @@ from redis.exceptions import AuthenticationError, ResponseError
 
 from .acl import COMMANDS
 from .calls import BlockingRedis, Call, command, run_many_sync, text
-from .client import redacted
+from .client import _split_mode, redacted
 from .server_info import Memory, parse_memory
 
 CLUSTER_SLOTS = 16384
@@ -166,16 +166,13 @@ def _connect(url: str, timeout_s: float) -> BlockingRedis:
 
 def gather(url: str, prefix: str, timeout_s: float = 5.0) -> RedisFacts:
     """The facts of the Redis at `url` (the `cluster` query option is ignored: the server says)."""
-    from .client import _split_mode
-
     plain, _ = _split_mode(url)
     shown = redacted(plain)
     client = _connect(plain, timeout_s)
     try:
         (cluster_info,) = run_many_sync(client, [command("INFO", "cluster")])
-        address = f"{client.connection_pool.connection_kwargs.get('host')}:" + str(
-            client.connection_pool.connection_kwargs.get("port")
-        )
+        kwargs = client.connection_pool.connection_kwargs
+        address = f"{kwargs.get('host')}:{kwargs.get('port')}"
         cluster: ClusterFacts | None = None
         if int(cluster_info.get("cluster_enabled", 0)):
             cluster, primaries = _cluster(client)
