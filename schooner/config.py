@@ -8,6 +8,7 @@ Config file (TOML), all keys optional:
     connections_max_idle_ms, request_timeout_ms, max_connections, max_connections_per_ip,
     max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
+    log_format = "text"            # or "json"
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
     (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
@@ -128,6 +129,8 @@ class Settings:
     # Quotas (KIP-13, KIP-124): the rate window is quota_window_num samples of this many seconds each.
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
+    # Logs (docs/operations.md, "Logs"): "text" lines, or "json", one object per line (ops/logs.py).
+    log_format: str = "text"
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:

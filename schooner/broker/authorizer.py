@@ -35,7 +35,8 @@ from ..security.acls import (
 from ..storage.redis.calls import StorageError
 from ..storage.security import acls as acl_store
 from ..storage.store import Store
-from .session import ANONYMOUS, SESSION, Session
+from .refusals import peer_of
+from .session import ANONYMOUS, CLIENT, SESSION, Session
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,13 @@ class Authorizer:
                 k: t for k, t in self._denials_logged.items() if now - t < DENIAL_LOG_SECONDS
             }
         self._denials_logged[key] = now
+        session = SESSION.get(None)
+        fields = {
+            "client_id": CLIENT.get()[0], "peer": peer_of(session, caller.host),
+            "principal": caller.principal, "reason": "authorization denied", "operation": op.name,
+            "resource_type": rtype.name, "resource": name,
+        }  # fmt: skip
         log.info(
             "denied: principal %s from %s may not %s %s %r", caller.principal, caller.host or "?", op.name,
-            rtype.name, name,
+            rtype.name, name, extra=fields,
         )  # fmt: skip

@@ -19,7 +19,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from ..protocol.apis import ApiKey, api_name
+from ..protocol.apis import SUPPORTED_VERSIONS, ApiKey, api_name
 from ..protocol.errors import ProtocolError, UnsupportedRequest
 from ..protocol.framing import FrameDecoder
 from ..protocol.messages import (
@@ -35,6 +35,7 @@ from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
 from .limits import ConnectionStats, Limits, Notices
 from .quotas import client_throttles
+from .refusals import refused
 from .session import SESSION, Session
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class Connection:
         self._loop = asyncio.get_running_loop()
         self._decoder = FrameDecoder(authentication.frame_limit(session, limits))
         self._alone: asyncio.Future[Answer] | None = None  # a request served alone (SASL), until answered
+        self._alone_api = ""  # its API's name, for the log
         self._pending: asyncio.Queue[_Held | None] = asyncio.Queue()  # bounded by the in-flight limits
         self.peer = writer.get_extra_info("peername")
         self._host = f"/{self.peer[0]}" if isinstance(self.peer, tuple) else "/unknown"
@@ -199,7 +201,9 @@ class Connection:
             request = authentication.unframed_request(self.session, raw) or decode_request(raw)
         except UnsupportedRequest as exc:
             if exc.api_key != ApiKey.API_VERSIONS:
-                self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
+                refused(log, api_name(exc.api_key), unsupported_reason(exc), kind="unsupported",
+                        client_id=exc.client_id or "", session=self.session,
+                        api_key=exc.api_key, api_version=exc.api_version)  # fmt: skip
                 return False
             # KIP-511: answer an unknown ApiVersions version with v0 and our ranges.
             header = RequestHeader(exc.api_key, 0, exc.correlation_id, None)
@@ -210,15 +214,17 @@ class Connection:
         except ProtocolError as exc:
             self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
             return False
-        refused = authentication.refusal(self.session, request.header.api_key, self._loop.time())
-        if refused is not None:
-            self._notices.log(logging.INFO, "refused request", "closing %s: %s", self.peer, refused)
+        header = request.header
+        CLIENT.set((header.client_id or "", self._host))
+        why = authentication.refusal(self.session, header.api_key, self._loop.time())
+        if why is not None:
+            refused(log, _name(header), f"{why}; closing the connection", session=self.session)
             return False
-        CLIENT.set((request.header.client_id or "", self._host))
         answer = asyncio.ensure_future(self._handle(request))
-        self._hold(request.header, answer, len(raw))
-        if authentication.served_alone(self.session, request.header.api_key):
+        self._hold(header, answer, len(raw))
+        if authentication.served_alone(self.session, header.api_key):
             self._alone = answer
+            self._alone_api = _name(header)
         return True
 
     async def _settle_alone(self) -> bool:
@@ -227,7 +233,8 @@ class Connection:
         if answer is not None:
             await asyncio.wait([answer])  # not cancelled with this task: the responder awaits it too
         if self.session.closing is not None:
-            self._notices.log(logging.INFO, "sasl", "closing %s: %s", self.peer, self.session.closing)
+            reason = f"{self.session.closing}; closing the connection"
+            refused(log, self._alone_api, reason, session=self.session)
             # Nothing more is read; the close waits a little, so the client reads the answer first
             # and does not reconnect in a tight loop (Kafka's connection.failed.authentication.delay.ms).
             await asyncio.sleep(self._limits.failed_authentication_delay_seconds)
@@ -405,6 +412,20 @@ class Connection:
             limit = "request_timeout_ms"
         self._notices.log(logging.INFO, kind, "closing %s: %s (%s)", self.peer, kind, limit)
         self._fail(abort=True)
+
+
+def unsupported_reason(exc: UnsupportedRequest) -> str:
+    """Why a request the broker cannot read is refused, for the log."""
+    bounds = SUPPORTED_VERSIONS.get(exc.api_key)
+    if bounds is not None:
+        return (
+            f"version {exc.api_version} is not supported (this broker serves v{bounds[0]} to v{bounds[1]}); "
+            "closing the connection"
+        )
+    return (
+        f"API key {exc.api_key} v{exc.api_version} is not served by this broker (ApiVersions does not "
+        "advertise it); closing the connection"
+    )
 
 
 def _name(header: RequestHeader) -> str:

@@ -7,7 +7,6 @@ import time
 import uuid
 import zlib
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,8 +27,7 @@ from .waiters import AppendWaiters
 if TYPE_CHECKING:
     from .quotas import ClientQuotas  # which imports CLIENT from here
 
-# (client id, client host) of the request being handled; set by the connection for each request.
-CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))
+from .session import CLIENT as CLIENT  # defined beside SESSION (refusals.py and the authorizer read it)
 
 # Every topic change is published (storage/topics/notices.py) and drops the cached topic at once, so
 # the TTL is a safety net. While this broker may not hear those notices (at start, while its

@@ -13,10 +13,11 @@ deployment's context whatever the session: users live there, not in any tenant's
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias, TypeVar
 
-from ..protocol.apis import ApiKey
+from ..protocol.apis import ApiKey, api_name
 from ..protocol.messages import Answer, Request
 from ..protocol.unsupported import unsupported_response
 from .context import BrokerContext
@@ -77,7 +78,10 @@ from .handlers.transactions import (
     handle_list_transactions,
     handle_txn_offset_commit,
 )
+from .refusals import refused
 from .session import SESSION
+
+log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
@@ -173,6 +177,7 @@ def dispatcher(
     async def handle(request: Request) -> Answer:
         handler = HANDLERS.get(request.header.api_key)
         if handler is None:  # an API kio knows that this broker does not serve: see protocol/unsupported.py
+            _refuse_unserved(request)
             return unsupported_response(request.body)
         served = context_of(request.header.api_key)
         if book.active:  # some client quota is configured: throttle_time_ms is set here (quotas.py)
@@ -180,3 +185,14 @@ def dispatcher(
         return await handler(served, request.body)
 
     return handle
+
+
+# -- logs ---------------------------------------------------------------------------------------------
+def _refuse_unserved(request: Request) -> None:
+    header = request.header
+    reason = (
+        f"v{header.api_version} of an API this broker does not serve (ApiVersions does not advertise it); "
+        "answered UNSUPPORTED_VERSION"
+    )
+    refused(log, api_name(header.api_key), reason, kind="unserved", api_key=header.api_key,
+            api_version=header.api_version)  # fmt: skip

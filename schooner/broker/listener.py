@@ -45,7 +45,8 @@ class ClientConnections:
             return
         task = asyncio.current_task()
         assert task is not None
-        session = Session(listener, ip, authenticated=not listener.sasl)
+        port = int(peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else 0
+        session = Session(listener, ip, port, authenticated=not listener.sasl)
         if listener.tls and self.certificate_principal is not None:
             try:
                 session.principal = self.certificate_principal(writer)

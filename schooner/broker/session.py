@@ -20,6 +20,7 @@ ANONYMOUS = "User:ANONYMOUS"
 class Session:
     listener: Listener
     host: str  # the client's IP address, as ACLs name hosts
+    port: int = 0  # the client's port (for logs: host and port tell one connection from another)
     # Kafka's principal, "User:<name>": ANONYMOUS on PLAINTEXT and on SSL without a client certificate.
     principal: str = ANONYMOUS
     tenant: str | None = None  # the principal's tenant: its topics, groups and ids live apart
@@ -46,3 +47,5 @@ class Session:
 
 
 SESSION: ContextVar[Session] = ContextVar("session")
+# (client id, client host) of the request being handled; set by the connection for each request.
+CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,8 @@ from .. import config
 from ..storage.redis.calls import StorageError
 from ..storage.redis.client import redacted
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
+from . import check as check_deployment
+from . import logs
 from .groups_cli import groups
 from .kafka import KafkaFailure
 from .mq_cli import mq
@@ -64,12 +65,24 @@ def main() -> None:
     "--producer-id-expiration-ms", type=int, help="Forget idempotent producers idle this long [86400000]."
 )
 @click.option("--log-level", default="INFO", show_default=True)
-def broker(config_file: str | None, log_level: str, listener_flags: tuple[str, ...], **flags: Any) -> None:
+# -- logs and checks (docs/operations.md, "Logs" and "Checking a deployment") --
+@click.option(
+    "--log-format", type=click.Choice(logs.FORMATS), help="text, or json: one object per line [text]."
+)
+@click.option(
+    "--check", is_flag=True, help="Check the config and Redis, print a line per check, exit (1 on a fail)."
+)
+def broker(
+    config_file: str | None, log_level: str, listener_flags: tuple[str, ...], check: bool, **flags: Any
+) -> None:
     """Run a broker. Without --redis-url, starts an embedded redis-server (AOF on), restarts it if it
     dies, and stops it on exit. SIGTERM or Ctrl-C stops gracefully."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = {**flags, "listeners": list(listener_flags) or None}
+    if check:
+        raise SystemExit(check_deployment.run(config_file, overrides, click.echo))
     try:
-        settings = config.load(config_file, overrides={**flags, "listeners": list(listener_flags) or None})
+        settings = config.load(config_file, overrides=overrides)
+        logs.configure(log_level, settings.log_format)
         listeners = settings.listeners_in_force()
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None

@@ -19,8 +19,11 @@ class MalformedRequest(ProtocolError):
 class UnsupportedRequest(ProtocolError):
     """An API key or version that this broker does not serve."""
 
-    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+    def __init__(
+        self, api_key: int, api_version: int, correlation_id: int, client_id: str | None = None
+    ) -> None:
         super().__init__(f"unsupported API key {api_key} version {api_version}")
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
+        self.client_id = client_id  # from the request header, for the broker's log

@@ -72,7 +72,7 @@ def read_header(data: bytes) -> tuple[RequestHeader, int]:
         pos += client_len
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
     if not is_decodable(api_key, api_version):
-        raise UnsupportedRequest(api_key, api_version, correlation_id)
+        raise UnsupportedRequest(api_key, api_version, correlation_id, client_id)
     if is_flexible(api_key, api_version):
         pos = skip_tagged_fields(data, pos, len(data))
     return header, pos

@@ -3,6 +3,7 @@ configs are group_configs.py's."""
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import ModuleType
@@ -34,8 +35,11 @@ from ...storage.topics.config import (
 )
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
+from ..refusals import refused
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .group_configs import GROUP, Change, alter_group, describe_group
+
+log = logging.getLogger(__name__)
 
 TOPIC = 2
 BROKER = 4
@@ -325,6 +329,11 @@ async def _alter(
                 code, message = await _alter_topic(ctx, resource, incremental, bool(body.validate_only))
             except STORAGE_ERRORS as exc:
                 code, message = ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}"
+        if code in (ErrorCode.invalid_config, ErrorCode.invalid_request):
+            api = "INCREMENTAL_ALTER_CONFIGS" if incremental else "ALTER_CONFIGS"
+            name, kind = resource.resource_name, resource.resource_type
+            reason = f"resource {name!r} (type {kind}): {code.name.upper()}: {message}"
+            refused(log, api, reason, resource=resource.resource_name, error=code.name.upper())
         responses.append(
             make(
                 mod.AlterConfigsResourceResponse,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -17,8 +18,11 @@ from ...security.acls import AclOperation, ResourceType
 from ...storage.topics.config import InvalidConfig, check_together, effective, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic, fixed_configs
 from ..context import BrokerContext
+from ..refusals import refused
 from .admin_configs import check_config, topic_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_create_topic
+
+log = logging.getLogger(__name__)
 
 # Guards the broker against absurd counts (each partition gets a stamped state hash); Kafka has no such cap.
 MAX_PARTITIONS = 100_000
@@ -130,7 +134,21 @@ async def handle_create_topics(ctx: BrokerContext, body: CreateTopicsRequest) ->
     return make(mod.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
+# Outcomes a client understands by itself: success, an existing topic (often what it hoped for), Redis
+# out of reach (logged where the broker sees it) and a denial (logged by the authorizer).
+_NOT_REFUSALS = frozenset(
+    {ErrorCode.none, ErrorCode.topic_already_exists, ADMIN_UNAVAILABLE, ErrorCode.topic_authorization_failed}
+)
+
+
+def _log_refusal(name: str, code: ErrorCode, message: str | None) -> None:
+    reason = f"topic {name!r} not created: {code.name.upper()}: {message or 'no message'}"
+    refused(log, "CREATE_TOPICS", reason, topic=name, error=code.name.upper())
+
+
 def _create_error(mod: ModuleType, name: str, code: ErrorCode, message: str | None) -> Entity:
+    if code not in _NOT_REFUSALS:
+        _log_refusal(name, code, message)
     return make(
         mod.CreatableTopicResult,
         name=name,

@@ -4,6 +4,7 @@ with in each family of APIs."""
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -13,7 +14,10 @@ from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..refusals import refused
 from ..session import SESSION
+
+log = logging.getLogger(__name__)
 
 NO_THROTTLE = datetime.timedelta(0)
 
@@ -91,16 +95,20 @@ async def may_create_topic(ctx: BrokerContext, name: str) -> bool:
     )
 
 
-async def topic_for_write(ctx: BrokerContext, name: str, authorize: bool = True) -> Topic | None:
+async def topic_for_write(
+    ctx: BrokerContext, name: str, authorize: bool = True, api: str = "METADATA"
+) -> Topic | None:
     """The topic, created with the default partition count when auto-creation is on (and, unless the
-    broker writes on its own behalf, the request's principal may create it)."""
+    broker writes on its own behalf, the request's principal may create it). `api` names the request
+    in the log line of a refused auto-creation."""
     topic = await ctx.topic(name)
-    if (
-        topic is None
-        and ctx.settings.auto_create_topics
-        and valid_topic_name(name)
-        and (not authorize or await may_create_topic(ctx, name))
-    ):
+    if topic is not None or not ctx.settings.auto_create_topics:
+        return topic
+    if not valid_topic_name(name):
+        reason = f"topic {name!r} not auto-created: the name is illegal (1 to 249 of [a-zA-Z0-9._-])"
+        refused(log, api, reason, topic=name, error="INVALID_TOPIC_EXCEPTION")
+        return None
+    if not authorize or await may_create_topic(ctx, name):
         from ...storage.topics.metadata import TopicExists
 
         try:
@@ -108,6 +116,8 @@ async def topic_for_write(ctx: BrokerContext, name: str, authorize: bool = True)
         except TopicExists:
             ctx.forget_topic(name)
             topic = await ctx.topic(name)
-        except InvalidConfig:
+        except InvalidConfig as exc:
+            reason = f"topic {name!r} not auto-created: the topic defaults are invalid: {exc}"
+            refused(log, api, reason, topic=name, error="INVALID_CONFIG")
             return None
     return topic

@@ -26,6 +26,7 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..metrics import FOREIGN_ENTRY_REFUSALS
+from ..refusals import refused
 from ..sequencer import Turn
 from .common import (
     APPEND_UNANSWERED,
@@ -153,7 +154,7 @@ async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorC
     if not await ctx.authorizer.allowed(AclOperation.WRITE, ResourceType.TOPIC, name):
         return ErrorCode.topic_authorization_failed
     try:
-        found = await topic_for_write(ctx, name)
+        found = await topic_for_write(ctx, name, api="PRODUCE")
     except STORAGE_ERRORS:
         return LOG_UNAVAILABLE
     return found if found is not None else ErrorCode.unknown_topic_or_partition
@@ -272,16 +273,14 @@ def _decode(
         raw = data.records or b""
         batches = read_batches(raw) if legacy_ms is None else read_message_set(raw, legacy_ms)
     except InvalidRecords as exc:
-        return _PartitionResult(ErrorCode(exc.error_code), message=str(exc))
+        return _refused(topic, data.index, ErrorCode(exc.error_code), str(exc))
     if not batches:
         return _PartitionResult(ErrorCode.invalid_record, message="no record batch")
     limit = topic.max_message_bytes
     for batch in batches:
         if batch.checked_bytes > limit:
-            return _PartitionResult(
-                ErrorCode.message_too_large,
-                message=f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}",
-            )
+            message = f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}"
+            return _refused(topic, data.index, ErrorCode.message_too_large, message)
         if batch.is_transactional:
             if transactional_id is None:
                 message = "a transactional batch needs the request's transactional id"
@@ -290,8 +289,16 @@ def _decode(
         if topic.compacted and any(r.key is None for r in batch.records):
             # As Kafka: the compactor keeps the latest record per key, so every record needs one.
             message = f"compacted topic {topic.name!r} refuses records without a key"
-            return _PartitionResult(ErrorCode.invalid_record, message=message)
+            return _refused(topic, data.index, ErrorCode.invalid_record, message)
     return batches
+
+
+def _refused(topic: Topic, partition: int, code: ErrorCode, message: str) -> _PartitionResult:
+    """A batch refused for what it holds, said in the log too: a client may only retry it (refusals.py)."""
+    reason = f"{topic.name}-{partition}: {code.name.upper()}: {message}"
+    refused(log, "PRODUCE", reason, kind=f"{topic.name}:{code.name}", topic=topic.name, partition=partition,
+            error=code.name.upper())  # fmt: skip
+    return _PartitionResult(code, message=message)
 
 
 async def _settle(

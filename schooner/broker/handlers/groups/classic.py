@@ -4,6 +4,7 @@ DescribeGroups, ListGroups, DeleteGroups. The coordinator does the work; these m
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -29,9 +30,12 @@ from ....security.acls import OPERATIONS_OMITTED
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType as Resource
 from ...context import CLIENT, BrokerContext
+from ...refusals import refused
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from ..endpoints import endpoint_for
 from .share import forget_share_state
+
+log = logging.getLogger(__name__)
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -60,6 +64,8 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
         key_type = getattr(body, "key_type", KEY_TYPE_GROUP)
         if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
             code, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
+            reason = f"coordinator key type {key_type} for {key!r} is not supported (0 group, 1 transaction)"
+            refused(log, "FIND_COORDINATOR", reason, kind=f"key type {key_type}", key_type=key_type)
         elif key_type == KEY_TYPE_GROUP and not await ctx.authorizer.allowed(
             Op.DESCRIBE, Resource.GROUP, key
         ):
