@@ -19,6 +19,7 @@ from ..storage.quotas import QuotaNotices
 from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError
 from ..storage.store import Store, open_lane
+from ..storage.topics.config import InvalidConfig, validate_defaults
 from .context import BrokerContext, open_context
 from .dispatch import dispatcher
 from .limits import ConnectionStats
@@ -82,6 +83,10 @@ class Broker:
             tls_timeout = handshake_timeout(s) if tls_contexts else None
         except TlsSetupError as exc:
             raise StartupRefused(str(exc)) from None
+        try:
+            validate_defaults(s.topic_defaults)
+        except InvalidConfig as exc:
+            raise StartupRefused(f"topic_defaults: {exc}") from None
         if tls_contexts:
             self._clients.certificate_principal = certificate_principals(s)
         redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)

@@ -31,7 +31,7 @@ from .. import config
 from ..storage.redis.client import redacted
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from ..storage.redis.health import CLUSTER_SLOTS, NodeFacts, RedisFacts, gather
-from ..storage.topics.config import CONFIG_DEFS, InvalidConfig, check_together, effective, validate
+from ..storage.topics.config import InvalidConfig, validate_defaults
 from .logs import formatter
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
@@ -234,14 +234,7 @@ def topic_defaults_check(defaults: Mapping[str, str]) -> Check:
     """Each topic default names a topic config and has a value it may take (the broker applies them to
     every new topic, and a bad one would fail appends later)."""
     try:
-        for name, value in defaults.items():
-            if name not in CONFIG_DEFS:
-                raise InvalidConfig(f"unknown topic config {name!r}")
-            try:
-                validate(name, value)
-            except InvalidConfig as exc:
-                raise InvalidConfig(f"{name} = {value!r}: {exc}") from None
-        check_together(effective({}, defaults))
+        validate_defaults(defaults)
     except InvalidConfig as exc:
         return Check(FAIL, "topic defaults", str(exc))
     return Check(OK, "topic defaults", ", ".join(f"{k}={v}" for k, v in sorted(defaults.items())))

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import time
+from typing import Any
 
 import pytest
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from schooner.broker.server import StartupRefused
 from schooner.storage.keys import Keyspace
 from schooner.storage.offsets import codec_for
 from tests.clients import Rec, confluent_consume, confluent_produce, kcat
+from tests.conftest import start_broker
 
 
 def test_two_brokers_share_one_redis(broker_factory) -> None:
@@ -102,3 +106,18 @@ def test_kafka_consumer_reads_what_redis_appended(broker, redis_client: redis.Re
     # The broker's next append goes after the native entry.
     confluent_produce(broker.bootstrap, "native", [Rec(None, b"after")])
     assert [m.value() for m in confluent_consume(broker.bootstrap, "native", 3)][2] == b"after"
+
+
+@pytest.mark.parametrize(
+    ("defaults", "refusal"),
+    [
+        ({"retention.ms": "soon"}, "retention.ms = 'soon'"),
+        ({"no.such.config": "1"}, "unknown topic config 'no.such.config'"),
+    ],
+)
+def test_broker_refuses_bad_topic_defaults(
+    redis_server: Any, keyspace: str, defaults: dict[str, str], refusal: str
+) -> None:
+    """A bad default would be stamped on every new topic and fail its appends later: refuse at start."""
+    with pytest.raises(StartupRefused, match=re.escape(refusal)):
+        start_broker(redis_server.url, keyspace, topic_defaults=defaults)

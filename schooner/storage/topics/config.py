@@ -290,6 +290,19 @@ def check_together(configs: Mapping[str, str]) -> None:
         raise InvalidConfig(f"min.compaction.lag.ms ({low}) is above max.compaction.lag.ms ({high})")
 
 
+def validate_defaults(defaults: Mapping[str, str]) -> None:
+    """Topic defaults (the broker's `topic_defaults`) name topic configs and hold values they may take;
+    a bad one would otherwise be stamped on every new topic and fail its appends later."""
+    for name, value in defaults.items():
+        if name not in CONFIG_DEFS:
+            raise InvalidConfig(f"unknown topic config {name!r}")
+        try:
+            validate(name, value)
+        except InvalidConfig as exc:
+            raise InvalidConfig(f"{name} = {value!r}: {exc}") from None
+    check_together(effective({}, defaults))
+
+
 def effective(overrides: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str]:
     """Every config's value: the topic's override, else the broker's default, else Kafka's."""
     values = {name: d.default for name, d in CONFIG_DEFS.items()}
