@@ -3,6 +3,7 @@ ClientSettings, and the translation of its failures into one readable sentence."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 from ..client_options import ClientSettings
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 
 class KafkaFailure(Exception):
@@ -24,7 +26,19 @@ def quiet(conf: dict[str, Any]) -> dict[str, Any]:
 
 
 def admin_client(settings: ClientSettings) -> AdminClient:
-    return AdminClient(quiet(settings.librdkafka()))
+    return build(AdminClient, quiet(settings.librdkafka()))
+
+
+def build(kind: Callable[[dict[str, Any]], C], conf: dict[str, Any]) -> C:
+    """Makes a client (AdminClient, Producer, Consumer); a configuration librdkafka refuses (a bad `-X`
+    pair) becomes KafkaFailure."""
+    try:
+        return kind(conf)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else exc
+        raise KafkaFailure(f"bad client setting: {error.str() if isinstance(error, KafkaError) else error}") from None
+    except (ValueError, TypeError) as exc:
+        raise KafkaFailure(f"bad client setting: {exc}") from None
 
 
 def describe(error: KafkaError | Exception, settings: ClientSettings | None = None) -> str:
