@@ -18,6 +18,7 @@ from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from .groups_cli import groups
 from .kafka import KafkaFailure
 from .pipeline import pipeline
+from .produce_cli import produce
 from .topics_cli import topics
 from .users_cli import users
 
@@ -151,6 +152,7 @@ main.add_command(pipeline)
 main.add_command(groups)
 main.add_command(topics)
 main.add_command(users)
+main.add_command(produce)
 
 if __name__ == "__main__":
     main()
