@@ -15,6 +15,7 @@ from .. import config
 from ..storage.redis.calls import StorageError
 from ..storage.redis.client import redacted
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
+from .consume_cli import consume
 from .groups_cli import groups
 from .kafka import KafkaFailure
 from .pipeline import pipeline
@@ -153,6 +154,7 @@ main.add_command(groups)
 main.add_command(topics)
 main.add_command(users)
 main.add_command(produce)
+main.add_command(consume)
 
 if __name__ == "__main__":
     main()

@@ -45,13 +45,16 @@ def lines(stream: BinaryIO) -> Iterator[bytes]:
 @click.argument("topic")
 @click.option("--key", "-k", help="The key of every record.")
 @click.option(
-    "--key-separator", "-K", metavar="SEP",
+    "--key-separator",
+    "-K",
+    metavar="SEP",
     help="Each line is KEY SEP VALUE (split at the first SEP; a line without it has no key).",
 )
 @click.option("--header", "-H", "headers", multiple=True, metavar="NAME=VALUE", help="A header; repeatable.")
 @click.option("--partition", "-p", type=click.IntRange(min=0), help="Only this partition.")
 @click.option(
-    "--value-file", type=click.Path(exists=True, dir_okay=False),
+    "--value-file",
+    type=click.Path(exists=True, dir_okay=False),
     help="Send this file's bytes as one record, instead of reading stdin.",
 )
 @click.option("--acks", type=click.Choice(["0", "1", "all"]), help="Acknowledgements to wait for [all].")

@@ -47,7 +47,9 @@ def list_topics(client: ClientSettings, output: str) -> None:
 @topics.command("create")
 @click.argument("topic")
 @click.option("--partitions", "-p", type=click.IntRange(min=1), help="Partitions (default: the broker's).")
-@click.option("--config", "-c", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config; repeatable.")
+@click.option(
+    "--config", "-c", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config; repeatable."
+)
 @click.option("--if-not-exists", is_flag=True, help="Succeed when the topic exists already.")
 @with_output_option
 @with_client_options
@@ -88,7 +90,9 @@ def describe(topic: str, all_configs: bool, client: ClientSettings, output: str)
 @topics.command("alter")
 @click.argument("topic")
 @click.option("--set", "set_configs", multiple=True, metavar="KEY=VALUE", help="Set a config; repeatable.")
-@click.option("--delete", "delete_configs", multiple=True, metavar="KEY", help="Back to the default; repeatable.")
+@click.option(
+    "--delete", "delete_configs", multiple=True, metavar="KEY", help="Back to the default; repeatable."
+)
 @click.option("--partitions", type=click.IntRange(min=1), help="Raise the partition count to N.")
 @with_output_option
 @with_client_options
@@ -115,7 +119,9 @@ def alter(
 def delete(topic: str, if_exists: bool, client: ClientSettings, output: str) -> None:
     """Deletes TOPIC and its records."""
     deleted = kafka_topics.delete(client, topic, if_exists)
-    _done({"topic": topic, "deleted": deleted}, output, f"deleted {topic}" if deleted else f"no topic {topic}")
+    _done(
+        {"topic": topic, "deleted": deleted}, output, f"deleted {topic}" if deleted else f"no topic {topic}"
+    )
 
 
 def _done(obj: dict[str, Any], output: str, sentence: str) -> None:

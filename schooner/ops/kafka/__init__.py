@@ -36,7 +36,9 @@ def build(kind: Callable[[dict[str, Any]], C], conf: dict[str, Any]) -> C:
         return kind(conf)
     except KafkaException as exc:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else exc
-        raise KafkaFailure(f"bad client setting: {error.str() if isinstance(error, KafkaError) else error}") from None
+        raise KafkaFailure(
+            f"bad client setting: {error.str() if isinstance(error, KafkaError) else error}"
+        ) from None
     except (ValueError, TypeError) as exc:
         raise KafkaFailure(f"bad client setting: {exc}") from None
 

@@ -71,10 +71,11 @@ class Sender:
             return
         self.tally.delivered += 1
         self.tally.bytes += len(msg.key() or b"") + len(msg.value() or b"")
-        self.tally.partitions.add(msg.partition())
+        self.tally.partitions.add(msg.partition() or 0)
 
     def send(self, record: Record) -> None:
         extra: dict[str, Any] = {} if self.partition is None else {"partition": self.partition}
+        headers: list[tuple[str, str | bytes | None]] = list(record.headers)
         self.tally.sent += 1
         while True:
             try:
@@ -82,7 +83,7 @@ class Sender:
                     self.topic,
                     value=record.value,
                     key=record.key,
-                    headers=record.headers or None,
+                    headers=headers or None,
                     on_delivery=self._delivered,
                     **extra,
                 )

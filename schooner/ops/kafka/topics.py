@@ -71,7 +71,9 @@ def _one(futures: Mapping[Any, Any], settings: ClientSettings, tolerated: int | 
             return False
         raise KafkaFailure(describe(exc, settings)) from None
     except TimeoutError:
-        raise KafkaFailure(f"no answer from {settings.bootstrap_servers} in {settings.timeout_s:g}s") from None
+        raise KafkaFailure(
+            f"no answer from {settings.bootstrap_servers} in {settings.timeout_s:g}s"
+        ) from None
     return True
 
 
@@ -175,4 +177,3 @@ def alter(
         _one(admin.create_partitions([more], request_timeout=settings.timeout_s), settings)
         done.append(f"{partitions} partitions")
     return done
-
