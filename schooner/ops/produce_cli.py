@@ -106,12 +106,14 @@ def produce(
 
 
 class _Progress:
-    """A rich progress bar on stderr for bulk produce: only when stdin is not a terminal and more than
-    PROGRESS_AFTER lines came. Stdin redirected from a file gives a bar in bytes; a pipe, a counter."""
+    """A rich progress bar on stderr for bulk produce: only when stdin is not a terminal, stderr is one,
+    and more than PROGRESS_AFTER lines came. Stdin redirected from a file gives a bar in bytes; a pipe,
+    a counter."""
 
     def __init__(self, topic: str, stream: BinaryIO) -> None:
         self.topic = topic
-        self.wanted = not stream.isatty()
+        self.console = Console(stderr=True)
+        self.wanted = not stream.isatty() and self.console.is_terminal
         info = os.fstat(stream.fileno()) if self.wanted else None
         self.total = info.st_size if info is not None and stat.S_ISREG(info.st_mode) else None
         self.read = 0
@@ -125,7 +127,7 @@ class _Progress:
         if self.bar is None:
             self.bar = Progress(
                 TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                console=Console(stderr=True), transient=True,
+                console=self.console, transient=True,
             )  # fmt: skip
             self.bar.start()
             self.task = self.bar.add_task("", total=self.total)

@@ -118,7 +118,7 @@ def offsets(
 
 def describe_topic(settings: ClientSettings, name: str, all_configs: bool = False) -> dict[str, Any]:
     """The topic's partitions (leader, replicas, earliest and latest offsets) and its configs: those
-    set on the topic, or every one with `all_configs`."""
+    set on the topic itself (not the broker's defaults for topics), or every one with `all_configs`."""
     admin = admin_client(settings)
     meta = cluster(admin, settings)
     numbers = partitions_of(admin, name, settings)
@@ -148,7 +148,7 @@ def describe_topic(settings: ClientSettings, name: str, all_configs: bool = Fals
             "read_only": bool(entry.is_read_only),
         }
         for key, entry in sorted(entries.items())
-        if all_configs or not entry.is_default
+        if all_configs or entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     ]
     return {"topic": name, "partitions": partitions, "configs": configs}
 
