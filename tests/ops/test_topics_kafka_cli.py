@@ -65,8 +65,7 @@ def test_alter_sets_deletes_and_adds_partitions(broker: Any) -> None:
         "topics", "create", "tuned", "-p", "1", "-c", "retention.ms=60000", "-c", "cleanup.policy=compact", *b
     )
     alter = ("topics", "alter", "tuned", "--set", "retention.ms=1000", "--set", "max.message.bytes=2048")
-    done = schooner(*alter,
-                    "--delete", "cleanup.policy", "--partitions", "4", *b)  # fmt: skip
+    done = schooner(*alter, "--delete", "cleanup.policy", "--partitions", "4", *b)
     assert done.returncode == 0, text(done.stderr)
     assert "retention.ms=1000" in text(done.stdout) and "4 partitions" in text(done.stdout)
     configs = _configs(broker.bootstrap, "tuned")
