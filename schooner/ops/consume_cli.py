@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import click
@@ -107,13 +108,17 @@ def consume(
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops as cleanly as Ctrl-C
     out = sys.stdout.buffer
     count = 0
+    flushed = time.monotonic()
     try:
         for record in reader.records(max_messages, timeout):
-            if record is None:
-                out.flush()  # nothing more for now: what was read shows at once, even through a pipe
-                continue
-            out.write(render(record) if render else as_json(record, binary).encode() + b"\n")
-            count += 1
+            if record is not None:
+                out.write(render(record) if render else as_json(record, binary).encode() + b"\n")
+                count += 1
+            # What was read shows within a fraction of a second, even through a pipe, without a write
+            # call per record when many come at once.
+            if record is None or time.monotonic() - flushed > 0.2:
+                out.flush()
+                flushed = time.monotonic()
         out.flush()
     except KeyboardInterrupt:
         pass  # Ctrl-C: a clean stop, the group commits what was printed

@@ -28,6 +28,8 @@ class HasMetadata(Protocol):
 
     def list_topics(self, topic: str | None = ..., timeout: float = ...) -> ClusterMetadata: ...
 
+    def poll(self, timeout: float = ...) -> Any: ...
+
 
 def cluster(client: HasMetadata, settings: ClientSettings) -> ClusterMetadata:
     """Metadata of every topic. Asking for all of them, never for one by name, so that looking a topic
@@ -35,6 +37,7 @@ def cluster(client: HasMetadata, settings: ClientSettings) -> ClusterMetadata:
     try:
         return client.list_topics(timeout=settings.timeout_s)
     except KafkaException as exc:
+        client.poll(0)  # serves the error callback: a refused login is only reported there
         raise KafkaFailure(describe(exc, settings)) from None
 
 
