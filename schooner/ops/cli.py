@@ -16,10 +16,12 @@ from ..storage.redis.client import redacted
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from . import check as check_deployment
 from . import logs
+from .consume_cli import consume
 from .groups_cli import groups
 from .kafka import KafkaFailure
 from .mq_cli import mq
 from .pipeline import pipeline
+from .produce_cli import produce
 from .topics_cli import topics
 from .users_cli import users
 
@@ -171,6 +173,8 @@ main.add_command(mq)
 from .console.command import console  # noqa: E402
 
 main.add_command(console)
+main.add_command(produce)
+main.add_command(consume)
 
 if __name__ == "__main__":
     main()

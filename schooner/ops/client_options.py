@@ -7,6 +7,7 @@ can move a working client configuration over; `-X key=value` passes anything els
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -101,6 +102,9 @@ _OPTIONS = [
     click.option("--ssl-certfile", envvar="SCHOONER_SSL_CERTFILE", help="Client certificate (PEM)."),
     click.option("--ssl-keyfile", envvar="SCHOONER_SSL_KEYFILE", help="Client key (PEM), for mTLS."),
     click.option("--ssl-keyfile-password", envvar="SCHOONER_SSL_KEYFILE_PASSWORD"),
+    click.option("--request-timeout", envvar="SCHOONER_REQUEST_TIMEOUT", type=click.FloatRange(min=0.1),
+                 default=10.0, show_default=True, metavar="SECONDS",
+                 help="How long to wait for a broker's answer."),
     click.option("-X", "extra", multiple=True, metavar="KEY=VALUE",
                  help="Any other librdkafka setting; repeatable."),
 ]  # fmt: skip
@@ -109,6 +113,7 @@ _OPTIONS = [
 def with_client_options(fn: F) -> F:
     """Adds the client options to a click command, which receives them as one `client: ClientSettings`."""
 
+    @functools.wraps(fn)  # carries over the click options declared beneath this decorator
     def build(**kwargs: Any) -> Any:
         try:
             client = ClientSettings(
@@ -121,14 +126,13 @@ def with_client_options(fn: F) -> F:
                 ssl_certfile=kwargs.pop("ssl_certfile"),
                 ssl_keyfile=kwargs.pop("ssl_keyfile"),
                 ssl_keyfile_password=kwargs.pop("ssl_keyfile_password"),
+                timeout_s=kwargs.pop("request_timeout"),
                 extra=_extra(kwargs.pop("extra")),
             )
         except ValueError as exc:
             raise click.BadParameter(str(exc)) from None
         return fn(client=client, **kwargs)
 
-    build.__name__ = fn.__name__
-    build.__doc__ = fn.__doc__
     command: Any = build
     for option in reversed(_OPTIONS):
         command = option(command)

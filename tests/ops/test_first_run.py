@@ -64,6 +64,7 @@ def newcomer_dir(tmp_path: Path) -> Iterator[Path]:
     work = tmp_path / "clone"
     work.mkdir()
     (work / "README.md").write_text((ROOT / "README.md").read_text())
+    (work / ".venv").symlink_to(Path(sys.executable).parents[1])  # what `make broker` installs there
     yield work
 
 
@@ -94,13 +95,14 @@ def _run_python(code: str, cwd: Path) -> str:
 def test_first_command_as_written_then_the_tour_then_a_restart_keeps_the_data(newcomer_dir: Path) -> None:
     proc = _start(newcomer_dir)
     try:
-        produced, consumed, from_redis = _run_shell_tour(newcomer_dir)
+        produced, consumed, consumed_by_schooner, from_redis = _run_shell_tour(newcomer_dir)
         assert produced == ""
         assert [line.split("  ")[0] for line in consumed.splitlines()] == [
             "k1 = hello",
             "k2 = streams",
             "k3 = world",
         ]
+        assert consumed_by_schooner == consumed  # `schooner consume` formats as kcat does
         for value in (b"hello", b"streams", b"world"):
             assert value.decode() in from_redis
         python_tour, share_tour, redis_tour = _readme_blocks("python")
@@ -118,7 +120,7 @@ def test_first_command_as_written_then_the_tour_then_a_restart_keeps_the_data(ne
     # The second `make broker` in the same folder serves what the first one stored.
     proc = _start(newcomer_dir)
     try:
-        _, consumed, _ = _run_shell_tour(newcomer_dir)
+        _, consumed, _, _ = _run_shell_tour(newcomer_dir)
         values = [line.split("  ")[0] for line in consumed.splitlines()]
         assert values[:3] == ["k1 = hello", "k2 = streams", "k3 = world"]
         assert len(values) == 6  # the tour produced its three records once more

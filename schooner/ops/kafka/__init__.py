@@ -3,6 +3,7 @@ ClientSettings, and the translation of its failures into one readable sentence."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -12,19 +13,47 @@ from confluent_kafka.admin import AdminClient
 from ..client_options import ClientSettings
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 
 class KafkaFailure(Exception):
     """A client call failed; the message is fit to show a user as it is."""
 
 
+# The last login failure librdkafka reported per (bootstrap servers, user): a refused login only reaches
+# error_cb, while the call that then fails says no more than "transport failure".
+_LOGIN_FAILURES: dict[tuple[str, str | None], KafkaError] = {}
+_AUTH_CODES = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
+
+
 def quiet(conf: dict[str, Any]) -> dict[str, Any]:
-    """librdkafka logs connection failures to stderr itself; the CLI reports one line of its own."""
-    return {"log_level": 0, **conf}
+    """librdkafka logs connection failures to stderr itself; the CLI reports one line of its own. The
+    error callback remembers a refused login, for describe() to name."""
+    where = (str(conf.get("bootstrap.servers")), conf.get("sasl.username"))
+
+    def remember(error: KafkaError) -> None:
+        if error.code() in _AUTH_CODES:
+            _LOGIN_FAILURES[where] = error
+
+    return {"log_level": 0, "error_cb": remember, **conf}
 
 
 def admin_client(settings: ClientSettings) -> AdminClient:
-    return AdminClient(quiet(settings.librdkafka()))
+    return build(AdminClient, quiet(settings.librdkafka()))
+
+
+def build(kind: Callable[[dict[str, Any]], C], conf: dict[str, Any]) -> C:
+    """Makes a client (AdminClient, Producer, Consumer); a configuration librdkafka refuses (a bad `-X`
+    pair) becomes KafkaFailure."""
+    try:
+        return kind(conf)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else exc
+        raise KafkaFailure(
+            f"bad client setting: {error.str() if isinstance(error, KafkaError) else error}"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise KafkaFailure(f"bad client setting: {exc}") from None
 
 
 def describe(error: KafkaError | Exception, settings: ClientSettings | None = None) -> str:
@@ -34,8 +63,11 @@ def describe(error: KafkaError | Exception, settings: ClientSettings | None = No
     if isinstance(error, KafkaError):
         code = error.code()
         if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT) and settings:
+            login = _LOGIN_FAILURES.get((settings.bootstrap_servers, settings.sasl_username))
+            if login is not None:
+                return f"authentication failed: {login.str()}"
             return f"no broker answered at {settings.bootstrap_servers} ({error.str()})"
-        if code == KafkaError._AUTHENTICATION or code == KafkaError.SASL_AUTHENTICATION_FAILED:
+        if code in _AUTH_CODES:
             return f"authentication failed: {error.str()}"
         return f"{error.name()}: {error.str()}"
     return str(error) or type(error).__name__
