@@ -9,6 +9,7 @@ Config file (TOML), all keys optional:
     max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
+    metrics_port = 9404, metrics_host = "0.0.0.0" (Prometheus metrics; off unless metrics_port is set)
     (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
     "retention.ms" = "604800000"
@@ -128,6 +129,10 @@ class Settings:
     # Quotas (KIP-13, KIP-124): the rate window is quota_window_num samples of this many seconds each.
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
+    # Metrics (docs/operations.md): Prometheus text at http://metrics_host:metrics_port/metrics. Off when
+    # metrics_port is unset or 0; metrics_host defaults to the host of the first listener.
+    metrics_port: int | None = None
+    metrics_host: str | None = None
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:
@@ -157,6 +162,14 @@ class Settings:
             return self.advertised_host_port
         host = listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         return host, bound_port if listener.port == 0 else listener.port
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """Where /metrics is served (host, port), or None when metrics are off."""
+        if not self.metrics_port:
+            return None
+        host = self.metrics_host if self.metrics_host is not None else self.listeners_in_force()[0].host
+        return host, self.metrics_port
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
