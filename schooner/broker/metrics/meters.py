@@ -14,7 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 
 from ...protocol.messages import NO_RESPONSE, Answer, Request
 from .errors import error_codes
@@ -78,6 +78,7 @@ class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        ProcessCollector(registry=r)  # process_cpu_seconds_total, process_resident_memory_bytes, ...: at scrape
         self.requests = Counter(
             "schooner_requests", "Requests served, by API and version.", ["api", "version"], registry=r
         )
