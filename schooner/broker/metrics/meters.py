@@ -78,7 +78,7 @@ class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        ProcessCollector(registry=r)  # process_cpu_seconds_total, process_resident_memory_bytes, ...: at scrape
+        ProcessCollector(registry=r)  # the process_* series (CPU, memory, open files), read at scrape
         self.requests = Counter(
             "schooner_requests", "Requests served, by API and version.", ["api", "version"], registry=r
         )
