@@ -295,6 +295,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     sec = results.get("security")
     if sec and "error" not in sec:
         rows += security_rows(sec)
+    met = results.get("metrics")
+    if met and "error" not in met:
+        rows += metrics_rows(met)
     for name in (
         "first_message",
         "rebalance",
@@ -305,6 +308,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "share",
         "cluster",
         "security",
+        "metrics",
     ):
         figure = results.get(name)
         if figure and "error" in figure:
@@ -389,6 +393,20 @@ def security_rows(sec: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             f"{_num(sec[f'{kind}_plaintext_msgs_per_s'])} (PLAINTEXT)",
             f"{sec[f'{kind}_ratio']:.3f}",
             f"{'confluent-kafka' if kind == 'produce' else 'kcat'}, same broker; paired",
+        )
+        for kind in ("produce", "fetch")
+    ]
+
+
+def metrics_rows(met: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Metrics on (--metrics-port) against off, two brokers on one redis-server."""
+    return [
+        (
+            f"{kind} msgs/s, broker metrics on",
+            _num(met[f"{kind}_on_msgs_per_s"]),
+            f"{_num(met[f'{kind}_off_msgs_per_s'])} (off)",
+            f"{met[f'{kind}_ratio']:.3f}",
+            f"paired, target >= {met['target_ratio']}; broker CPU/record {met[f'{kind}_cpu_ratio']}",
         )
         for kind in ("produce", "fetch")
     ]

@@ -40,7 +40,7 @@ class Options:
     # Figures besides throughput, latency and memory; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
         "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share", "cluster",
-        "security",
+        "security", "metrics",
     )  # fmt: skip
 
 
@@ -318,6 +318,10 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import security
 
                 out[name] = security.run(min(opts.messages, security.MESSAGES), min(opts.runs, security.RUNS))
+            elif name == "metrics":  # its own two brokers, one with --metrics-port
+                from . import metrics
+
+                out[name] = metrics.run(min(opts.messages, metrics.MESSAGES), min(opts.runs, metrics.RUNS))
         except Exception as exc:  # one figure failing must not lose the others
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return out

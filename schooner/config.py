@@ -10,6 +10,7 @@ Config file (TOML), all keys optional:
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
     log_format = "text"            # or "json"
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
+    metrics_port = 9404, metrics_host = "0.0.0.0" (Prometheus metrics; off unless metrics_port is set)
     (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
     "retention.ms" = "604800000"
@@ -131,6 +132,10 @@ class Settings:
     quota_window_size_seconds: int = 1
     # Logs (docs/operations.md, "Logs"): "text" lines, or "json", one object per line (ops/logs.py).
     log_format: str = "text"
+    # Metrics (docs/operations.md): Prometheus text at http://metrics_host:metrics_port/metrics. Off when
+    # metrics_port is unset or 0; metrics_host defaults to the host of the first listener.
+    metrics_port: int | None = None
+    metrics_host: str | None = None
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:
@@ -160,6 +165,14 @@ class Settings:
             return self.advertised_host_port
         host = listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         return host, bound_port if listener.port == 0 else listener.port
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """Where /metrics is served (host, port), or None when metrics are off."""
+        if not self.metrics_port:
+            return None
+        host = self.metrics_host if self.metrics_host is not None else self.listeners_in_force()[0].host
+        return host, self.metrics_port
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

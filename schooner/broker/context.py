@@ -25,6 +25,7 @@ from .share_sessions import ShareSessions
 from .waiters import AppendWaiters
 
 if TYPE_CHECKING:
+    from .metrics import BrokerMetrics
     from .quotas import ClientQuotas  # which imports CLIENT from here
 
 from .session import CLIENT as CLIENT  # defined beside SESSION (refusals.py and the authorizer read it)
@@ -66,6 +67,7 @@ class BrokerContext:
     # and ACLs, and shares the deployment's Redis client, lane, identity, live-broker registry and quotas.
     tenant: str | None = None
     base: BrokerContext | None = None  # the deployment's context, on a tenant's; None on its own
+    metrics: BrokerMetrics | None = None  # the broker's, shared by tenants; None when metrics are off
 
     def __post_init__(self) -> None:
         self.authorizer = Authorizer(self.settings, self.store)
@@ -91,6 +93,7 @@ class BrokerContext:
             base,
         )
         ctx.tenant = name
+        ctx.metrics = base.metrics
         return ctx
 
     @property

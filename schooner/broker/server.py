@@ -24,6 +24,9 @@ from .context import BrokerContext, open_context
 from .dispatch import dispatcher
 from .limits import ConnectionStats
 from .listener import ClientConnections
+from .metrics import BrokerMetrics
+from .metrics.exporter import MetricsServer
+from .metrics.gauges import ScrapeGauges, snapshot
 from .quotas import ClientQuotas
 from .session import Session
 from .tenants import REFRESH_SECONDS, Tenants
@@ -50,6 +53,10 @@ class Broker:
         self._clients = ClientConnections(settings)
         self._connections = self._clients.tasks  # one task per open client connection
         self._stopping = False
+        # Prometheus metrics, when metrics_port is set (broker/metrics/): counted by the dispatch, the
+        # handlers and the storage observer, served by metrics_server.
+        self.metrics: BrokerMetrics | None = None
+        self.metrics_server: MetricsServer | None = None
 
     @property
     def port(self) -> int:
@@ -91,6 +98,9 @@ class Broker:
             self._clients.certificate_principal = certificate_principals(s)
         redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)
         store = Store(redis, Keyspace(s.keyspace), open_lane(redis, s.redis_timeout_ms), s.acks_all_fsync)
+        if s.metrics_address is not None:
+            self.metrics = BrokerMetrics()
+            store.observe(self.metrics.redis_round_trip)
         await _check_eviction(store, s.allow_evicting_redis)
         broker_id = s.broker_id if s.broker_id is not None else await store.allocate_broker_id()
         for listener in listeners:
@@ -115,10 +125,13 @@ class Broker:
         quotas = ClientQuotas(s, store)
         await quotas.reload()  # quotas are in force from the first request
         self.ctx = open_context(s, store, me, await store.cluster_id(), quotas=quotas)
+        self.ctx.metrics = self.metrics
         if s.authorizer:  # the ACLs are read before the first client is served, then kept fresh
             await self.ctx.authorizer.refresh()
         self.tenants = Tenants(self.ctx, self._start_upkeep)
         self.dispatch = dispatcher(self.ctx, self.tenants.context)
+        if self.metrics is not None:
+            self.dispatch = self.metrics.instrument(self.dispatch)
         await store.heartbeat(me, s.session_ms)
         self._start_upkeep(self.ctx)
         await self.tenants.refresh()
@@ -131,6 +144,7 @@ class Broker:
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
         gc.freeze()
+        self._serve_metrics()
         for server in self.servers.values():
             await server.start_serving()
         for listener in listeners:
@@ -142,6 +156,25 @@ class Broker:
                 self.port_of(listener.protocol),
                 *s.advertised_for(listener, self.port_of(listener.protocol)),
             )
+
+    # -- metrics ------------------------------------------------------------------------------------
+    def _serve_metrics(self) -> None:
+        address = self.settings.metrics_address
+        if self.metrics is None or address is None:
+            return
+        loop = asyncio.get_running_loop()
+        self.metrics.registry.register(ScrapeGauges(loop, lambda: snapshot(self)))
+        self.metrics_server = MetricsServer(self.metrics.registry, *address)
+        log.info("metrics at http://%s:%d/metrics", address[0], self.metrics_server.port)
+
+    @property
+    def contexts(self) -> list[BrokerContext]:
+        """The deployment's context and every tenant's made so far (for the metrics' gauges)."""
+        return self.tenants.contexts if self.tenants else [self.ctx] if self.ctx else []
+
+    @property
+    def listener_names(self) -> list[str]:
+        return list(self.servers)
 
     def _start_upkeep(self, ctx: BrokerContext) -> None:
         """Starts the duties of one keyspace (the deployment's, or a tenant's when first seen)."""
@@ -160,6 +193,8 @@ class Broker:
         self._stopping = True
         for server in self.servers.values():
             server.close()  # no new connections
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         # The heartbeat would register this broker again; the listeners stay up while draining, so
         # that long-polls in flight are still woken by new records, and topics stay fresh.
         for task in self._tasks:
@@ -167,7 +202,7 @@ class Broker:
         upkeeps = list(self.upkeeps.values())
         for upkeep in upkeeps:
             upkeep.stop_duties()
-        contexts = self.tenants.contexts if self.tenants else [self.ctx] if self.ctx else []
+        contexts = self.contexts
         for ctx in contexts:
             ctx.leaving = True
         if self.ctx is not None:

@@ -66,6 +66,8 @@ def main() -> None:
 @click.option(
     "--producer-id-expiration-ms", type=int, help="Forget idempotent producers idle this long [86400000]."
 )
+@click.option("--metrics-port", type=int, help="Serve Prometheus metrics at /metrics on this port [off].")
+@click.option("--metrics-host", help="Address of the metrics endpoint [the first listener's host].")
 @click.option("--log-level", default="INFO", show_default=True)
 # -- logs and checks (docs/operations.md, "Logs" and "Checking a deployment") --
 @click.option(

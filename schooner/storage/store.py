@@ -25,9 +25,11 @@ from .redis import server_info
 from .redis.calls import (
     Call,
     Redis,
+    RoundTripObserver,
     Steps,
     cluster_errors_as_storage_errors,
     drive,
+    observe_round_trips,
     refresh_topology,
     run,
     together,
@@ -74,6 +76,12 @@ class Store:
         """A store for another keyspace (a tenant's) on this one's client and lane: no new connection.
         Close only this one."""
         return Store(self.redis, ks, self.lane, self.acks_all_fsync)
+
+    def observe(self, observer: RoundTripObserver | None) -> None:
+        """Tells observer of every round trip on this store's client and lane (shared with the stores
+        with_keyspace makes): the broker's metrics."""
+        observe_round_trips(self.redis, observer)
+        self.lane.observer = observer
 
     async def run(self, call: Call[T]) -> T:
         return await run(self.redis, call)

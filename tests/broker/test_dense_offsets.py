@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kio.schema.errors import ErrorCode
-from prometheus_client import REGISTRY
 
 from schooner.ops.cli import main
 from schooner.storage.keys import Keyspace
+from schooner.storage.redis.embedded import free_port
 from tests.clients import confluent_consume, consume, kcat
 from tests.wire import call, produce_request
 
@@ -188,12 +188,16 @@ def test_a_plain_redis_append_with_0_star_takes_the_next_offset(
     )
 
 
-def _refusals(topic: str, partition: int) -> float:
+def _refusals(broker: Any, topic: str, partition: int) -> float:
     labels = {"topic": topic, "partition": str(partition)}
-    return REGISTRY.get_sample_value("schooner_foreign_entry_refusals_total", labels) or 0.0
+    registry = broker.broker.metrics.registry
+    return registry.get_sample_value("schooner_foreign_entry_refusals_total", labels) or 0.0
 
 
-def test_a_star_entry_ends_its_partition_for_producers_only(broker: Any, redis_client: redis.Redis) -> None:
+def test_a_star_entry_ends_its_partition_for_producers_only(
+    broker_factory: Any, redis_client: redis.Redis
+) -> None:
+    broker = broker_factory(metrics_port=free_port())  # the refusal is counted in the broker's metrics
     _create(broker, "starred", partitions=2)
     _confluent_one_per_batch(broker.bootstrap, "starred", [b"a", b"b"])
     redis_client.xadd(_stream(broker, "starred"), {"value": b"plain 0-*"}, id="0-*")
@@ -210,11 +214,11 @@ def test_a_star_entry_ends_its_partition_for_producers_only(broker: Any, redis_c
         probe.close()
 
     # Producing to that partition is refused, retriably, with a message naming the entry.
-    before = _refusals("starred", 0)
+    before = _refusals(broker, "starred", 0)
     answer = call(broker.port, produce_request("starred", [b"refused"])).responses[0].partition_responses[0]
     assert answer.error_code == ErrorCode.kafka_storage_error
     assert star in (answer.error_message or "") and "0-*" in (answer.error_message or "")
-    assert _refusals("starred", 0) == before + 1
+    assert _refusals(broker, "starred", 0) == before + 1
     errors: list[Any] = []
     producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 1500, "linger.ms": 0})
     producer.produce("starred", value=b"kept back", partition=0, on_delivery=lambda e, m: errors.append(e))

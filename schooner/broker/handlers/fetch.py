@@ -39,6 +39,7 @@ class _PartitionFetch:
     last_stable: int = -1
     aborted: tuple[AbortedTransaction, ...] = ()
     records: bytes = b""
+    count: int = 0  # records in `records` (the metrics' records out)
 
 
 class _FetchPartition(Protocol):
@@ -91,6 +92,8 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
             await ctx.waiters.wait(event, min(remaining, POLL_SECONDS))
         finally:
             ctx.waiters.unregister(waits, event)
+    if ctx.metrics is not None:
+        _count_out(ctx, resolved, results)
     topics = []
     for (fetch_topic, _), partition_results in zip(resolved, results, strict=True):
         partitions = tuple(
@@ -122,6 +125,25 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         session_id=0,
         responses=tuple(topics),
     )
+
+
+def _count_out(
+    ctx: BrokerContext,
+    resolved: list[tuple[_FetchTopic, Topic | ErrorCode]],
+    results: list[list[_PartitionFetch]],
+) -> None:
+    """Records and bytes out, per partition from what the encoder counted (what goes in the response)."""
+    assert ctx.metrics is not None
+    for (_, topic), row in zip(resolved, results, strict=True):
+        if not isinstance(topic, Topic):
+            continue
+        records = size = 0
+        for r in row:
+            if r.records:
+                records += r.count
+                size += len(r.records)
+        if size:
+            ctx.metrics.topic(ctx.tenant, topic.name).fetched(records, size)
 
 
 def _aborted(mod: ModuleType, aborted: tuple[AbortedTransaction, ...]) -> tuple[Any, ...]:
@@ -206,6 +228,7 @@ async def _read_partition(
             budget,
         )
         result.records = records
+        result.count = n
         if n:
             ctx.entry_sizes[key] = max(1, payload // n)
     return result

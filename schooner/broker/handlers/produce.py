@@ -25,7 +25,6 @@ from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from ..metrics import FOREIGN_ENTRY_REFUSALS
 from ..refusals import refused
 from ..sequencer import Turn
 from .common import (
@@ -221,9 +220,14 @@ async def _in_turn(
         return _storage_failure(topic, data.index, exc)
     for r in results:
         if r.status == FOREIGN_ID:
-            return _foreign_entry(topic, data.index, r.foreign_id)
+            return _foreign_entry(ctx, topic, data.index, r.foreign_id)
         if r.status < 0:
             return _PartitionResult(ErrorCode(-r.status))  # the append script's refusals are Kafka codes
+    if ctx.metrics is not None:  # per batch, from its header's count and its size: no per-record work
+        appended = [b for b, r in zip(prepared, results, strict=True) if r.status != DUPLICATE]
+        ctx.metrics.topic(ctx.tenant, topic.name).produced(
+            sum(len(b.records) for b in appended), sum(b.size_bytes for b in appended)
+        )
     append_time = results[-1].append_time if topic.log_append_time else -1
     return _PartitionResult(ErrorCode.none, results[0].base_offset, append_time, results[-1].log_start_offset)
 
@@ -246,9 +250,10 @@ def _storage_failure(topic: Topic, partition: int, exc: BaseException) -> _Parti
     return _PartitionResult(LOG_UNAVAILABLE, message=_FULL_MESSAGE)
 
 
-def _foreign_entry(topic: Topic, partition: int, entry_id: str) -> _PartitionResult:
+def _foreign_entry(ctx: BrokerContext, topic: Topic, partition: int, entry_id: str) -> _PartitionResult:
     """A plain `XADD key *` on a dense topic: no later entry can have ID 0-n, so appends stop here."""
-    FOREIGN_ENTRY_REFUSALS.labels(topic.name, str(partition)).inc()
+    if ctx.metrics is not None:
+        ctx.metrics.foreign_entry_refusals.labels(topic.name, str(partition)).inc()
     message = (
         f"partition {partition} of dense topic {topic.name!r} holds entry {entry_id}, appended by a plain "
         "Redis client with '*' rather than '0-*'; Redis accepts no dense ID after it. Records up to it stay "

@@ -360,16 +360,19 @@ async def _acquire(
             created.append(topic.name)
         await copy_to_topic(ctx, session.group, config, topic, key[1], reply.dead_lettered)
         if reply.entries:
-            _encode(topic, reply, result)
+            count, size = _encode(topic, reply, result)
             total += len(reply.entries)
+            if ctx.metrics is not None:
+                ctx.metrics.topic(ctx.tenant, topic.name).fetched(count, size)
     if created:
         await ctx.store.share_register_topics(session.group, created)
         session.registered.update(created)
     return total
 
 
-def _encode(topic: Topic, reply: Acquired, result: _Result) -> None:
-    records, _, _ = encode_entries(
+def _encode(topic: Topic, reply: Acquired, result: _Result) -> tuple[int, int]:
+    """Adds the acquired records to the result; returns how many records and bytes that was."""
+    records, encoded, _ = encode_entries(
         reply.entries, topic.offsets, codec_for(topic.compression_type), topic.log_append_time, NO_LIMIT_BYTES
     )
     result.records += records
@@ -381,6 +384,7 @@ def _encode(topic: Topic, reply: Acquired, result: _Result) -> None:
             ranges[-1] = (ranges[-1][0], offset, count)
         else:
             ranges.append((offset, offset, count))
+    return encoded, len(records)
 
 
 # -- the response ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ broker's append lane. Loading a script the server lacks (NOSCRIPT) is handled he
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,21 @@ OUTCOME_UNKNOWN = (RedisTimeoutError, RedisConnectionError, TimeoutError)
 
 Redis = async_redis.Redis  # the asyncio client (client.connect)
 BlockingRedis = sync_redis.Redis  # the blocking client (client.connect_sync)
+
+# Told of every asyncio round trip on a client it observes (and on the lanes it is given to): the
+# seconds it took and whether it succeeded. The broker installs one for its metrics; storage knows
+# nothing of what it does with them.
+RoundTripObserver = Callable[[float, bool], None]
+_observers: weakref.WeakKeyDictionary[Redis, RoundTripObserver] = weakref.WeakKeyDictionary()
+
+
+def observe_round_trips(redis: Redis, observer: RoundTripObserver | None) -> None:
+    """From now on `observer` hears of the pipelined round trips run_many sends on this client (None:
+    no more)."""
+    if observer is None:
+        _observers.pop(redis, None)
+    else:
+        _observers[redis] = observer
 
 
 def _same(reply: Any) -> Any:
@@ -222,6 +238,20 @@ async def run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
     """The asyncio twin of run_many_sync."""
     if not calls:
         return []
+    observer = _observers.get(redis)
+    if observer is None:
+        return await _run_many(redis, calls)
+    started = time.perf_counter()
+    try:
+        replies = await _run_many(redis, calls)
+    except Exception:  # a cancel is not Redis failing: it is not reported
+        observer(time.perf_counter() - started, False)
+        raise
+    observer(time.perf_counter() - started, True)
+    return replies
+
+
+async def _run_many(redis: Redis, calls: Sequence[Call[Any]]) -> list[Any]:
     cluster = redis if is_cluster(redis) else None
     loading = _to_load(redis, calls)
     with cluster_errors_as_storage_errors(redis):

@@ -24,6 +24,7 @@ import redis.asyncio.cluster as acluster
 from .calls import (
     Call,
     ClusterUnavailable,
+    RoundTripObserver,
     cluster_errors_as_storage_errors,
     mark_topology_stale,
     refresh_topology,
@@ -39,6 +40,18 @@ class ClusterLanes:
         self._timeout_ms = timeout_ms
         self._lanes: dict[str, PipelinedLane] = {}
         self._written: dict[str, str] = {}  # key -> name of the node that ran its last write
+        self._observer: RoundTripObserver | None = None
+
+    @property
+    def observer(self) -> RoundTripObserver | None:
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: RoundTripObserver | None) -> None:
+        """Every node's lane, and those opened later, tell it of their round trips."""
+        self._observer = observer
+        for lane in self._lanes.values():
+            lane.observer = observer
 
     def _node_of(self, key: str) -> acluster.ClusterNode:
         node = self._client.get_node_from_key(key)
@@ -54,6 +67,7 @@ class ClusterLanes:
             lane = self._lanes[node.name] = PipelinedLane(
                 None, self._timeout_ms, make_connection=lambda: make(**kwargs)
             )
+            lane.observer = self._observer
         return lane
 
     async def send_call(self, call: Call[T]) -> asyncio.Future[T]:

@@ -31,7 +31,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import scripts
-from .calls import Call, Redis
+from .calls import Call, Redis, RoundTripObserver
 
 T = TypeVar("T")
 
@@ -76,6 +76,8 @@ class PipelinedLane:
         self._connecting: asyncio.Lock = asyncio.Lock()
         self._attempts = 0  # connects tried so far
         self._failed: Exception | None = None  # how the last one failed, if it did
+        # Told each command's time from send to reply, and whether it failed (calls.observe_round_trips).
+        self.observer: RoundTripObserver | None = None
 
     async def _connect(self) -> _Link:
         attempt = self._attempts
@@ -109,8 +111,12 @@ class PipelinedLane:
                 if not data:
                     break
                 parser.feed(data)
+                observer = self.observer
+                now = asyncio.get_running_loop().time() if observer is not None else 0.0
                 while (reply := parser.gets()) is not False:
-                    future, _ = link.waiting.popleft()
+                    future, sent = link.waiting.popleft()
+                    if observer is not None:  # one clock read per chunk of replies, not per reply
+                        observer(now - sent, not _failure(reply))
                     if future.done():
                         continue
                     if isinstance(reply, ResponseError):
@@ -133,8 +139,12 @@ class PipelinedLane:
         if link.timer is not None:
             link.timer.cancel()
             link.timer = None
+        observer = self.observer
+        now = asyncio.get_running_loop().time() if observer is not None and link.waiting else 0.0
         while link.waiting:
-            future, _ = link.waiting.popleft()
+            future, sent = link.waiting.popleft()
+            if observer is not None:
+                observer(now - sent, False)
             if not future.done():
                 future.set_exception(error)
         # abort, not close: close would keep the socket open until a stalled peer took the buffer.
@@ -223,6 +233,11 @@ class PipelinedLane:
             link.reader.cancel()
         with contextlib.suppress(Exception):
             await link.connection.disconnect()
+
+
+def _failure(reply: Any) -> bool:
+    """An error reply other than NOSCRIPT (which the lane answers by loading the script)."""
+    return isinstance(reply, ResponseError) and not str(reply).startswith("NOSCRIPT")
 
 
 def _quiet(done: asyncio.Future[Any]) -> None:
