@@ -23,7 +23,7 @@ from confluent_kafka import (
 )
 
 from ..client_options import ClientSettings
-from . import KafkaFailure, build, describe, quiet
+from . import KafkaFailure, build, failure, quiet
 from .formats import Consumed
 from .topics import partitions_of
 
@@ -129,7 +129,7 @@ class Reader:
                 TopicPartition(self.topic, partition), timeout=self.settings.timeout_s
             )
         except KafkaException as exc:
-            raise KafkaFailure(describe(exc, self.settings)) from None
+            raise failure(exc, self.settings) from None
         return low, high
 
     def _positions(self, partitions: list[int], start: Start) -> dict[int, int]:
@@ -139,7 +139,7 @@ class Reader:
             try:
                 found = self.consumer.offsets_for_times(asked, timeout=self.settings.timeout_s)
             except KafkaException as exc:
-                raise KafkaFailure(describe(exc, self.settings)) from None
+                raise failure(exc, self.settings) from None
             # -1: no record at or after the time, so start at the end
             return {tp.partition: (OFFSET_END if tp.offset < 0 else tp.offset) for tp in found}
         if start.kind == "offset":
@@ -197,7 +197,7 @@ class Reader:
                         return
                     continue
                 if error.fatal() or error.code() in _FATAL:
-                    raise KafkaFailure(describe(error, self.settings))
+                    raise failure(error, self.settings)
                 continue
             self.at_end.discard(msg.partition() or 0)
             count += 1
