@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from confluent_kafka import (
@@ -51,15 +51,19 @@ class Start:
     value: int = 0
 
 
-def parse_timestamp(text: str) -> int:
-    """Milliseconds since the epoch, or an ISO 8601 date and time (local time unless it has an offset)."""
+def parse_timestamp(text: str, naive: tzinfo | None = None) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 date and time; one without an offset is in the
+    `naive` zone (local time when None). ValueError for anything else."""
+    text = text.strip()
     if text.lstrip("-").isdigit():
         return int(text)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"{text!r} is neither milliseconds nor an ISO date and time") from None
-    return int(moment.timestamp() * 1000)  # a naive datetime is taken as local time
+    if moment.tzinfo is None and naive is not None:
+        moment = moment.replace(tzinfo=naive)
+    return int(moment.timestamp() * 1000)  # a naive datetime left naive is taken as local time
 
 
 def consumed(msg: Message) -> Consumed:
