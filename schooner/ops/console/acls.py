@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from .context import kafka
 from .kafka_data import AclRow, KafkaFailure, KafkaSide
-from .render import done, page
+from .render import done, page, shown
 
 RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")
 PATTERN_TYPES = ("LITERAL", "PREFIXED")
@@ -29,11 +29,11 @@ def _view(side: KafkaSide) -> dict[str, Any]:
     try:
         users = side.users()
     except KafkaFailure as exc:
-        users, error = None, str(exc)
+        users, error = None, shown(exc)
     try:
         acls = side.acls()
     except KafkaFailure as exc:
-        acls, error = [], str(exc)
+        acls, error = [], shown(exc)
     return {"enabled": True, "users": users, "acls": acls, "error": error}
 
 

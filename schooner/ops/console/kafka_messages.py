@@ -178,7 +178,7 @@ def produce(side: KafkaSide, topic: str, partition: int | None, key: str | None,
             **kwargs,
         )
     except Exception as exc:
-        raise KafkaFailure(str(exc)) from None
+        raise failure(exc, side.client) from None
     left = producer.flush(side.timeout_s)
     if left or not delivered:
         raise KafkaFailure(f"the broker did not confirm the record within {side.timeout_s:g} s")

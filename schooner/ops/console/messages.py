@@ -13,7 +13,7 @@ from starlette.routing import Route
 from ..kafka import KafkaFailure
 from . import kafka_messages as km
 from .context import kafka
-from .render import done, number, page, templates
+from .render import done, number, page, shown, templates
 
 STARTS = ("newest", "offset", "timestamp", "key")
 MAX_LIMIT = 500
@@ -63,7 +63,7 @@ async def records_fragment(request: Request) -> Response:
         records = await run_in_threadpool(_records, request, q) if q["topic"] else []
         error = None
     except KafkaFailure as exc:
-        records, error = [], str(exc)
+        records, error = [], shown(exc)
     return templates.TemplateResponse(request, "_records.html", {"records": records, "error": error, "q": q})
 
 

@@ -82,7 +82,13 @@ _STATUS = {"AUTHORIZATION_FAILED": 403, "_TIMED_OUT": 504, "_TRANSPORT": 502, "_
 async def broker_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, KafkaFailure)
     code = next((s for key, s in _STATUS.items() if key in exc.code), 400)
-    return page(request, "error.html", code, title="Refused", message=str(exc))
+    return page(request, "error.html", code, title="Refused", message=shown(exc))
+
+
+def shown(exc: KafkaFailure) -> str:
+    """The failure as a page says it: always naming Kafka's error, as the CLI's sentence may not."""
+    text = str(exc)
+    return text if not exc.code or text.startswith(exc.code) else f"{exc.code}: {text}"
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
