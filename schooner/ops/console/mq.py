@@ -52,30 +52,26 @@ async def mq_topic(request: Request) -> Response:
     return page(request, "mq_topic.html", title=f"MQ topic {topic}", topic=topic, **view)
 
 
-async def _letter_ids(request: Request) -> list[str]:
+async def _letters(request: Request) -> tuple[str, RedisSide, list[str]]:
+    """The topic, the Redis side and the dead letters chosen in the form of a replay or delete."""
+    redis = _redis(request)
+    if redis is None:
+        raise KafkaFailure(NO_REDIS)
     form = await request.form()
     ids = [str(v) for v in form.getlist("letter_id") if str(v)]
     if not ids:
         raise KafkaFailure("choose a dead letter")
-    return ids
+    return request.path_params["topic"], redis, ids
 
 
 async def replay(request: Request) -> Response:
-    topic = request.path_params["topic"]
-    redis = _redis(request)
-    if redis is None:
-        raise KafkaFailure(NO_REDIS)
-    ids = await _letter_ids(request)
+    topic, redis, ids = await _letters(request)
     replayed = [i for i in ids if await run_in_threadpool(redis.replay, topic, i)]
     return done(f"/mq/{topic}", f"replayed {len(replayed)} dead letter(s) to their partition")
 
 
 async def delete(request: Request) -> Response:
-    topic = request.path_params["topic"]
-    redis = _redis(request)
-    if redis is None:
-        raise KafkaFailure(NO_REDIS)
-    ids = await _letter_ids(request)
+    topic, redis, ids = await _letters(request)
     deleted = await run_in_threadpool(redis.delete_letters, topic, ids)
     return done(f"/mq/{topic}", f"deleted {deleted} dead letter(s)")
 
