@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any, TypeVar
 
 import click
@@ -14,6 +13,7 @@ import click
 from . import groups_redis
 from .client_options import ClientSettings, with_client_options
 from .kafka import groups as kafka_groups
+from .kafka.consume import parse_timestamp
 from .kafka.groups import Group, OffsetChange, PartitionLag, ResetSpec
 from .output import emit, with_output_option
 from .redis_options import redis_url_of
@@ -226,12 +226,11 @@ def _spec(
 
 def _millis(text: str) -> int:
     try:
-        when = datetime.fromisoformat(text)
+        return parse_timestamp(text)  # a naive time is local
     except ValueError:
         raise click.BadParameter(
             f"{text!r} is not an ISO date and time (2025-01-31T12:00:00)", param_hint="--to-datetime"
         ) from None
-    return int(when.astimezone().timestamp() * 1000)  # a naive time is local
 
 
 def _topics(specs: tuple[str, ...]) -> list[tuple[str, int | None]]:

@@ -44,3 +44,21 @@ def refused(done: Any, *expected: str) -> str:
 def unreachable() -> str:
     """A bootstrap address where nothing listens."""
     return f"127.0.0.1:{free_port()}"
+
+
+def groups_cli(broker: Any, *args: str) -> Any:
+    """`schooner groups ARGS -b BROKER` in this process (click's runner), for its output and exit code."""
+    from click.testing import CliRunner
+
+    from schooner.ops.cli import main
+
+    return CliRunner().invoke(main, ["groups", *args, "-b", broker.bootstrap])
+
+
+def groups_json(broker: Any, *args: str) -> Any:
+    """`schooner groups ARGS -o json`, which must succeed, parsed."""
+    import json
+
+    result = groups_cli(broker, *args, "-o", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)

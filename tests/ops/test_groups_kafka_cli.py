@@ -15,18 +15,10 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schooner.ops.cli import main
+from tests.ops.cli_rig import groups_cli as _cli
+from tests.ops.cli_rig import groups_json as _json
 
 T = 10
-
-
-def _cli(broker: Any, *args: str) -> Any:
-    return CliRunner().invoke(main, ["groups", *args, "-b", broker.bootstrap])
-
-
-def _json(broker: Any, *args: str) -> Any:
-    result = _cli(broker, *args, "-o", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
 
 
 def _setup(broker: Any, topic: str, per_partition: int = 5) -> None:

@@ -8,20 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from click.testing import CliRunner
-
-from schooner.ops.cli import main
 from tests.broker.share_rig import ShareRunner, create_topic, produce, set_group_configs, wait_for
-
-
-def _cli(broker: Any, *args: str) -> Any:
-    return CliRunner().invoke(main, ["groups", *args, "-b", broker.bootstrap])
-
-
-def _json(broker: Any, *args: str) -> Any:
-    result = _cli(broker, *args, "-o", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+from tests.ops.cli_rig import groups_cli as _cli
+from tests.ops.cli_rig import groups_json as _json
 
 
 def test_share_group_describe_lag_reset_and_delete(broker: Any) -> None:

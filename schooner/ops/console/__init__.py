@@ -3,7 +3,7 @@ Kafka API and, for the Redis-side views (sizes, Redis memory, MQ groups and dead
 deployment's Redis. See docs/console.md.
 
 Modules: command.py (the click command), app.py (routes and wiring), one module per area (overview,
-topics, messages, groups, mq, acls), kafka_data.py / kafka_messages.py (the Kafka side, confluent-kafka),
-redis_data.py (the Redis side, storage and schooner.mq), sampler.py (the charts' history), sessions.py
-(logins), render.py (templates and error pages).
+topics, messages, groups, mq, acls), kafka_data.py / kafka_messages.py (the Kafka side: the calls of
+schooner/ops/kafka, shared with the CLI), redis_data.py (the Redis side, storage and schooner.mq),
+sampler.py (the charts' history), sessions.py (logins), render.py (templates and error pages).
 """

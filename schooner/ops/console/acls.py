@@ -11,8 +11,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .context import kafka
-from .kafka_data import AclRow, BrokerError, KafkaSide
-from .render import done, page
+from .kafka_data import AclRow, KafkaFailure, KafkaSide
+from .render import done, page, shown
 
 RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")
 PATTERN_TYPES = ("LITERAL", "PREFIXED")
@@ -28,12 +28,12 @@ def _view(side: KafkaSide) -> dict[str, Any]:
     error = None
     try:
         users = side.users()
-    except BrokerError as exc:
-        users, error = None, str(exc)
+    except KafkaFailure as exc:
+        users, error = None, shown(exc)
     try:
         acls = side.acls()
-    except BrokerError as exc:
-        acls, error = [], str(exc)
+    except KafkaFailure as exc:
+        acls, error = [], shown(exc)
     return {"enabled": True, "users": users, "acls": acls, "error": error}
 
 
@@ -54,7 +54,7 @@ async def _row(request: Request) -> AclRow:
     row = AclRow(field("resource_type"), field("name"), field("pattern_type", "LITERAL"), field("principal"),
                  field("host", "*") or "*", field("operation"), field("permission", "ALLOW"))  # fmt: skip
     if not row.name or not row.principal.startswith("User:"):
-        raise BrokerError("an ACL needs a resource name and a principal such as User:alice")
+        raise KafkaFailure("an ACL needs a resource name and a principal such as User:alice")
     return row
 
 

@@ -17,9 +17,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from ..kafka import KafkaFailure
 from . import acls, groups, messages, mq, overview, sessions, topics
 from .context import Console, ConsoleSettings
-from .kafka_data import BrokerError
 from .redis_data import RedisSide
 from .render import HERE, any_error, broker_error, http_error, page
 from .sampler import Sampler
@@ -67,7 +67,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[Middleware(BaseHTTPMiddleware, dispatch=gate)],
-        exception_handlers={BrokerError: broker_error, HTTPException: http_error, Exception: any_error},
+        exception_handlers={KafkaFailure: broker_error, HTTPException: http_error, Exception: any_error},
         lifespan=lifespan,
     )
     app.state.console = console

@@ -10,12 +10,15 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from .kafka_data import TP, BrokerError, KafkaSide
+from ..kafka import KafkaFailure, build, failure
+from ..kafka.consume import parse_timestamp
+from .kafka_data import TP, KafkaSide
 
 KEY_WINDOW = 10_000  # a key search reads at most this many of the newest records per partition
 FORMATS = ("auto", "json", "text", "hex")
@@ -79,7 +82,7 @@ def _read(side: KafkaSide, starts: dict[TP, int], ends: dict[TP, int], limit: in
         return []
     conf = {**side.conf(), "group.id": f"schooner-console-{uuid.uuid4().hex}", "enable.auto.commit": False,
             "enable.partition.eof": True, "auto.offset.reset": "earliest"}  # fmt: skip
-    consumer = Consumer(conf)
+    consumer = build(Consumer, conf)
     found: list[Record] = []
     deadline = time.monotonic() + side.timeout_s
     try:
@@ -94,7 +97,7 @@ def _read(side: KafkaSide, starts: dict[TP, int], ends: dict[TP, int], limit: in
                         continue
                     if msg.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                         continue  # the unused group.id's coordinator lookup: this read joins no group
-                    raise BrokerError(f"{msg.error().name()}: {msg.error().str()}", msg.error().name())
+                    raise failure(msg.error(), side.client)
                 if tp not in todo:
                     continue
                 if msg.offset() + 1 >= ends[tp]:
@@ -117,7 +120,7 @@ def browse(side: KafkaSide, topic: str, partition: int, start: str, value: str, 
         try:
             first = int(value)
         except ValueError:
-            raise BrokerError(f"{value!r} is not an offset") from None
+            raise KafkaFailure(f"{value!r} is not an offset") from None
         first = max(first, earliest)
     elif start == "timestamp":
         first = side.offsets([tp], OffsetSpec.for_timestamp(parse_time_ms(value)))[tp]
@@ -139,18 +142,10 @@ def search_key(side: KafkaSide, topic: str, partitions: list[int], key: str, lim
 
 def parse_time_ms(value: str) -> int:
     """Milliseconds since the epoch, or an ISO 8601 date and time (UTC unless it says otherwise)."""
-    from datetime import UTC, datetime
-
-    text = value.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise BrokerError(f"{value!r} is neither milliseconds nor an ISO date and time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+        return parse_timestamp(value, UTC)
+    except ValueError as exc:
+        raise KafkaFailure(str(exc)) from None
 
 
 def parse_headers(text: str) -> list[tuple[str, bytes]]:
@@ -162,7 +157,7 @@ def parse_headers(text: str) -> list[tuple[str, bytes]]:
         sep = ":" if ":" in line else "="
         name, found, value = line.partition(sep)
         if not found or not name.strip():
-            raise BrokerError(f"header line {line!r} is not name: value")
+            raise KafkaFailure(f"header line {line!r} is not name: value")
         out.append((name.strip(), value.strip().encode()))
     return out
 
@@ -170,7 +165,7 @@ def parse_headers(text: str) -> list[tuple[str, bytes]]:
 def produce(side: KafkaSide, topic: str, partition: int | None, key: str | None, value: str | None,
             headers: list[tuple[str, bytes]]) -> tuple[int, int]:  # fmt: skip
     """Sends one record and waits for the broker; its (partition, offset)."""
-    producer = Producer({**side.conf(), "linger.ms": 0})
+    producer = build(Producer, {**side.conf(), "linger.ms": 0})
     delivered: list[Any] = []
     kwargs: dict[str, Any] = {"key": None if key is None else key.encode(), "headers": headers or None}
     if partition is not None:
@@ -183,11 +178,11 @@ def produce(side: KafkaSide, topic: str, partition: int | None, key: str | None,
             **kwargs,
         )
     except Exception as exc:
-        raise BrokerError(str(exc)) from None
+        raise failure(exc, side.client) from None
     left = producer.flush(side.timeout_s)
     if left or not delivered:
-        raise BrokerError(f"the broker did not confirm the record within {side.timeout_s:g} s")
+        raise KafkaFailure(f"the broker did not confirm the record within {side.timeout_s:g} s")
     outcome = delivered[0]
     if isinstance(outcome, KafkaError):
-        raise BrokerError(f"{outcome.name()}: {outcome.str()}", outcome.name())
+        raise failure(outcome, side.client)
     return outcome.partition(), outcome.offset()

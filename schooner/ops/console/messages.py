@@ -10,10 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..kafka import KafkaFailure
 from . import kafka_messages as km
 from .context import kafka
-from .kafka_data import BrokerError
-from .render import done, number, page, templates
+from .render import done, number, page, shown, templates
 
 STARTS = ("newest", "offset", "timestamp", "key")
 MAX_LIMIT = 500
@@ -62,8 +62,8 @@ async def records_fragment(request: Request) -> Response:
     try:
         records = await run_in_threadpool(_records, request, q) if q["topic"] else []
         error = None
-    except BrokerError as exc:
-        records, error = [], str(exc)
+    except KafkaFailure as exc:
+        records, error = [], shown(exc)
     return templates.TemplateResponse(request, "_records.html", {"records": records, "error": error, "q": q})
 
 
@@ -71,7 +71,7 @@ async def produce(request: Request) -> Response:
     form = await request.form()
     topic = str(form.get("topic", "")).strip()
     if not topic:
-        raise BrokerError("give the topic to produce to")
+        raise KafkaFailure("give the topic to produce to")
     raw_partition = str(form.get("partition", "")).strip()
     partition = number(raw_partition, "partition", 0) if raw_partition else None
     key = str(form.get("key", "")) or None

@@ -11,8 +11,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..kafka import KafkaFailure
 from .context import console_of
-from .kafka_data import BrokerError
 from .kafka_messages import show
 from .redis_data import RedisSide
 from .render import done, page
@@ -37,7 +37,7 @@ def _topic_view(redis: RedisSide, topic: str) -> dict[str, Any]:
     try:
         groups = redis.mq_groups(topic)
     except LookupError as exc:  # UnknownTopic
-        raise BrokerError(f"no topic {topic}: {exc}", "UNKNOWN_TOPIC") from None
+        raise KafkaFailure(f"no topic {topic}: {exc}", "UNKNOWN_TOPIC") from None
     pending = {g.stats.name: redis.pending(topic, g.stats.name) for g in groups}
     letters = [(d, show(d.key), show(d.value)) for d in redis.dead_letters(topic)]
     return {"groups": groups, "pending": pending, "letters": letters}
@@ -52,30 +52,26 @@ async def mq_topic(request: Request) -> Response:
     return page(request, "mq_topic.html", title=f"MQ topic {topic}", topic=topic, **view)
 
 
-async def _letter_ids(request: Request) -> list[str]:
+async def _letters(request: Request) -> tuple[str, RedisSide, list[str]]:
+    """The topic, the Redis side and the dead letters chosen in the form of a replay or delete."""
+    redis = _redis(request)
+    if redis is None:
+        raise KafkaFailure(NO_REDIS)
     form = await request.form()
     ids = [str(v) for v in form.getlist("letter_id") if str(v)]
     if not ids:
-        raise BrokerError("choose a dead letter")
-    return ids
+        raise KafkaFailure("choose a dead letter")
+    return request.path_params["topic"], redis, ids
 
 
 async def replay(request: Request) -> Response:
-    topic = request.path_params["topic"]
-    redis = _redis(request)
-    if redis is None:
-        raise BrokerError(NO_REDIS)
-    ids = await _letter_ids(request)
+    topic, redis, ids = await _letters(request)
     replayed = [i for i in ids if await run_in_threadpool(redis.replay, topic, i)]
     return done(f"/mq/{topic}", f"replayed {len(replayed)} dead letter(s) to their partition")
 
 
 async def delete(request: Request) -> Response:
-    topic = request.path_params["topic"]
-    redis = _redis(request)
-    if redis is None:
-        raise BrokerError(NO_REDIS)
-    ids = await _letter_ids(request)
+    topic, redis, ids = await _letters(request)
     deleted = await run_in_threadpool(redis.delete_letters, topic, ids)
     return done(f"/mq/{topic}", f"deleted {deleted} dead letter(s)")
 

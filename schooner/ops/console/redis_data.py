@@ -1,16 +1,15 @@
-"""The Redis side of the console: Redis memory and version, partition sizes, share groups, and the MQ
-library's groups and dead letters (schooner.mq.admin). Blocking: the pages call it in a thread.
+"""The Redis side of the console: Redis memory and version, partition sizes, share partitions' record
+counts, and the MQ library's groups and dead letters (schooner.mq.admin). Blocking: the pages call it
+in a thread.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ...mq.admin import Admin, GroupStats, Ownership, PartitionLag, PendingMessage
-from ...storage.groups import state
 from ...storage.keys import Keyspace
 from ...storage.log.sizes import partition_sizes
 from ...storage.mq.dead_letters import DeadLetter
@@ -57,15 +56,6 @@ class ShareRow:
     lag: int | None
 
 
-@dataclass(frozen=True)
-class ShareGroup:
-    id: str
-    state: str
-    epoch: int
-    members: list[dict[str, Any]]
-    partitions: list[ShareRow] = field(default_factory=list)
-
-
 def _info_map(raw: Any) -> dict[str, str]:
     if isinstance(raw, dict):
         return {text(k): text(v) if isinstance(v, bytes) else str(v) for k, v in raw.items()}
@@ -96,34 +86,19 @@ class RedisSide:
         found = drive_sync(self.redis, partition_sizes(self.ks, tps))
         return {(tp.topic, tp.partition): size for tp, size in found.items()}
 
-    def group_types(self) -> dict[str, tuple[str, str]]:
-        """Each Kafka group's (type, state) as its coordinator saved it: librdkafka lists no share group."""
-        ids = run_sync(self.redis, state.list_ids(self.ks))
-        saved = drive_sync(self.redis, state.load_states(self.ks, ids))
-        return {
-            g: (s.get("type") or "classic", s.get("state") or "Empty")
-            for g, s in saved.items()
-            if s.get("type")
-        }
-
-    def share_group(self, group_id: str) -> ShareGroup | None:
-        saved = run_sync(self.redis, state.load_state(self.ks, group_id))
-        names = run_sync(self.redis, share.topics(self.ks, group_id))
-        if saved.get("type") != "share" and not names:
-            return None
-        topics = [t for t in drive_sync(self.redis, metadata.load_all(self.ks, {})) if t.name in set(names)]
+    def share_partitions(self, group_id: str) -> list[ShareRow]:
+        """What Redis adds to a share group's partitions: records in flight, archived, dead-lettered."""
+        listed: list[str] = run_sync(self.redis, share.topics(self.ks, group_id))
+        names = set(listed)
+        topics = [t for t in drive_sync(self.redis, metadata.load_all(self.ks, {})) if t.name in names]
         pairs = [(t, p) for t in sorted(topics, key=lambda t: t.name) for p in range(t.partitions)]
         states = drive_sync(self.redis, together([share.state(self.ks, t, p, group_id) for t, p in pairs]))
-        rows = [
+        return [
             ShareRow(t.name, p, s.start_offset, s.in_flight, s.archived, s.dead_lettered,
                      None if s.lag < 0 else s.lag)
             for (t, p), s in zip(pairs, states, strict=True)
             if s is not None
         ]  # fmt: skip
-        members = json.loads(saved.get("members") or "[]")
-        return ShareGroup(
-            group_id, saved.get("state") or "Empty", int(saved.get("group_epoch") or 0), members, rows
-        )
 
     # -- the MQ library ------------------------------------------------------------------------------
     def mq_topics(self) -> list[MqTopic]:

@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from ..kafka import KafkaFailure
 from .context import console_of
-from .kafka_data import BrokerError
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
@@ -80,9 +80,15 @@ _STATUS = {"AUTHORIZATION_FAILED": 403, "_TIMED_OUT": 504, "_TRANSPORT": 502, "_
 
 
 async def broker_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, BrokerError)
+    assert isinstance(exc, KafkaFailure)
     code = next((s for key, s in _STATUS.items() if key in exc.code), 400)
-    return page(request, "error.html", code, title="Refused", message=str(exc))
+    return page(request, "error.html", code, title="Refused", message=shown(exc))
+
+
+def shown(exc: KafkaFailure) -> str:
+    """The failure as a page says it: always naming Kafka's error, as the CLI's sentence may not."""
+    text = str(exc)
+    return text if not exc.code or text.startswith(exc.code) else f"{exc.code}: {text}"
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -101,9 +107,9 @@ def number(value: object, what: str, minimum: int | None = None) -> int:
     try:
         n = int(str(value).strip())
     except ValueError:
-        raise BrokerError(f"{what} must be a whole number, not {value!r}") from None
+        raise KafkaFailure(f"{what} must be a whole number, not {value!r}") from None
     if minimum is not None and n < minimum:
-        raise BrokerError(f"{what} must be at least {minimum}")
+        raise KafkaFailure(f"{what} must be at least {minimum}")
     return n
 
 

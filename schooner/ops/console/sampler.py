@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from .kafka_data import TP, BrokerError, KafkaSide
+from .kafka_data import TP, KafkaFailure, KafkaSide
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +49,10 @@ class Sampler:
             if g.type not in ("classic", "consumer"):
                 continue
             try:
-                committed = side.committed(g.id)
-            except BrokerError:  # not a consumer group after all, or not ours to read
+                committed = side.committed(g.group_id)
+            except KafkaFailure:  # not a consumer group after all, or not ours to read
                 continue
-            lags[g.id] = {tp: max(ends[tp] - c, 0) for tp, c in committed.items() if tp in ends}
+            lags[g.group_id] = {tp: max(ends[tp] - c, 0) for tp, c in committed.items() if tp in ends}
         sample = Sample(time.time(), ends, lags)
         with self._lock:
             self.samples.append(sample)

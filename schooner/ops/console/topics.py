@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..kafka import KafkaFailure
 from .context import console_of, kafka
-from .kafka_data import BrokerError
 from .render import done, number, page, sampler_of
 
 
@@ -55,7 +55,7 @@ def _configs(text: str) -> dict[str, str]:
         if line.strip():
             key, sep, value = line.partition("=")
             if not sep or not key.strip():
-                raise BrokerError(f"config line {line!r} is not key=value")
+                raise KafkaFailure(f"config line {line!r} is not key=value")
             out[key.strip()] = value.strip()
     return out
 
@@ -64,7 +64,7 @@ async def create_topic(request: Request) -> Response:
     form = await request.form()
     name = str(form.get("name", "")).strip()
     if not name:
-        raise BrokerError("give the topic a name")
+        raise KafkaFailure("give the topic a name")
     partitions = number(form.get("partitions", "1"), "partitions", 1)
     configs = _configs(str(form.get("configs", "")))
     await run_in_threadpool(kafka(request).create_topic, name, partitions, configs)
@@ -102,7 +102,7 @@ async def alter_config(request: Request) -> Response:
     form = await request.form()
     key = str(form.get("key", "")).strip()
     if not key:
-        raise BrokerError("give the config's name")
+        raise KafkaFailure("give the config's name")
     value = None if form.get("action") == "reset" else str(form.get("value", ""))
     await run_in_threadpool(kafka(request).alter_topic_config, name, key, value)
     what = f"reset {key} to its default" if value is None else f"set {key} = {value}"

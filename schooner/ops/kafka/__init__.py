@@ -17,7 +17,12 @@ C = TypeVar("C")
 
 
 class KafkaFailure(Exception):
-    """A client call failed; the message is fit to show a user as it is."""
+    """A client call failed; the message is fit to show a user as it is. `code` is Kafka's error name
+    (TOPIC_AUTHORIZATION_FAILED, _TIMED_OUT, ...) when the failure came from Kafka, else empty."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # The last login failure librdkafka reported per (bootstrap servers, user): a refused login only reaches
@@ -73,12 +78,24 @@ def describe(error: KafkaError | Exception, settings: ClientSettings | None = No
     return str(error) or type(error).__name__
 
 
+def failure(error: KafkaError | Exception, settings: ClientSettings | None = None) -> KafkaFailure:
+    """The KafkaFailure of a client failure: describe()'s sentence, and Kafka's error name as its code."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    code = str(error.name()) if isinstance(error, KafkaError) else ""
+    return KafkaFailure(describe(error, settings), code)
+
+
+def no_answer(settings: ClientSettings) -> KafkaFailure:
+    waited = f"{settings.timeout_s:g}s"
+    return KafkaFailure(f"no answer from {settings.bootstrap_servers} in {waited}", "_TIMED_OUT")
+
+
 def result(future: Future[T], settings: ClientSettings) -> T:
     """Waits for an admin future, with the settings' timeout; failures become KafkaFailure."""
     try:
         return future.result(timeout=settings.timeout_s + 5)  # librdkafka's own timeout fires first
     except TimeoutError:
-        waited = f"{settings.timeout_s:g}s"
-        raise KafkaFailure(f"no answer from {settings.bootstrap_servers} in {waited}") from None
+        raise no_answer(settings) from None
     except (KafkaException, ValueError, TypeError) as exc:
-        raise KafkaFailure(describe(exc, settings)) from None
+        raise failure(exc, settings) from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from confluent_kafka import (
@@ -23,7 +23,7 @@ from confluent_kafka import (
 )
 
 from ..client_options import ClientSettings
-from . import KafkaFailure, build, describe, quiet
+from . import KafkaFailure, build, failure, quiet
 from .formats import Consumed
 from .topics import partitions_of
 
@@ -51,15 +51,19 @@ class Start:
     value: int = 0
 
 
-def parse_timestamp(text: str) -> int:
-    """Milliseconds since the epoch, or an ISO 8601 date and time (local time unless it has an offset)."""
+def parse_timestamp(text: str, naive: tzinfo | None = None) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 date and time; one without an offset is in the
+    `naive` zone (local time when None). ValueError for anything else."""
+    text = text.strip()
     if text.lstrip("-").isdigit():
         return int(text)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"{text!r} is neither milliseconds nor an ISO date and time") from None
-    return int(moment.timestamp() * 1000)  # a naive datetime is taken as local time
+    if moment.tzinfo is None and naive is not None:
+        moment = moment.replace(tzinfo=naive)
+    return int(moment.timestamp() * 1000)  # a naive datetime left naive is taken as local time
 
 
 def consumed(msg: Message) -> Consumed:
@@ -129,7 +133,7 @@ class Reader:
                 TopicPartition(self.topic, partition), timeout=self.settings.timeout_s
             )
         except KafkaException as exc:
-            raise KafkaFailure(describe(exc, self.settings)) from None
+            raise failure(exc, self.settings) from None
         return low, high
 
     def _positions(self, partitions: list[int], start: Start) -> dict[int, int]:
@@ -139,7 +143,7 @@ class Reader:
             try:
                 found = self.consumer.offsets_for_times(asked, timeout=self.settings.timeout_s)
             except KafkaException as exc:
-                raise KafkaFailure(describe(exc, self.settings)) from None
+                raise failure(exc, self.settings) from None
             # -1: no record at or after the time, so start at the end
             return {tp.partition: (OFFSET_END if tp.offset < 0 else tp.offset) for tp in found}
         if start.kind == "offset":
@@ -197,7 +201,7 @@ class Reader:
                         return
                     continue
                 if error.fatal() or error.code() in _FATAL:
-                    raise KafkaFailure(describe(error, self.settings))
+                    raise failure(error, self.settings)
                 continue
             self.at_end.discard(msg.partition() or 0)
             count += 1

@@ -20,6 +20,7 @@ from ...protocol.apis import ApiKey, request_type
 from ...protocol.messages import make, sibling
 from ..client_options import ClientSettings
 from . import KafkaFailure, admin_client, result
+from .topics import offsets_at
 from .wire import Connection, WireClient
 
 SHARE = "share"
@@ -39,6 +40,7 @@ class Member:
     client_id: str
     host: str
     assignment: tuple[tuple[str, int], ...]
+    instance_id: str | None = None  # a classic group's static member id
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,8 @@ class Group:
     epoch: int | None  # a consumer or share group's epoch; classic groups do not tell their generation
     members: tuple[Member, ...]
     partitions: tuple[PartitionLag, ...]
+    assignor: str | None = None  # a classic or consumer group's partition assignor
+    coordinator: int | None = None  # the coordinator's broker id, where the client says
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +84,10 @@ class ResetSpec:
 
 
 # -- list and describe ----------------------------------------------------------------------------------
-def list_groups(settings: ClientSettings) -> list[GroupListing]:
-    admin = admin_client(settings)
+def list_groups(settings: ClientSettings, admin: AdminClient | None = None) -> list[GroupListing]:
+    """Groups of every type: librdkafka lists classic and consumer groups, ListGroups' types filter
+    the share groups (librdkafka does not name them)."""
+    admin = admin or admin_client(settings)
     listed = result(admin.list_consumer_groups(request_timeout=settings.timeout_s), settings)
     groups = [GroupListing(g.group_id, _name(g.type), _name(g.state)) for g in listed.valid]
     with WireClient(settings) as wire:
@@ -101,7 +107,7 @@ def group_type(settings: ClientSettings, group_id: str) -> str:
     for g in response.groups:
         if g.group_id == group_id:
             return str(g.group_type or "classic")
-    raise KafkaFailure(f"no group {group_id}")
+    raise KafkaFailure(f"no group {group_id}", "GROUP_ID_NOT_FOUND")
 
 
 def describe_group(settings: ClientSettings, group_id: str) -> Group:
@@ -113,19 +119,24 @@ def describe_group(settings: ClientSettings, group_id: str) -> Group:
         admin.describe_consumer_groups([group_id], request_timeout=settings.timeout_s)[group_id], settings
     )
     if described.state == ConsumerGroupState.DEAD:
-        raise KafkaFailure(f"no group {group_id}")
+        raise KafkaFailure(f"no group {group_id}", "GROUP_ID_NOT_FOUND")
     members = tuple(
         Member(
             m.member_id,
             m.client_id,
             m.host,
             tuple((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or ())),
+            m.group_instance_id,
         )
         for m in described.members
     )
     epoch = _consumer_epoch(settings, group_id) if kind == "consumer" else None
     state = _name(described.state)
-    return Group(group_id, kind, state, epoch, members, tuple(_committed_lag(admin, settings, group_id)))
+    lag = tuple(_committed_lag(admin, settings, group_id))
+    coordinator = described.coordinator.id if described.coordinator is not None else None
+    return Group(
+        group_id, kind, state, epoch, members, lag, described.partition_assignor or None, coordinator
+    )
 
 
 def group_lag(settings: ClientSettings, group_id: str) -> list[PartitionLag]:
@@ -136,7 +147,7 @@ def group_lag(settings: ClientSettings, group_id: str) -> list[PartitionLag]:
 
 
 def _committed_lag(admin: AdminClient, settings: ClientSettings, group_id: str) -> list[PartitionLag]:
-    committed = _committed(admin, settings, group_id)
+    committed = committed_offsets(admin, settings, group_id)
     ends = end_offsets(admin, settings, committed)
     rows = []
     for (topic, partition), offset in sorted(committed.items()):
@@ -146,9 +157,10 @@ def _committed_lag(admin: AdminClient, settings: ClientSettings, group_id: str) 
     return rows
 
 
-def _committed(
+def committed_offsets(
     admin: AdminClient, settings: ClientSettings, group_id: str
 ) -> dict[tuple[str, int], int | None]:
+    """The group's committed offset per partition (OffsetFetch); None where it has none."""
     request = [ConsumerGroupTopicPartitions(group_id)]
     found = result(
         admin.list_consumer_group_offsets(request, request_timeout=settings.timeout_s)[group_id], settings
@@ -163,17 +175,6 @@ def end_offsets(
     admin: AdminClient, settings: ClientSettings, partitions: Iterable[tuple[str, int]]
 ) -> dict[tuple[str, int], int]:
     return offsets_at(admin, settings, partitions, OffsetSpec.latest())
-
-
-def offsets_at(
-    admin: AdminClient, settings: ClientSettings, partitions: Iterable[tuple[str, int]], spec: Any
-) -> dict[tuple[str, int], int]:
-    """ListOffsets of each partition; -1 where no record is at or after a timestamp."""
-    wanted = {TopicPartition(t, p): spec for t, p in partitions}
-    if not wanted:
-        return {}
-    futures = admin.list_offsets(wanted, request_timeout=settings.timeout_s)
-    return {(tp.topic, tp.partition): result(f, settings).offset for tp, f in futures.items()}
 
 
 def _consumer_epoch(settings: ClientSettings, group_id: str) -> int | None:
@@ -266,7 +267,8 @@ def plan_reset(
     group = describe_group(settings, group_id)
     if group.members:
         raise KafkaFailure(
-            f"group {group_id} has {len(group.members)} active member(s): stop them before resetting offsets"
+            f"group {group_id} has {len(group.members)} active member(s): stop them before resetting offsets",
+            "NON_EMPTY_GROUP",
         )
     current = {(p.topic, p.partition): p.committed for p in group.partitions}
     admin = admin_client(settings)
@@ -317,7 +319,7 @@ def execute_reset(settings: ClientSettings, group_id: str, kind: str, changes: l
     )
     for tp in done.topic_partitions or ():
         if tp.error is not None:
-            raise KafkaFailure(f"{tp.topic}:{tp.partition}: {tp.error.str()}")
+            raise KafkaFailure(f"{tp.topic}:{tp.partition}: {tp.error.str()}", str(tp.error.name()))
 
 
 def _alter_share(settings: ClientSettings, group_id: str, changes: list[OffsetChange]) -> None:
@@ -371,9 +373,11 @@ def delete_group(settings: ClientSettings, group_id: str) -> None:
         result(future, settings)
     except KafkaFailure as exc:
         if "GROUP_ID_NOT_FOUND" in str(exc):
-            raise KafkaFailure(f"no group {group_id}") from None
+            raise KafkaFailure(f"no group {group_id}", "GROUP_ID_NOT_FOUND") from None
         if "NON_EMPTY_GROUP" in str(exc):
-            raise KafkaFailure(f"group {group_id} has active members: stop them before deleting it") from None
+            raise KafkaFailure(
+                f"group {group_id} has active members: stop them before deleting it", "NON_EMPTY_GROUP"
+            ) from None
         raise
 
 
@@ -384,15 +388,16 @@ def _partition_count(admin: AdminClient, settings: ClientSettings, name: str) ->
         return len(result(future, settings).partitions)
     except KafkaFailure as exc:
         if "UNKNOWN_TOPIC" in str(exc):
-            raise KafkaFailure(f"no topic {name}") from None
+            raise KafkaFailure(f"no topic {name}", "UNKNOWN_TOPIC_OR_PART") from None
         raise
 
 
 def _check(code: ErrorCode, what: str, message: str | None = None) -> None:
     if code == ErrorCode.group_id_not_found and " of " in what:
-        raise KafkaFailure(f"no group {what.rsplit(' of ', 1)[1]}: {message or code.name}")
+        group = what.rsplit(" of ", 1)[1]
+        raise KafkaFailure(f"no group {group}: {message or code.name}", code.name.upper())
     if code != ErrorCode.none:
-        raise KafkaFailure(f"{what} failed: {message or code.name}")
+        raise KafkaFailure(f"{what} failed: {message or code.name}", code.name.upper())
 
 
 def _name(value: Any) -> str:

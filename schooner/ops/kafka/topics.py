@@ -3,7 +3,7 @@ and lists) for the CLI to print, and raises KafkaFailure with one sentence when 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -17,10 +17,11 @@ from confluent_kafka.admin import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    TopicMetadata,
 )
 
 from ..client_options import ClientSettings
-from . import KafkaFailure, admin_client, describe, result
+from . import KafkaFailure, admin_client, describe, failure, no_answer, result
 
 
 class HasMetadata(Protocol):
@@ -38,18 +39,23 @@ def cluster(client: HasMetadata, settings: ClientSettings) -> ClusterMetadata:
         return client.list_topics(timeout=settings.timeout_s)
     except KafkaException as exc:
         client.poll(0)  # serves the error callback: a refused login is only reported there
-        raise KafkaFailure(describe(exc, settings)) from None
+        raise failure(exc, settings) from None
+
+
+def topic_metadata(client: HasMetadata, topic: str, settings: ClientSettings) -> TopicMetadata:
+    """One topic's metadata; an unknown topic is a KafkaFailure rather than a client that waits for it
+    to appear."""
+    found = cluster(client, settings).topics.get(topic)
+    if found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+        raise KafkaFailure(f"no topic {topic!r} at {settings.bootstrap_servers}", "UNKNOWN_TOPIC_OR_PART")
+    if found.error is not None:
+        raise KafkaFailure(f"topic {topic!r}: {describe(found.error)}", str(found.error.name()))
+    return found
 
 
 def partitions_of(client: HasMetadata, topic: str, settings: ClientSettings) -> list[int]:
-    """The topic's partition numbers; an unknown topic is a KafkaFailure rather than a client that waits
-    for it to appear."""
-    found = cluster(client, settings).topics.get(topic)
-    if found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-        raise KafkaFailure(f"no topic {topic!r} at {settings.bootstrap_servers}")
-    if found.error is not None:
-        raise KafkaFailure(f"topic {topic!r}: {describe(found.error)}")
-    return sorted(found.partitions)
+    """The topic's partition numbers (KafkaFailure for an unknown topic)."""
+    return sorted(topic_metadata(client, topic, settings).partitions)
 
 
 def list_topics(settings: ClientSettings) -> list[dict[str, Any]]:
@@ -72,11 +78,9 @@ def _one(futures: Mapping[Any, Any], settings: ClientSettings, tolerated: int | 
         error = exc.args[0] if exc.args else None
         if tolerated is not None and isinstance(error, KafkaError) and error.code() == tolerated:
             return False
-        raise KafkaFailure(describe(exc, settings)) from None
+        raise failure(exc, settings) from None
     except TimeoutError:
-        raise KafkaFailure(
-            f"no answer from {settings.bootstrap_servers} in {settings.timeout_s:g}s"
-        ) from None
+        raise no_answer(settings) from None
     return True
 
 
@@ -86,37 +90,48 @@ def create(
     partitions: int,
     configs: Mapping[str, str],
     if_not_exists: bool = False,
+    admin: AdminClient | None = None,
 ) -> bool:
     """Creates the topic; False when it was there already and `if_not_exists` was given."""
-    admin = admin_client(settings)
+    admin = admin or admin_client(settings)
     new = NewTopic(name, num_partitions=partitions, config=dict(configs))
     futures = admin.create_topics([new], request_timeout=settings.timeout_s)
     return _one(futures, settings, KafkaError.TOPIC_ALREADY_EXISTS if if_not_exists else None)
 
 
-def delete(settings: ClientSettings, name: str, if_exists: bool = False) -> bool:
+def delete(
+    settings: ClientSettings, name: str, if_exists: bool = False, admin: AdminClient | None = None
+) -> bool:
     """Deletes the topic; False when there was none and `if_exists` was given."""
-    admin = admin_client(settings)
+    admin = admin or admin_client(settings)
     futures = admin.delete_topics([name], request_timeout=settings.timeout_s)
     if not _one(futures, settings, KafkaError.UNKNOWN_TOPIC_OR_PART):
         if if_exists:
             return False
-        raise KafkaFailure(f"no topic {name!r} at {settings.bootstrap_servers}")
+        raise KafkaFailure(f"no topic {name!r} at {settings.bootstrap_servers}", "UNKNOWN_TOPIC_OR_PART")
     return True
+
+
+def offsets_at(
+    admin: AdminClient, settings: ClientSettings, partitions: Iterable[tuple[str, int]], spec: Any
+) -> dict[tuple[str, int], int]:
+    """ListOffsets of each (topic, partition) at OffsetSpec.earliest(), latest() or for_timestamp(ms);
+    -1 where no record is at or after a timestamp."""
+    wanted = {TopicPartition(t, p): spec for t, p in partitions}
+    if not wanted:
+        return {}
+    futures = admin.list_offsets(wanted, request_timeout=settings.timeout_s)
+    return {(tp.topic, tp.partition): result(f, settings).offset for tp, f in futures.items()}
 
 
 def offsets(
     admin: AdminClient, settings: ClientSettings, topic: str, partitions: Sequence[int]
 ) -> dict[int, tuple[int, int]]:
     """Per partition: (earliest offset, latest offset), the latest being the high watermark."""
-    out: dict[int, list[int]] = {p: [0, 0] for p in partitions}
-    for slot, spec in ((0, OffsetSpec.earliest()), (1, OffsetSpec.latest())):
-        asked = {TopicPartition(topic, p): spec for p in partitions}
-        if not asked:
-            continue
-        for tp, future in admin.list_offsets(asked, request_timeout=settings.timeout_s).items():
-            out[tp.partition][slot] = result(future, settings).offset
-    return {p: (low, high) for p, (low, high) in out.items()}
+    tps = [(topic, p) for p in partitions]
+    low = offsets_at(admin, settings, tps, OffsetSpec.earliest())
+    high = offsets_at(admin, settings, tps, OffsetSpec.latest())
+    return {p: (low[(topic, p)], high[(topic, p)]) for p in partitions}
 
 
 def describe_topic(settings: ClientSettings, name: str, all_configs: bool = False) -> dict[str, Any]:
@@ -139,21 +154,32 @@ def describe_topic(settings: ClientSettings, name: str, all_configs: bool = Fals
         }
         for p in numbers
     ]
+    configs = [
+        {k: v for k, v in c.items() if k in ("name", "value", "source", "read_only")}
+        for c in topic_configs(admin, settings, name)
+        if all_configs or c["source"] == ConfigSource.DYNAMIC_TOPIC_CONFIG.name
+    ]
+    return {"topic": name, "partitions": partitions, "configs": configs}
+
+
+def topic_configs(admin: AdminClient, settings: ClientSettings, name: str) -> list[dict[str, Any]]:
+    """Every config of the topic (DescribeConfigs), by name: its value, source (DYNAMIC_TOPIC_CONFIG
+    for one set on the topic), and whether it is a default, read-only or sensitive."""
     (future,) = admin.describe_configs(
         [ConfigResource("topic", name)], request_timeout=settings.timeout_s
     ).values()
     entries: dict[str, ConfigEntry] = result(future, settings)
-    configs = [
+    return [
         {
             "name": key,
             "value": entry.value,
             "source": ConfigSource(entry.source).name,
             "read_only": bool(entry.is_read_only),
+            "is_default": bool(entry.is_default),
+            "sensitive": bool(entry.is_sensitive),
         }
         for key, entry in sorted(entries.items())
-        if all_configs or entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     ]
-    return {"topic": name, "partitions": partitions, "configs": configs}
 
 
 def alter(
@@ -162,10 +188,11 @@ def alter(
     set_configs: Mapping[str, str],
     delete_configs: Sequence[str],
     partitions: int | None,
+    admin: AdminClient | None = None,
 ) -> list[str]:
     """Sets and deletes topic configs (IncrementalAlterConfigs: other configs stay as they are) and
     raises the partition count (CreatePartitions); returns what changed, one phrase each."""
-    admin = admin_client(settings)
+    admin = admin or admin_client(settings)
     partitions_of(admin, name, settings)  # an unknown topic fails before anything changes
     done: list[str] = []
     changes = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_configs.items()]

@@ -42,7 +42,9 @@ class Connection:
         try:
             raw = socket.create_connection((host, port), timeout=settings.timeout_s)
         except OSError as exc:
-            raise KafkaFailure(f"no broker answered at {self.address} ({_reason(exc)})") from None
+            raise KafkaFailure(
+                f"no broker answered at {self.address} ({_reason(exc)})", "_TRANSPORT"
+            ) from None
         self._sock: socket.socket = raw
         try:
             if settings.security_protocol in ("SSL", "SASL_SSL"):
@@ -77,9 +79,11 @@ class Connection:
             correlation, response = decode_response(frame, body)
         except TimeoutError:
             waited = f"{self._settings.timeout_s:g}s"
-            raise KafkaFailure(f"no answer from {self.address} in {waited}") from None
+            raise KafkaFailure(f"no answer from {self.address} in {waited}", "_TIMED_OUT") from None
         except (OSError, ProtocolError) as exc:
-            raise KafkaFailure(f"the connection to {self.address} failed: {_reason(exc)}") from None
+            raise KafkaFailure(
+                f"the connection to {self.address} failed: {_reason(exc)}", "_TRANSPORT"
+            ) from None
         except Exception as exc:  # kio raises several types for bytes it cannot read
             raise KafkaFailure(f"cannot read the answer of {self.address}: {exc}") from None
         if correlation != self._correlation:
@@ -121,12 +125,15 @@ class Connection:
             server_first = self._token(scram.first())
             scram.verify(self._token(scram.final(server_first)))
         except SaslFailure as exc:
-            raise KafkaFailure(f"authentication failed: {exc}") from None
+            raise KafkaFailure(f"authentication failed: {exc}", "SASL_AUTHENTICATION_FAILED") from None
 
     def _token(self, token: bytes) -> bytes:
         response = self.call(make(request_type(ApiKey.SASL_AUTHENTICATE, 2), auth_bytes=token))
         if response.error_code != ErrorCode.none:
-            raise KafkaFailure(f"authentication failed: {response.error_message or response.error_code.name}")
+            raise KafkaFailure(
+                f"authentication failed: {response.error_message or response.error_code.name}",
+                response.error_code.name.upper(),
+            )
         return bytes(response.auth_bytes)
 
 

@@ -134,6 +134,19 @@ def test_share_group_page(broker: Any, console: Any, page: Any, shots: Path) -> 
     shot(page, shots, "share-group")
 
 
+def test_share_groups_show_without_redis(broker: Any, console_factory: Any, page: Any) -> None:
+    """Listed and described over the Kafka protocol: Redis only adds the in-flight counts."""
+    seed_records(broker.bootstrap)
+    seed_share_group(broker.bootstrap)
+    kafka_only = console_factory(ClientSettings(broker.bootstrap), None)
+    open_page(page, f"{kafka_only.url}/groups", "Groups")
+    assert page.locator(f"tr[data-group={WORKERS}] td").nth(1).inner_text() == "share"
+    open_page(page, f"{kafka_only.url}/groups/{WORKERS}", f"Share group {WORKERS}")
+    first = page.locator("table").nth(1).locator("tbody tr").first.locator("td")
+    assert [first.nth(i).inner_text() for i in (0, 1, 2, 3)] == [ORDERS, "0", "11", "-"]
+    assert "read from Redis" in page.locator("body").inner_text()
+
+
 def test_an_unreachable_broker_is_a_message_not_a_traceback(console_factory: Any, page: Any) -> None:
     dead = console_factory(ClientSettings(f"127.0.0.1:{free_port()}", timeout_s=2), None)
     response = page.goto(f"{dead.url}/topics")
