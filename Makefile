@@ -19,7 +19,13 @@ $(QUIX_VENV)/.installed: pyproject.toml
 	$(QUIX_VENV)/bin/pip install -q 'quixstreams>=3.28'
 	touch $@
 
-install: $(VENV)/.installed
+# The fetch path's compiled record-batch encoder (setup.py); rebuilt when its source changes. Without a C
+# compiler the broker runs the Python encoder instead.
+EXT_SUFFIX = $(shell $(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+schooner/protocol/_batch$(EXT_SUFFIX): schooner/protocol/_batch.c $(VENV)/.installed
+	$(VENV)/bin/python setup.py -q build_ext --inplace
+
+install: $(VENV)/.installed schooner/protocol/_batch$(EXT_SUFFIX)
 
 # kcat (librdkafka 2.0.2) is the old C client the tests and benchmarks drive; redis-tools gives redis-benchmark;
 # openssl makes certificates (docs/security.md, and the tests' certificate authorities).

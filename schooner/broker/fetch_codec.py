@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.batch_c import encode_plain
 from ..protocol.records import (
     CODEC_BY_NAME,
+    CODEC_NONE,
     MAX_OFFSET_DELTA,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
@@ -18,7 +21,11 @@ from ..storage.offsets import OffsetCodec
 
 # Batches are split at this size so that a consumer can start on a large read sooner.
 BATCH_TARGET_BYTES = 1 << 20
+# The response budget (max_bytes) counts estimates, the same whichever encoder builds the batches: a
+# record costs RECORD_OVERHEAD_BYTES plus its key and value, a batch its header, a marker a fixed size.
 RECORD_OVERHEAD_BYTES = 24
+BATCH_OVERHEAD_BYTES = 61
+MARKER_BYTES = BATCH_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES + 10
 
 
 def codec_for(compression_type: str) -> int:
@@ -53,21 +60,82 @@ def encode_entries(
 
     Records of a transactional producer go in batches of their own, carrying its id and epoch; a
     marker becomes a control batch. Returns (records bytes, number of records, bytes of payload read).
+
+    Uncompressed runs of plain records go through the compiled encoder (schooner.protocol.batch_c),
+    which stops at any entry it does not take; the Python encoder below takes that entry and those
+    after it up to the next plain one. Both build the same bytes for the same batches.
     """
+    if encode_plain is None or codec != CODEC_NONE or type(entries) is not list:
+        state = _encode_python(entries, 0, offsets, codec, log_append_time, max_bytes, _State(), False)
+        return b"".join(state.out), state.count, state.payload
+    state = _State()
+    i, n = 0, len(entries)
+    while i < n:
+        chunk, i, count, payload, state.used, full = encode_plain(
+            entries, i, offsets.bits, offsets.shift, log_append_time, max_bytes, state.used, state.count,
+            BATCH_TARGET_BYTES,
+        )  # fmt: skip
+        if chunk:
+            state.out.append(chunk)
+        state.count += count
+        state.payload += payload
+        if full or i >= n:
+            break
+        state = _encode_python(entries, i, offsets, codec, log_append_time, max_bytes, state, True)
+        if state.full:
+            break
+        i = state.next
+    return b"".join(state.out), state.count, state.payload
+
+
+@dataclass(slots=True)
+class _State:
+    """What the response holds so far, across the compiled and the Python encoder."""
+
+    out: list[bytes] = field(default_factory=list)
+    used: int = 0  # of max_bytes, as estimated (see BATCH_OVERHEAD_BYTES)
+    count: int = 0
+    payload: int = 0
+    next: int = 0  # the entry to go on from
+    full: bool = False  # stopped because max_bytes would be passed
+
+
+def _plain(fields: Any) -> bool:
+    """Whether the compiled encoder may take this entry: not transactional, not a marker."""
+    return TXN not in fields and CONTROL not in fields
+
+
+def _encode_python(
+    entries: list[Any],
+    start: int,
+    offsets: OffsetCodec,
+    codec: int,
+    log_append_time: bool,
+    max_bytes: int,
+    state: _State,
+    until_plain: bool,
+) -> _State:
+    """The Python encoder, from entry `start`: to the end, or (until_plain) up to the next plain entry
+    after the first. Appends to state and returns it."""
     ts_type = TIMESTAMP_LOG_APPEND_TIME if log_append_time else TIMESTAMP_CREATE_TIME
-    out: list[bytes] = []
-    written = 0
+    out = state.out
+    used = state.used
+    count = state.count
+    payload = state.payload
     builder: BatchBuilder | None = None
     add: Any = None  # the compiled builder's own append, called directly (this loop is the hot path)
     base = 0
     batch_size = 0
     builder_ts = -1
-    payload = 0
-    count = 0
     no_headers: list[tuple[str, bytes | None]] = []
     builder_txn: bytes | None = None  # the producer ("id:epoch") of the batch being built, if transactional
     bits, shift = offsets.bits, offsets.shift
-    for entry_id, fields in entries:
+    index = start
+    full = False
+    for index in range(start, len(entries)):
+        entry_id, fields = entries[index]
+        if until_plain and index > start and _plain(fields):
+            break
         ms_text, _, seq_text = entry_id.partition(b"-")
         ms = int(ms_text)
         offset = ((ms << bits) | int(seq_text)) - shift
@@ -81,33 +149,33 @@ def encode_entries(
                 timestamp = ms
             txn, control = _transaction_fields(fields)
             if control is not None and txn is not None:
-                if builder is not None:
-                    batch = builder.build()
-                    out.append(batch)
-                    written += len(batch)
-                    builder, builder_txn, batch_size = None, None, 0
-                if count and written + RECORD_OVERHEAD_BYTES > max_bytes:
+                if count and used + MARKER_BYTES > max_bytes:
+                    full = True
                     break
+                if builder is not None:
+                    out.append(builder.build())
+                    builder, builder_txn, batch_size = None, None, 0
                 pid, epoch = _producer(txn)
-                marker = control_batch(offset, timestamp, pid, epoch, control == COMMIT)
-                out.append(marker)
-                written += len(marker)
+                out.append(control_batch(offset, timestamp, pid, epoch, control == COMMIT))
+                used += MARKER_BYTES
                 count += 1
                 continue
         size = RECORD_OVERHEAD_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
-        if count and written + batch_size + size > max_bytes:
-            break
-        if (
+        opens = (
             builder is None
             or offset - base > MAX_OFFSET_DELTA
             or batch_size >= BATCH_TARGET_BYTES
             or (log_append_time and timestamp != builder_ts)
             or txn != builder_txn
-        ):
+        )
+        cost = size + BATCH_OVERHEAD_BYTES if opens else size
+        if count and used + cost > max_bytes:
+            full = True
+            break
+        used += cost
+        if opens:
             if builder is not None:
-                batch = builder.build()
-                out.append(batch)
-                written += len(batch)
+                out.append(builder.build())
             if txn is None:
                 builder = BatchBuilder(offset, codec, ts_type)
             else:
@@ -119,10 +187,12 @@ def encode_entries(
             batch_size = 0
             builder_ts = timestamp
         add(offset - base, timestamp, key, value, headers)
-        builder.last_offset = offset
         batch_size += size
         payload += size
         count += 1
+    else:
+        index = len(entries)  # the loop ran to the end
     if builder is not None:
         out.append(builder.build())
-    return b"".join(out), count, payload
+    state.used, state.count, state.payload, state.next, state.full = used, count, payload, index, full
+    return state

@@ -1,0 +1,349 @@
+/* Stream entries -> uncompressed Kafka record batches (magic 2), in one pass with no per-record objects.
+ *
+ * encode_plain() takes a raw XRANGE reply ([[id, [field, value, ...]], ...], as hiredis gives it) and
+ * builds batches of plain (non-transactional) records. It stops at the first entry it does not handle
+ * (a transactional record or marker, malformed headers, an odd timestamp, a header name that is not UTF-8, an
+ * unexpected type), so that the Python encoder (schooner/broker/fetch_codec.py) takes that entry; the
+ * output is byte for byte what the Python encoder builds for the same batches.
+ *
+ * The entry layout is docs/key-layout.md's: fields key, value, timestamp (decimal ms) and headers (for
+ * each header: uint32 BE name length, name, int32 BE value length or -1, value); other fields are skipped.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define HEADER_SIZE 61
+#define RECORD_OVERHEAD 24
+#define MAX_OFFSET_DELTA 2147483647LL
+
+/* ---- CRC-32C (Castagnoli), reflected polynomial 0x82F63B78 ---- */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+static uint32_t crc32c(const unsigned char *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    while (n >= 8) { /* slicing by 8 */
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w ^= c; /* little-endian hosts: the low bytes meet the running CRC */
+        c = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^ crc_table[5][(w >> 16) & 0xff] ^
+            crc_table[4][(w >> 24) & 0xff] ^ crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
+            crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
+    return c ^ 0xffffffffu;
+}
+
+/* ---- a growable output buffer ---- */
+typedef struct {
+    unsigned char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t more) {
+    if (b->len + more <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + more) cap *= 2;
+    unsigned char *d = PyMem_Realloc(b->data, cap);
+    if (!d) { PyErr_NoMemory(); return -1; }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+static size_t varint_size(int64_t v) {
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    size_t n = 1;
+    while (z >= 0x80) { z >>= 7; n++; }
+    return n;
+}
+
+static unsigned char *put_varint(unsigned char *p, int64_t v) { /* zigzag, as Kafka's records use */
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    while (z >= 0x80) { *p++ = (unsigned char)(z | 0x80); z >>= 7; }
+    *p++ = (unsigned char)z;
+    return p;
+}
+
+static unsigned char *put_be(unsigned char *p, uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; i--) *p++ = (unsigned char)(v >> (8 * i));
+    return p;
+}
+
+/* ---- one entry, parsed in place ---- */
+typedef struct {
+    int64_t offset, timestamp;
+    const char *key, *value, *headers;
+    Py_ssize_t key_len, value_len, headers_len; /* -1: the field is absent (null) */
+    Py_ssize_t header_count, headers_out;       /* headers as Kafka encodes them */
+} Entry;
+
+static int parse_u64(const char *s, Py_ssize_t n, uint64_t *out) {
+    if (n <= 0 || n > 20) return 0;
+    uint64_t v = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) return 0;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Whether n bytes are UTF-8 as Python's strict decoder reads it (no overlongs, no surrogates): such a
+ * header name goes through Python's decode and encode unchanged. */
+static int valid_utf8(const unsigned char *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        if (c < 0x80) { i++; continue; }
+        size_t len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+        else return 0;
+        if (i + len > n) return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Kafka's size of the stored headers, or 0 if they are not well formed (the Python path decides then). */
+static int scan_headers(Entry *e) {
+    const unsigned char *p = (const unsigned char *)e->headers, *end = p + e->headers_len;
+    Py_ssize_t count = 0, out = 0;
+    while (p < end) {
+        if (end - p < 4) return 0;
+        uint32_t name_len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        p += 4;
+        if ((size_t)(end - p) < (size_t)name_len + 4) return 0;
+        if (!valid_utf8(p, name_len)) return 0; /* Python's decoder would replace bytes in it */
+        p += name_len;
+        int32_t value_len = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+        p += 4;
+        if (value_len < -1 || (value_len > 0 && end - p < value_len)) return 0;
+        if (value_len > 0) p += value_len;
+        out += varint_size(name_len) + name_len + varint_size(value_len < 0 ? -1 : value_len) + (value_len > 0 ? value_len : 0);
+        count++;
+    }
+    e->header_count = count;
+    e->headers_out = out;
+    return 1;
+}
+
+static unsigned char *put_headers(unsigned char *p, const Entry *e) {
+    const unsigned char *h = (const unsigned char *)e->headers, *end = h + e->headers_len;
+    while (h < end) {
+        uint32_t name_len = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+        h += 4;
+        p = put_varint(p, name_len);
+        memcpy(p, h, name_len);
+        p += name_len;
+        h += name_len;
+        int32_t value_len = (int32_t)((uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3]);
+        h += 4;
+        p = put_varint(p, value_len < 0 ? -1 : value_len);
+        if (value_len > 0) { memcpy(p, h, value_len); p += value_len; h += value_len; }
+    }
+    return p;
+}
+
+#define NAME_IS(s, n, lit) ((n) == (Py_ssize_t)sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
+
+/* 1: a plain entry, parsed; 0: not one this encoder takes. */
+static int parse_entry(PyObject *item, int bits, int64_t shift, Entry *e) {
+    if (!PyList_CheckExact(item) && !PyTuple_CheckExact(item)) return 0;
+    if (PySequence_Fast_GET_SIZE(item) != 2) return 0;
+    PyObject *id = PySequence_Fast_GET_ITEM(item, 0), *fields = PySequence_Fast_GET_ITEM(item, 1);
+    if (!PyBytes_CheckExact(id) || (!PyList_CheckExact(fields) && !PyTuple_CheckExact(fields))) return 0;
+    const char *s = PyBytes_AS_STRING(id), *dash = memchr(s, '-', PyBytes_GET_SIZE(id));
+    uint64_t ms, seq;
+    if (!dash || !parse_u64(s, dash - s, &ms) || !parse_u64(dash + 1, PyBytes_GET_SIZE(id) - (dash - s) - 1, &seq))
+        return 0;
+    uint64_t n;
+    if (bits >= 64) {
+        if (ms != 0) return 0;
+        n = seq;
+    } else {
+        if (ms >= (UINT64_C(1) << (63 - bits)) || seq >= (UINT64_C(1) << bits)) return 0;
+        n = (ms << bits) | seq;
+    }
+    if (n > (uint64_t)INT64_MAX) return 0;
+    e->offset = (int64_t)n - shift;
+    e->timestamp = -1;
+    e->key = e->value = e->headers = NULL;
+    e->key_len = e->value_len = e->headers_len = -1;
+    e->header_count = e->headers_out = 0;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(fields);
+    PyObject **items = PySequence_Fast_ITEMS(fields);
+    for (Py_ssize_t i = 0; i + 1 < count; i += 2) {
+        PyObject *name = items[i], *val = items[i + 1];
+        if (!PyBytes_CheckExact(name) || !PyBytes_CheckExact(val)) return 0;
+        const char *ns = PyBytes_AS_STRING(name);
+        Py_ssize_t nl = PyBytes_GET_SIZE(name);
+        if (NAME_IS(ns, nl, "value")) {
+            e->value = PyBytes_AS_STRING(val);
+            e->value_len = PyBytes_GET_SIZE(val);
+        } else if (NAME_IS(ns, nl, "key")) {
+            e->key = PyBytes_AS_STRING(val);
+            e->key_len = PyBytes_GET_SIZE(val);
+        } else if (NAME_IS(ns, nl, "timestamp")) {
+            const char *t = PyBytes_AS_STRING(val);
+            Py_ssize_t tl = PyBytes_GET_SIZE(val);
+            uint64_t ts;
+            if (!parse_u64(t, tl, &ts) || ts > (uint64_t)INT64_MAX) return 0; /* negative: Python's path */
+            e->timestamp = (int64_t)ts;
+        } else if (NAME_IS(ns, nl, "headers")) {
+            e->headers = PyBytes_AS_STRING(val);
+            e->headers_len = PyBytes_GET_SIZE(val);
+        } else if (NAME_IS(ns, nl, "txn") || NAME_IS(ns, nl, "control")) {
+            return 0;
+        }
+    }
+    if (e->timestamp < 0) e->timestamp = (int64_t)ms; /* no timestamp field: the ID's ms */
+    if (e->headers && !scan_headers(e)) return 0;
+    return 1;
+}
+
+/* ---- the batch being built ---- */
+typedef struct {
+    size_t start; /* where its header begins in the buffer */
+    int64_t base, first_ts, max_ts, last_delta;
+    int32_t count;
+} Batch;
+
+static void close_batch(Buf *b, Batch *t, int timestamp_type) {
+    unsigned char *h = b->data + t->start;
+    size_t size = b->len - t->start;
+    unsigned char *p = put_be(h, (uint64_t)t->base, 8);
+    p = put_be(p, (uint64_t)(size - 12), 4);
+    p = put_be(p, 0, 4); /* partition leader epoch */
+    *p++ = 2;            /* magic */
+    unsigned char *crc_at = p;
+    p += 4;
+    p = put_be(p, timestamp_type ? 0x08 : 0, 2); /* attributes: no codec, not transactional */
+    p = put_be(p, (uint64_t)t->last_delta, 4);
+    p = put_be(p, (uint64_t)t->first_ts, 8);
+    p = put_be(p, (uint64_t)t->max_ts, 8);
+    p = put_be(p, (uint64_t)-1, 8); /* producer id */
+    p = put_be(p, (uint64_t)-1, 2); /* producer epoch */
+    p = put_be(p, (uint64_t)-1, 4); /* base sequence */
+    put_be(p, (uint64_t)t->count, 4);
+    put_be(crc_at, crc32c(h + 21, size - 21), 4);
+}
+
+/* encode_plain(entries, start, bits, shift, log_append_time, max_bytes, used, counted, batch_target)
+ *   -> (bytes, next index, records, payload, used, full)
+ * used: the estimated bytes the response holds (fetch_codec.py's budget rule: a record costs
+ * RECORD_OVERHEAD plus its key and value, a batch HEADER_SIZE more); counted: its records;
+ * full: stopped because max_bytes would be passed. */
+static PyObject *encode_plain(PyObject *self, PyObject *args) {
+    PyObject *entries;
+    Py_ssize_t start;
+    int bits, log_append_time;
+    long long shift, max_bytes, used, counted, batch_target;
+    if (!PyArg_ParseTuple(args, "O!niLpLLLL", &PyList_Type, &entries, &start, &bits, &shift, &log_append_time,
+                          &max_bytes, &used, &counted, &batch_target))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(entries), i = start;
+    Buf b = {NULL, 0, 0};
+    Batch t = {0, 0, 0, 0, 0, 0};
+    int open = 0, full = 0;
+    long long batch_size = 0, payload = 0, count = 0;
+    Entry e;
+    for (; i < n; i++) {
+        if (!parse_entry(PyList_GET_ITEM(entries, i), bits, (int64_t)shift, &e)) break;
+        long long size = RECORD_OVERHEAD + (e.key_len > 0 ? e.key_len : 0) + (e.value_len > 0 ? e.value_len : 0);
+        int opens = !open || e.offset - t.base > MAX_OFFSET_DELTA || batch_size >= batch_target ||
+                    (log_append_time && e.timestamp != t.first_ts);
+        long long cost = opens ? size + HEADER_SIZE : size;
+        if ((counted + count) && used + cost > max_bytes) {
+            full = 1;
+            break;
+        }
+        used += cost;
+        if (opens) {
+            if (open) close_batch(&b, &t, log_append_time);
+            if (buf_reserve(&b, HEADER_SIZE) < 0) goto fail;
+            t.start = b.len;
+            b.len += HEADER_SIZE;
+            t.base = e.offset;
+            t.first_ts = t.max_ts = e.timestamp;
+            t.count = 0;
+            batch_size = 0;
+            open = 1;
+        }
+        int64_t ts_delta = e.timestamp - t.first_ts, off_delta = e.offset - t.base;
+        size_t body = 1 + varint_size(ts_delta) + varint_size(off_delta) + varint_size(e.key_len) +
+                      (e.key_len > 0 ? e.key_len : 0) + varint_size(e.value_len) + (e.value_len > 0 ? e.value_len : 0) +
+                      varint_size(e.header_count) + e.headers_out;
+        if (buf_reserve(&b, body + 10) < 0) goto fail;
+        unsigned char *p = put_varint(b.data + b.len, (int64_t)body);
+        *p++ = 0; /* record attributes */
+        p = put_varint(p, ts_delta);
+        p = put_varint(p, off_delta);
+        p = put_varint(p, e.key_len);
+        if (e.key_len > 0) { memcpy(p, e.key, e.key_len); p += e.key_len; }
+        p = put_varint(p, e.value_len);
+        if (e.value_len > 0) { memcpy(p, e.value, e.value_len); p += e.value_len; }
+        p = put_varint(p, e.header_count);
+        if (e.headers) p = put_headers(p, &e);
+        b.len = p - b.data;
+        if (e.timestamp > t.max_ts) t.max_ts = e.timestamp;
+        t.last_delta = off_delta;
+        t.count++;
+        batch_size += size;
+        payload += size;
+        count++;
+    }
+    if (open) close_batch(&b, &t, log_append_time);
+    PyObject *out = PyBytes_FromStringAndSize((const char *)b.data, (Py_ssize_t)b.len);
+    PyMem_Free(b.data);
+    if (!out) return NULL;
+    return Py_BuildValue("NnLLLO", out, i, count, payload, used, full ? Py_True : Py_False);
+fail:
+    PyMem_Free(b.data);
+    return NULL;
+}
+
+static PyObject *py_crc32c(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t c = crc32c(view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyMethodDef methods[] = {
+    {"encode_plain", encode_plain, METH_VARARGS, "Plain stream entries -> uncompressed v2 record batches."},
+    {"crc32c", py_crc32c, METH_O, "CRC-32C of a buffer."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_batch", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__batch(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}

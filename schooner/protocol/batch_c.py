@@ -1,0 +1,20 @@
+"""The compiled record-batch encoder of the fetch path (_batch.c), or None where it was not built.
+
+`make install` builds it (setup.py); a checkout without a C compiler runs the Python encoder of
+broker/fetch_codec.py, which builds the same bytes (tests/broker/test_fetch_codec.py compares the two).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+_batch: ModuleType | None
+try:
+    from . import _batch
+except ImportError:  # not built: the Python encoder does all of it
+    _batch = None
+
+encode_plain = _batch.encode_plain if _batch is not None else None
+crc32c = _batch.crc32c if _batch is not None else None
+
+__all__ = ["crc32c", "encode_plain"]
