@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import os
+import socket
 import subprocess
 import tempfile
 import threading
@@ -12,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+
+from schooner.protocol.client import decode_response, encode_request
 
 XRANGE_COUNT = 1000
 # With -e, librdkafka only sees the end of a partition when a fetch at the high watermark returns, and the
@@ -19,6 +24,9 @@ XRANGE_COUNT = 1000
 # fetch throughput, so kcat gets a short one; fetches that find records return at once whatever this is.
 KCAT_FETCH_WAIT_MS = 10
 _READ_CHUNK = 1 << 16
+# The wire client's limits: librdkafka's defaults (fetch.max.bytes, max.partition.fetch.bytes).
+WIRE_MAX_BYTES = 52428800
+WIRE_PARTITION_MAX_BYTES = 1048576
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +134,99 @@ def raw_xrange(redis_url: str, key: str, expected: int, count: int = XRANGE_COUN
     if messages != expected:
         raise RuntimeError(f"XRANGE read {messages} entries of {key}, expected {expected}")
     return XrangeRun(messages, seconds, messages / seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class WireRun:
+    messages: int
+    fetches: int
+    seconds: float  # connected to the last record: every Fetch round trip
+    msgs_per_s: float
+
+
+def wire_consume(
+    bootstrap: str,
+    topic: str,
+    expected: int,
+    partition_max_bytes: int = WIRE_PARTITION_MAX_BYTES,
+    max_bytes: int = WIRE_MAX_BYTES,
+) -> WireRun:
+    """Reads partition 0 of `topic` from offset 0 until `expected` records, with Fetch v12 requests
+    over one socket, one in flight (as librdkafka keeps per broker), from this process.
+
+    A client that does next to nothing per record: records are counted from the batch headers and
+    never decoded, so the figure is the broker's (and Redis's) speed, not a client library's.
+    """
+    host, _, port = bootstrap.rpartition(":")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    offset = messages = fetches = 0
+    reader = _Reader(sock)
+    try:
+        start = time.perf_counter()
+        while messages < expected:
+            request = FetchRequest(
+                max_wait=datetime.timedelta(milliseconds=KCAT_FETCH_WAIT_MS),
+                min_bytes=1,
+                max_bytes=max_bytes,
+                isolation_level=0,
+                topics=(
+                    FetchTopic(
+                        topic=topic,
+                        partitions=(
+                            FetchPartition(
+                                partition=0, fetch_offset=offset, partition_max_bytes=partition_max_bytes
+                            ),
+                        ),
+                    ),
+                ),
+                forgotten_topics_data=(),
+            )
+            fetches += 1
+            sock.sendall(encode_request(request, fetches, "bench-wire"))
+            size = int.from_bytes(reader.read(4), "big")
+            _, response = decode_response(reader.read(size), request)
+            data = response.responses[0].partitions[0]
+            if data.error_code != 0:
+                raise RuntimeError(f"Fetch at offset {offset} failed: {data.error_code}")
+            count, offset = _count_records(data.records or b"", offset)
+            messages += count
+        seconds = time.perf_counter() - start
+    finally:
+        sock.close()
+    if messages != expected:
+        raise RuntimeError(f"the wire client read {messages} records, expected {expected}")
+    return WireRun(messages, fetches, seconds, messages / seconds)
+
+
+def _count_records(records: bytes, offset: int) -> tuple[int, int]:
+    """(records at or after `offset`, the offset after the last batch) from v2 batch headers only."""
+    count = 0
+    pos = 0
+    while pos + 61 <= len(records):
+        base = int.from_bytes(records[pos : pos + 8], "big", signed=True)
+        length = int.from_bytes(records[pos + 8 : pos + 12], "big")
+        last = base + int.from_bytes(records[pos + 23 : pos + 27], "big")
+        if last >= offset:
+            count += int.from_bytes(records[pos + 57 : pos + 61], "big")
+            offset = last + 1
+        pos += 12 + length
+    return count, offset
+
+
+class _Reader:
+    """Exact reads from a socket, in large recv() calls (a frame's length and its body come together)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buf = bytearray()
+
+    def read(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            chunk = self._sock.recv(max(n - len(self._buf), _READ_CHUNK))
+            if not chunk:
+                raise RuntimeError("the broker closed the connection")
+            self._buf += chunk
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out

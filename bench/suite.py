@@ -25,7 +25,7 @@ LATENCY_TOPIC = "bench-latency"
 # Bench topics are auto-created, so dense (the default); these are created with the other encoding.
 TIMESTAMP_CONFIG = {OFFSET_ENCODING: TIMESTAMP}
 
-R = TypeVar("R", produce.ProduceRun, fetch.KcatRun, fetch.XrangeRun)
+R = TypeVar("R", produce.ProduceRun, fetch.KcatRun, fetch.XrangeRun, fetch.WireRun)
 T = TypeVar("T")
 
 
@@ -192,6 +192,7 @@ def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
     dense: Series[fetch.KcatRun] = Series(DENSE)
     stamped: Series[fetch.KcatRun] = Series(TIMESTAMP)
     raw: Series[fetch.XrangeRun] = Series("raw")
+    wire: Series[fetch.WireRun] = Series("wire")
     meter = CpuMeter(ep)
     for run in range(opts.runs):
         said = []
@@ -200,6 +201,11 @@ def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
             k = fetch.kcat_consume(ep.bootstrap, name, opts.messages)
             series.add(k, meter.stop())
             said.append(f"kcat {series.name} {k.msgs_per_s:,.0f}")
+        # The same dense topic through a client that does almost nothing per record (bench/fetch.py).
+        meter.start()
+        w = fetch.wire_consume(ep.bootstrap, topic, opts.messages)
+        wire.add(w, meter.stop())
+        said.append(f"wire {w.msgs_per_s:,.0f}")
         meter.start()
         r = fetch.raw_xrange(ep.redis_url, key, opts.messages)
         raw.add(r, meter.stop())
@@ -220,6 +226,10 @@ def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
         "steady_dense_vs_timestamp": paired_ratio(
             [r.steady_msgs_per_s for r in dense.runs], [r.steady_msgs_per_s for r in stamped.runs]
         ),
+        "wire_msgs_per_s": wire.median,
+        "wire_ratio": report.ratio(wire.median, raw.median),
+        "wire_runs": wire.listed(),
+        **wire.cpu_figures("wire"),
         "target_ratio": report.FETCH_TARGET,
         "aim_ratio": report.FETCH_AIM,
         "topic": topic,

@@ -86,6 +86,8 @@ class Settings:
     share_max_delivery_count_limit: int = 10
     share_partition_max_record_locks: int = 2000
     share_session_timeout_ms: int = 45_000
+    # Kafka's max.incremental.fetch.session.cache.slots (KIP-227): fetch sessions one broker keeps.
+    fetch_session_cache_slots: int = 1000
     share_heartbeat_interval_ms: int = 5000
     # The bounds of the other group configs (Kafka's group.consumer.min/max.* and group.share.min/max.*),
     # and KIP-1191's errors.deadletterqueue.topic.name.prefix: a group's DLQ topic must start with it.

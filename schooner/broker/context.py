@@ -20,6 +20,7 @@ from ..storage.store import Store
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
+from .fetch_sessions import FetchSessions
 from .sequencer import PartitionSequencer
 from .share_sessions import ShareSessions
 from .waiters import AppendWaiters
@@ -53,6 +54,7 @@ class BrokerContext:
     transactions: TransactionCoordinator = field(init=False)
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
     share_sessions: ShareSessions = field(default_factory=ShareSessions)
+    fetch_sessions: FetchSessions = field(init=False)  # KIP-227, sized by fetch_session_cache_slots
     _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
     _topic_notices: bool = False  # the topics channel's subscription is confirmed
     # Bumped whenever a cached topic is dropped: a load that overlapped the drop may have read the old
@@ -71,6 +73,7 @@ class BrokerContext:
 
     def __post_init__(self) -> None:
         self.authorizer = Authorizer(self.settings, self.store)
+        self.fetch_sessions = FetchSessions(self.settings.fetch_session_cache_slots)
 
     @property
     def ks(self) -> Keyspace:

@@ -55,5 +55,9 @@ def test_produce_fetch_and_memory_measure_both_encodings(
     assert produced["timestamp_ratio"] == produced["timestamp_msgs_per_s"] / produced["raw_xadd_per_s"]
     assert fetched["timestamp_ratio"] == fetched["timestamp_msgs_per_s"] / fetched["raw_xrange_per_s"]
     assert fetched["timestamp_topic"] == timestamp_topic_name(0)
+    # The wire client read every record of the dense topic in each run, in more than one Fetch.
+    assert [r["messages"] for r in fetched["wire_runs"]] == [OPTS.messages] * OPTS.runs
+    assert all(r["fetches"] >= 1 for r in fetched["wire_runs"])
+    assert fetched["wire_ratio"] == fetched["wire_msgs_per_s"] / fetched["raw_xrange_per_s"] > 0
     assert memory["timestamp_stream"]["key"] == ks.stream(timestamp_topic_name(0), 0)
     assert memory["timestamp_stream"]["entries"] == OPTS.messages

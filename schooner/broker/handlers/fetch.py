@@ -1,4 +1,5 @@
-"""Fetch: reads partitions with XRANGE, long-polls until min_bytes or max_wait, sessionless."""
+"""Fetch: reads partitions with XRANGE, long-polls until min_bytes or max_wait; fetch sessions (KIP-227)
+are broker/fetch_sessions.py."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
+from ..fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, WantedTopic
 from ..quotas import fetch_byte_cap
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
@@ -64,13 +66,21 @@ class _FetchTopic(Protocol):
 async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayload:
     mod = response_module_of(body)
     version = body.__version__
+    plan = ctx.fetch_sessions.begin(
+        getattr(body, "session_id", 0),
+        getattr(body, "session_epoch", FINAL_EPOCH),
+        _wanted(body),
+        _forgotten(body),
+    )
+    if isinstance(plan, ErrorCode):  # the session is unknown or out of step: the client starts a new one
+        return make(mod.FetchResponse, throttle_time=NO_THROTTLE, error_code=plan, session_id=0, responses=())
     deadline = time.monotonic() + body.max_wait.total_seconds()
     committed = body.isolation_level == 1
     # A consumer_byte_rate quota caps the response (and so min_bytes) at what the window allows.
     max_bytes = fetch_byte_cap(body.max_bytes)
     min_bytes = min(body.min_bytes, max_bytes)
     partition_cap = max_bytes if max_bytes < body.max_bytes else None
-    requested: Sequence[_FetchTopic] = body.topics
+    requested: Sequence[_FetchTopic] = plan.topics
     resolved: list[tuple[_FetchTopic, Topic | ErrorCode]] = []
     for fetch_topic in requested:
         resolved.append((fetch_topic, await _resolve(ctx, fetch_topic, version)))
@@ -94,8 +104,14 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
             ctx.waiters.unregister(waits, event)
     if ctx.metrics is not None:
         _count_out(ctx, resolved, results)
+    if plan.session is not None:
+        changed = _changed(plan, resolved, results)  # remembers what this response sends
+        if plan.incremental:
+            results = changed
     topics = []
     for (fetch_topic, _), partition_results in zip(resolved, results, strict=True):
+        if plan.incremental and not partition_results:
+            continue
         partitions = tuple(
             make(
                 mod.PartitionData,
@@ -122,9 +138,55 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         mod.FetchResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
-        session_id=0,
+        session_id=plan.session.id if plan.session is not None else 0,
         responses=tuple(topics),
     )
+
+
+def _wanted(body: FetchRequest) -> list[WantedTopic]:
+    return [
+        WantedTopic(
+            getattr(t, "topic", None),
+            getattr(t, "topic_id", None),
+            [WantedPartition(p.partition, p.fetch_offset, p.partition_max_bytes) for p in t.partitions],
+        )
+        for t in body.topics
+    ]
+
+
+def _forgotten(body: FetchRequest) -> list[tuple[TopicRef, Sequence[int]]]:
+    out: list[tuple[TopicRef, Sequence[int]]] = []
+    for t in getattr(body, "forgotten_topics_data", ()):
+        topic_id = getattr(t, "topic_id", None)
+        out.append((topic_id if topic_id is not None else getattr(t, "topic", ""), t.partitions))
+    return out
+
+
+def _changed(
+    plan: FetchPlan,
+    resolved: list[tuple[_FetchTopic, Topic | ErrorCode]],
+    results: list[list[_PartitionFetch]],
+) -> list[list[_PartitionFetch]]:
+    """The partitions an incremental response holds: those with records, an error, or offsets that
+    changed since the session last sent them (KIP-227). Records what this response sends."""
+    assert plan.session is not None
+    out = []
+    for (fetch_topic, _), row in zip(resolved, results, strict=True):
+        ref = fetch_topic.ref if isinstance(fetch_topic, WantedTopic) else ""
+        out.append(
+            [
+                r
+                for r in row
+                if plan.session.respond(
+                    ref,
+                    r.index,
+                    bool(r.records),
+                    r.error != ErrorCode.none,
+                    (r.high_watermark, r.log_start, r.last_stable),
+                )
+            ]
+        )
+    return out
 
 
 def _count_out(
