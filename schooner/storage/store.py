@@ -30,6 +30,7 @@ from .redis.calls import (
     cluster_errors_as_storage_errors,
     drive,
     observe_round_trips,
+    parallel,
     refresh_topology,
     run,
     together,
@@ -160,6 +161,15 @@ class Store:
         self, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
     ) -> PartitionRead:
         return await self.drive(read.read(self.ks, topic, partition, offset, max_entries, committed))
+
+    async def read_many(
+        self, reads: Sequence[tuple[Topic, int, int, int]], committed: bool = False
+    ) -> list[PartitionRead]:
+        """read() of many (topic, partition, offset, max_entries) side by side: one round trip for all
+        (and _dense_state's), on one connection however many partitions a Fetch names."""
+        return await self.drive(
+            parallel([read.read(self.ks, t, p, offset, n, committed) for t, p, offset, n in reads])
+        )
 
     async def stable_bounds(self, topic: Topic, partition: int) -> tuple[PartitionBounds, int]:
         """The bounds and the last stable offset."""

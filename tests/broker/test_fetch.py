@@ -136,3 +136,36 @@ def test_auto_create_off(broker_factory) -> None:
     producer.flush(10)
     assert errors and errors[0] is not None
     assert broker.call(broker.broker.ctx.topic("absent")) is None
+
+
+def test_one_fetch_reads_more_partitions_than_the_connection_pool_holds(broker) -> None:
+    # Each partition used to take a pooled Redis connection of its own: past the pool's size the last
+    # partitions came back KAFKA_STORAGE_ERROR. They are now read in one pipelined round trip.
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+
+    partitions = 150
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("wide", partitions, 1)]).values():
+        future.result(30)
+    confluent_produce(broker.bootstrap, "wide", [Rec(None, b"last")], partition=partitions - 1)
+    request = FetchRequest(
+        max_wait=datetime.timedelta(0),
+        min_bytes=0,
+        max_bytes=1 << 20,
+        topics=(
+            FetchTopic(
+                topic="wide",
+                partitions=tuple(
+                    FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 16)
+                    for p in range(partitions)
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+    )
+    response = call(broker.port, request)
+    answered = response.responses[0].partitions
+    assert [p.partition_index for p in answered] == list(range(partitions))
+    assert {p.error_code for p in answered} == {ErrorCode.none}
+    assert answered[-1].high_watermark == 1 and b"last" in answered[-1].records

@@ -3,7 +3,6 @@ are broker/fetch_sessions.py."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from kio.static.protocol import ResponsePayload
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import FetchRequest
 from ...security.acls import AclOperation
+from ...storage.log.read import PartitionRead
 from ...storage.log.transactions import AbortedTransaction
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
@@ -227,17 +227,39 @@ async def _read_all(
     committed: bool,
     partition_cap: int | None = None,
 ) -> tuple[list[list[_PartitionFetch]], int]:
-    jobs = [
-        [
-            asyncio.ensure_future(_read_partition(ctx, topic, p, committed, partition_cap))
-            for p in fetch_topic.partitions
-        ]
-        for fetch_topic, topic in resolved
-    ]
-    flat = [job for row in jobs for job in row]
-    if flat:
-        await asyncio.gather(*flat)
-    results = [[job.result() for job in row] for row in jobs]
+    results = [[_PartitionFetch(p.partition) for p in fetch_topic.partitions] for fetch_topic, _ in resolved]
+    # Every partition is read in one pipelined round trip (not one connection each: a Fetch may name
+    # more partitions than the connection pool holds).
+    planned: list[tuple[_PartitionFetch, Topic, _FetchPartition, int]] = []
+    for (fetch_topic, topic), row in zip(resolved, results, strict=True):
+        for request, result in zip(fetch_topic.partitions, row, strict=True):
+            if isinstance(topic, ErrorCode):
+                result.error = topic
+            elif not 0 <= request.partition < topic.partitions:
+                result.error = ErrorCode.unknown_topic_or_partition
+            else:
+                budget = (
+                    request.partition_max_bytes
+                    if partition_cap is None
+                    else min(request.partition_max_bytes, partition_cap)
+                )
+                planned.append((result, topic, request, max(budget, 1)))
+    if planned:
+        reads = []
+        for _, topic, request, budget in planned:
+            average = ctx.entry_sizes.get(TopicPartition(topic.name, request.partition))
+            count = (
+                FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
+            )
+            reads.append((topic, request.partition, max(request.fetch_offset, 0), count))
+        try:
+            found = await ctx.store.read_many(reads, committed)
+        except STORAGE_ERRORS:
+            for result, *_ in planned:
+                result.error = LOG_UNAVAILABLE
+        else:
+            for (result, topic, request, budget), read in zip(planned, found, strict=True):
+                _fill(ctx, result, topic, request, read, budget)
     # The response's max_bytes applies across partitions; the first one with data always goes (KIP-74).
     total = 0
     for row in results:
@@ -251,36 +273,22 @@ async def _read_all(
     return results, total
 
 
-async def _read_partition(
+def _fill(
     ctx: BrokerContext,
-    topic: Topic | ErrorCode,
+    result: _PartitionFetch,
+    topic: Topic,
     request: _FetchPartition,
-    committed: bool,
-    cap: int | None = None,
-) -> _PartitionFetch:
-    result = _PartitionFetch(request.partition)
-    if isinstance(topic, ErrorCode):
-        result.error = topic
-        return result
-    if not 0 <= request.partition < topic.partitions:
-        result.error = ErrorCode.unknown_topic_or_partition
-        return result
-    key = TopicPartition(topic.name, request.partition)
-    budget = max(request.partition_max_bytes if cap is None else min(request.partition_max_bytes, cap), 1)
-    average = ctx.entry_sizes.get(key)
-    count = FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
-    try:
-        read = await ctx.store.read(topic, request.partition, max(request.fetch_offset, 0), count, committed)
-    except STORAGE_ERRORS:
-        result.error = LOG_UNAVAILABLE
-        return result
+    read: PartitionRead,
+    budget: int,
+) -> None:
+    """One partition's answer from its read: offsets, then the records as batches."""
     result.high_watermark = read.high_watermark
     result.log_start = read.log_start_offset
     result.last_stable = read.last_stable_offset
     result.aborted = read.aborted
     if request.fetch_offset > read.high_watermark or request.fetch_offset < read.first_valid_offset:
         result.error = ErrorCode.offset_out_of_range
-        return result
+        return
     if read.entries:
         records, n, payload = encode_entries(
             read.entries,
@@ -292,5 +300,4 @@ async def _read_partition(
         result.records = records
         result.count = n
         if n:
-            ctx.entry_sizes[key] = max(1, payload // n)
-    return result
+            ctx.entry_sizes[TopicPartition(topic.name, request.partition)] = max(1, payload // n)
