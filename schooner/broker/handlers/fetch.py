@@ -105,7 +105,7 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
     if ctx.metrics is not None:
         _count_out(ctx, resolved, results)
     if plan.session is not None:
-        changed = _changed(plan, resolved, results)  # remembers what this response sends
+        changed = _changed(plan, results)  # remembers what this response sends
         if plan.incremental:
             results = changed
     topics = []
@@ -162,17 +162,13 @@ def _forgotten(body: FetchRequest) -> list[tuple[TopicRef, Sequence[int]]]:
     return out
 
 
-def _changed(
-    plan: FetchPlan,
-    resolved: list[tuple[_FetchTopic, Topic | ErrorCode]],
-    results: list[list[_PartitionFetch]],
-) -> list[list[_PartitionFetch]]:
+def _changed(plan: FetchPlan, results: list[list[_PartitionFetch]]) -> list[list[_PartitionFetch]]:
     """The partitions an incremental response holds: those with records, an error, or offsets that
     changed since the session last sent them (KIP-227). Records what this response sends."""
     assert plan.session is not None
     out = []
-    for (fetch_topic, _), row in zip(resolved, results, strict=True):
-        ref = fetch_topic.ref if isinstance(fetch_topic, WantedTopic) else ""
+    for wanted, row in zip(plan.topics, results, strict=True):
+        ref = wanted.ref
         out.append(
             [
                 r
