@@ -143,6 +143,10 @@ class Broker:
         ]
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
+        # Collect first, so garbage is not frozen with it: in a process that made other objects before
+        # (an embedding application, the tests) a frozen cycle would never be freed, and a Kafka client
+        # caught in one would go on reconnecting to wherever it pointed.
+        gc.collect()
         gc.freeze()
         self._serve_metrics()
         for server in self.servers.values():
