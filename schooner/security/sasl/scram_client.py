@@ -11,14 +11,12 @@ No I/O: the caller carries the tokens (in SaslAuthenticate requests).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hmac
 import os
 
 from ..scram import MECHANISMS, credential_from_salted, salted_password
 from .mechanism import SaslFailure
-from .scram_server import encode_saslname
+from .scram_server import b64, encode_saslname, scram_text, unb64
 
 GS2_HEADER = "n,,"  # no channel binding, no authorization id
 
@@ -31,7 +29,7 @@ class ScramClient:
         self._digest = MECHANISMS[mechanism]
         self._user = user
         self._password = password
-        self._nonce = nonce or base64.b64encode(os.urandom(24)).decode("ascii")
+        self._nonce = nonce or b64(os.urandom(24))
         self._bare = ""
         self._server_signature = b""
 
@@ -41,7 +39,7 @@ class ScramClient:
 
     def final(self, server_first: bytes) -> bytes:
         """The client-final message: the proof that the client knows the password."""
-        text = _text(server_first)
+        text = scram_text(server_first)
         attrs = _attributes(text)
         if "e" in attrs:
             raise SaslFailure(f"Authentication failed: the server says {attrs['e']}")
@@ -50,24 +48,24 @@ class ScramClient:
             raise SaslFailure("Authentication failed: the server's nonce does not extend ours")
         if salt_text is None or not iterations_text.isdigit():
             raise SaslFailure("Authentication failed: the server-first message has no salt or iterations")
-        salt = _unb64(salt_text)
+        salt = unb64(salt_text, "salt")
         salted = salted_password(self.mechanism, self._password.encode(), salt, int(iterations_text))
         credential = credential_from_salted(self.mechanism, salted, salt, int(iterations_text))
         client_key = hmac.digest(salted, b"Client Key", self._digest)
-        without_proof = f"c={base64.b64encode(GS2_HEADER.encode()).decode()},r={nonce}"
+        without_proof = f"c={b64(GS2_HEADER.encode())},r={nonce}"
         auth_message = f"{self._bare},{text},{without_proof}".encode()
         signature = hmac.digest(credential.stored_key, auth_message, self._digest)
         proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
         self._server_signature = hmac.digest(credential.server_key, auth_message, self._digest)
-        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+        return f"{without_proof},p={b64(proof)}".encode()
 
     def verify(self, server_final: bytes) -> None:
         """Checks the server's signature: a server that does not hold the user's keys cannot make it."""
-        attrs = _attributes(_text(server_final))
+        attrs = _attributes(scram_text(server_final))
         if "e" in attrs:
             raise SaslFailure(f"Authentication failed: the server says {attrs['e']}")
         if not self._server_signature or not hmac.compare_digest(
-            _unb64(attrs.get("v", "")), self._server_signature
+            unb64(attrs.get("v", ""), "server signature"), self._server_signature
         ):
             raise SaslFailure("Authentication failed: the server's signature is wrong")
 
@@ -84,17 +82,3 @@ def _attributes(text: str) -> dict[str, str]:
         if sep and len(key) == 1:
             out.setdefault(key, value)
     return out
-
-
-def _text(token: bytes) -> str:
-    try:
-        return token.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SaslFailure("Authentication failed: the SCRAM message is not UTF-8") from None
-
-
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise SaslFailure("Authentication failed: a SCRAM value is not base64") from None

@@ -77,11 +77,11 @@ def _valid_nonce(nonce: str) -> bool:
     return bool(nonce) and all(0x21 <= ord(c) <= 0x7E and c != "," for c in nonce)
 
 
-def _b64(data: bytes) -> str:
+def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _unb64(text: str, what: str) -> bytes:
+def unb64(text: str, what: str) -> bytes:
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -94,7 +94,7 @@ class ScramServer:
             raise ValueError(f"not a SCRAM mechanism: {name}")
         self.name = name
         self._digest = MECHANISMS[name]
-        self._server_nonce = nonce or _b64(os.urandom(NONCE_BYTES))
+        self._server_nonce = nonce or b64(os.urandom(NONCE_BYTES))
         self._state = _START
         self._gs2_header = ""
         self._client_first_bare = ""
@@ -107,11 +107,11 @@ class ScramServer:
     def step(self, token: bytes) -> Step:
         state, self._state = self._state, _OVER  # any failure below ends the exchange
         if state == _START:
-            user = self._client_first(_text(token))
+            user = self._client_first(scram_text(token))
             self._state = _CREDENTIALS
             return NeedCredentials(user)
         if state == _FINAL:
-            return self._client_final(_text(token))
+            return self._client_final(scram_text(token))
         raise Finished.refuse()
 
     def resume(self, credentials: Credentials) -> Step:
@@ -122,7 +122,7 @@ class ScramServer:
         self._real = found is not None
         self._credential = found if found is not None else self._made_up()
         c = self._credential
-        self._server_first = f"r={self._nonce},s={_b64(c.salt)},i={c.iterations}"
+        self._server_first = f"r={self._nonce},s={b64(c.salt)},i={c.iterations}"
         self._state = _FINAL
         return Challenge(self._server_first.encode())
 
@@ -164,13 +164,13 @@ class ScramServer:
         attrs = without_proof.split(",")
         if not sep or len(attrs) < 2 or not attrs[0].startswith("c=") or not attrs[1].startswith("r="):
             raise SaslFailure("Authentication failed: the client-final message is not c=..,r=..,p=..")
-        if _unb64(attrs[0][2:], "channel binding") != self._gs2_header.encode():
+        if unb64(attrs[0][2:], "channel binding") != self._gs2_header.encode():
             raise SaslFailure("Authentication failed: the channel binding does not match the GS2 header")
         # The combined nonce, or (as Kafka accepts) any nonce that ends with it: librdkafka 2.0 sends
         # the client nonce once more before it. The fresh server nonce must be there either way.
         if not attrs[1][2:].endswith(self._nonce):
             raise SaslFailure("Authentication failed: the nonce is not this exchange's")
-        proof = _unb64(proof_text, "proof")
+        proof = unb64(proof_text, "proof")
         c = self._credential
         assert c is not None
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
@@ -182,7 +182,7 @@ class ScramServer:
         if not (matches and self._real):
             raise SaslFailure(BAD_CREDENTIALS)
         server_signature = hmac.digest(c.server_key, auth_message, self._digest)
-        return Success(f"v={_b64(server_signature)}".encode(), self._user)
+        return Success(f"v={b64(server_signature)}".encode(), self._user)
 
     def _made_up(self) -> ScramCredential:
         salt = hmac.digest(_FAKE_SALT_SECRET, self._user.encode(), "sha256")
@@ -190,7 +190,7 @@ class ScramServer:
         return ScramCredential(self.name, salt, DEFAULT_ITERATIONS, os.urandom(size), os.urandom(size))
 
 
-def _text(token: bytes) -> str:
+def scram_text(token: bytes) -> str:
     try:
         return token.decode("utf-8")
     except UnicodeDecodeError:
