@@ -30,6 +30,7 @@ INVALID_PRODUCER_EPOCH = -47
 # after it (XSETID cannot go below a deleted ID either), so appends stop until the partition is repaired.
 FOREIGN_ID = -56
 
+_HEADER = 17  # log_append.lua's arguments before the records
 MAX_BATCH = 1000  # records per script call from the MQ library and the Spark sink, as a produce batch
 
 
@@ -106,6 +107,8 @@ def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> l
         if max_ts > -1:  # the first record that has it, as the time index expects
             args[13], args[14] = max_ts, stamps.index(max_ts)
         args += _uniform_runs(records, stamps) or _mixed_runs(records)
+    # All bytes: the lane's encoder then joins them without a step per argument (redis/resp.py).
+    args[:_HEADER] = [a if isinstance(a, bytes) else str(a).encode() for a in args[:_HEADER]]
     return args
 
 
@@ -119,9 +122,9 @@ def _uniform_runs(records: Sequence[RecordLike], stamps: list[int]) -> list[Any]
     keys = [r.key for r in records]
     unkeyed = keys.count(None)
     if unkeyed == n:
-        fields, shape, width = values, 2, 1
+        fields, shape, width = values, b"2", 1
     elif unkeyed == 0:
-        fields, shape, width = [b""] * (2 * n), 3, 2
+        fields, shape, width = [b""] * (2 * n), b"3", 2
         fields[0::2] = keys
         fields[1::2] = values
     else:
@@ -130,7 +133,7 @@ def _uniform_runs(records: Sequence[RecordLike], stamps: list[int]) -> list[Any]
     start = 0
     for ts, group in groupby(stamps):
         count = len(list(group))
-        out += (count, shape, ts)
+        out += (b"%d" % count, shape, b"%d" % ts)
         out += fields[start * width : (start + count) * width]
         start += count
     return out
@@ -148,14 +151,18 @@ def _mixed_runs(records: Sequence[RecordLike]) -> list[Any]:
         if run == previous:
             out[count_at] += 1
         else:
+            if count_at >= 0:
+                out[count_at] = b"%d" % out[count_at]
             count_at, previous = len(out), run
-            out += (1, shape, r.timestamp)
+            out += (1, b"%d" % shape, b"%d" % r.timestamp)
         if key is not None:
             append(key)
         if value is not None:
             append(value)
         if headers:
             append(entry.encode_headers(headers))
+    if count_at >= 0:
+        out[count_at] = b"%d" % out[count_at]
     return out
 
 

@@ -30,7 +30,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from . import scripts
+from . import resp, scripts
 from .calls import Call, Redis, RoundTripObserver
 
 T = TypeVar("T")
@@ -170,7 +170,7 @@ class PipelinedLane:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         link.waiting.append((future, loop.time()))
-        link.writer.write(hiredis.pack_command(args))
+        link.writer.write(resp.pack(args))
         if self._timeout is not None and link.timer is None:
             # One timer per connection, for the oldest reply owed; it re-arms itself for the next.
             link.timer = loop.call_at(loop.time() + self._timeout, self._on_timer, link)
