@@ -36,6 +36,7 @@ from .upkeep import Upkeep
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 3.0
+GC_YOUNG_THRESHOLD = 50_000  # allocations between young collections (the default is 700)
 
 
 class Broker:
@@ -144,6 +145,11 @@ class Broker:
         # Everything loaded so far (the protocol's message classes above all) lives as long as the
         # broker: keep it out of the garbage collector's scans, which the hot paths trigger often.
         gc.freeze()
+        # A produce batch makes two tracked objects per record (aiokafka's record and its headers
+        # list) that live while the batch is in flight. At the default 700 allocations a collection
+        # ran many times per batch, promoted the records and set off full collections: 0.45 us of the
+        # broker's 1.1 us per record. Collected every GC_YOUNG_THRESHOLD allocations, most are gone.
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self._serve_metrics()
         for server in self.servers.values():
             await server.start_serving()
