@@ -188,7 +188,9 @@ class PipelinedLane:
             if s.name not in link.scripts:  # no await between here and the EVALSHA: nothing between
                 link.scripts.add(s.name)
                 (await self.send("SCRIPT", "LOAD", s.source)).add_done_callback(_quiet)
-            first = await self.send("EVALSHA", s.sha, len(call.keys), *call.keys, *call.args)
+            # All bytes when the arguments are (an append's are): resp.pack then converts none.
+            head = [b"EVALSHA", s.sha.encode(), b"%d" % len(call.keys), *[k.encode() for k in call.keys]]
+            first = await self.send(*head, *call.args)
         else:
             first = await self.send(*call.args)
         loop = asyncio.get_running_loop()

@@ -2,7 +2,8 @@
 
 An append sends one argument per record (thousands per command). hiredis.pack_command spent about
 160 ns per 100-byte argument; this joins the arguments with one length header per distinct length,
-all in list operations that run in C (about 40 ns per argument when all are bytes).
+all in list operations that run in C: about 55 ns per argument when all are bytes (the lane sends
+an EVALSHA's head as bytes for that), 70 when some must be converted.
 """
 
 from __future__ import annotations
