@@ -169,6 +169,8 @@ def test_a_script_calls_keys_share_one_slot(name: str) -> None:
                 named = list(call.keys)
                 if name in SHARD_CHANNELS:
                     channel = call.args[int(SHARD_CHANNELS[name][len("ARGV[") : -1]) - 1]
+                    if isinstance(channel, bytes):  # the append sends its arguments as bytes
+                        channel = channel.decode()
                     assert channel == ks.appended_shard_channel(topic_name, 3)
                     named.append(channel)
                 slots = {key_slot(k.encode()) for k in named}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any, Protocol
 
 from ..keys import Keyspace
@@ -29,6 +30,7 @@ INVALID_PRODUCER_EPOCH = -47
 # after it (XSETID cannot go below a deleted ID either), so appends stop until the partition is repaired.
 FOREIGN_ID = -56
 
+_HEADER = 17  # log_append.lua's arguments before the records
 MAX_BATCH = 1000  # records per script call from the MQ library and the Spark sink, as a produce batch
 
 
@@ -76,7 +78,8 @@ def estimated_size(records: Sequence[RecordLike]) -> int:
 
 
 def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> list[Any]:
-    """log_append.lua's ARGV: the batch's header values, then each record in its compact shape."""
+    """log_append.lua's ARGV: the batch's header values, then its records in runs of one shape and
+    timestamp (a count, the shape, the timestamp, then the runs' fields; see log_append.lua)."""
     records = batch.records
     channel, message, spublish = notice
     args: list[Any] = [
@@ -93,43 +96,74 @@ def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> l
         channel,
         message,
         str(topic.id),
-        0,  # the batch's highest timestamp, filled in below
+        -1,  # the batch's highest timestamp, filled in below
         0,  # and the index of its record
         batch.transactional_id or "",
         spublish,
     ]
-    # Per record: a shape (bit 1 key, 2 value, 4 headers, 8 same timestamp as the record before),
-    # then the timestamp unless repeated, then the fields present. See log_append.lua.
-    extend = args.extend
-    previous_ts = None
-    max_ts, max_index = -1, 0
-    for index, r in enumerate(records):
-        key, value, headers, ts = r.key, r.value, r.headers, r.timestamp
-        if ts > max_ts:
-            max_ts, max_index = ts, index
-        shape = (key is not None) | ((value is not None) << 1) | (4 if headers else 0)
-        if ts == previous_ts:
-            if shape == 3:  # the common record: key and value, timestamp as before
-                extend((11, key, value))
-                continue
-            if shape == 2:
-                extend((10, value))
-                continue
-            args.append(shape | 8)
-        else:
-            previous_ts = ts
-            if shape == 3:
-                extend((3, ts, key, value))
-                continue
-            extend((shape, ts))
-        if key is not None:
-            args.append(key)
-        if value is not None:
-            args.append(value)
-        if headers:
-            args.append(entry.encode_headers(headers))
-    args[13], args[14] = max_ts, max_index
+    if records:
+        stamps = [r.timestamp for r in records]
+        max_ts = max(stamps)
+        if max_ts > -1:  # the first record that has it, as the time index expects
+            args[13], args[14] = max_ts, stamps.index(max_ts)
+        args += _uniform_runs(records, stamps) or _mixed_runs(records)
+    # All bytes: the lane's encoder then joins them without a step per argument (redis/resp.py).
+    args[:_HEADER] = [a if isinstance(a, bytes) else str(a).encode() for a in args[:_HEADER]]
     return args
+
+
+def _uniform_runs(records: Sequence[RecordLike], stamps: list[int]) -> list[Any] | None:
+    """The common batch, where every record has a value, no headers, and all or none a key: its runs
+    come from whole-batch list operations (run in C), with no Python step per record. None otherwise."""
+    values = [r.value for r in records]
+    if None in values or any([r.headers for r in records]):
+        return None
+    n = len(values)
+    keys = [r.key for r in records]
+    unkeyed = keys.count(None)
+    if unkeyed == n:
+        fields, shape, width = values, b"2", 1
+    elif unkeyed == 0:
+        fields, shape, width = [b""] * (2 * n), b"3", 2
+        fields[0::2] = keys
+        fields[1::2] = values
+    else:
+        return None
+    out: list[Any] = []
+    start = 0
+    for ts, group in groupby(stamps):
+        count = len(list(group))
+        out += (b"%d" % count, shape, b"%d" % ts)
+        out += fields[start * width : (start + count) * width]
+        start += count
+    return out
+
+
+def _mixed_runs(records: Sequence[RecordLike]) -> list[Any]:
+    """Runs of records of one shape and timestamp, record by record (nulls, headers, mixed keys)."""
+    out: list[Any] = []
+    append = out.append
+    count_at, previous = -1, None
+    for r in records:
+        key, value, headers = r.key, r.value, r.headers
+        shape = (key is not None) | ((value is not None) << 1) | (4 if headers else 0)
+        run = (shape, r.timestamp)
+        if run == previous:
+            out[count_at] += 1
+        else:
+            if count_at >= 0:
+                out[count_at] = b"%d" % out[count_at]
+            count_at, previous = len(out), run
+            out += (1, b"%d" % shape, b"%d" % r.timestamp)
+        if key is not None:
+            append(key)
+        if value is not None:
+            append(value)
+        if headers:
+            append(entry.encode_headers(headers))
+    if count_at >= 0:
+        out[count_at] = b"%d" % out[count_at]
+    return out
 
 
 def append(

@@ -30,7 +30,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from . import scripts
+from . import resp, scripts
 from .calls import Call, Redis, RoundTripObserver
 
 T = TypeVar("T")
@@ -44,7 +44,7 @@ class _Link:
     """One connection of the lane and the replies it still owes, oldest first, with their send times.
     Kept per connection, so that an old connection's ending never touches its replacement."""
 
-    __slots__ = ("connection", "writer", "waiting", "reader", "timer", "scripts")
+    __slots__ = ("connection", "writer", "waiting", "reader", "timer", "scripts", "unsent")
 
     def __init__(self, connection: Any, writer: asyncio.StreamWriter) -> None:
         self.connection = connection
@@ -53,6 +53,8 @@ class _Link:
         self.waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self.reader: asyncio.Task[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
+        # Commands issued in this turn of the event loop, written together at its end (see send).
+        self.unsent: list[bytes] = []
 
 
 class PipelinedLane:
@@ -165,16 +167,27 @@ class PipelinedLane:
             link.reader.cancel()
 
     async def send(self, *args: Any) -> asyncio.Future[Any]:
-        """Writes the command now (in call order) and returns a future for its reply."""
+        """Queues the command (in call order) for this turn's write and returns a future for its reply."""
+        packed = resp.pack(args)  # first: a command that cannot be encoded owes no reply
         link = self._link or await self._connect()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         link.waiting.append((future, loop.time()))
-        link.writer.write(hiredis.pack_command(args))
+        if not link.unsent:
+            loop.call_soon(self._flush, link)
+        link.unsent.append(packed)
         if self._timeout is not None and link.timer is None:
             # One timer per connection, for the oldest reply owed; it re-arms itself for the next.
             link.timer = loop.call_at(loop.time() + self._timeout, self._on_timer, link)
         return future
+
+    def _flush(self, link: _Link) -> None:
+        """Writes what send() queued in one write: the partitions of a Produce request each send their
+        append in a task of their own, in the same turn of the loop, and go out in one system call."""
+        unsent, link.unsent = link.unsent, []
+        if link.writer.transport.is_closing():
+            return  # dropped meanwhile: its commands have failed already
+        link.writer.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
 
     async def send_call(self, call: Call[T]) -> asyncio.Future[T]:
         """Sends a Call now (in call order) and returns a future for its parsed reply.
@@ -188,7 +201,9 @@ class PipelinedLane:
             if s.name not in link.scripts:  # no await between here and the EVALSHA: nothing between
                 link.scripts.add(s.name)
                 (await self.send("SCRIPT", "LOAD", s.source)).add_done_callback(_quiet)
-            first = await self.send("EVALSHA", s.sha, len(call.keys), *call.keys, *call.args)
+            # All bytes when the arguments are (an append's are): resp.pack then converts none.
+            head = [b"EVALSHA", s.sha.encode(), b"%d" % len(call.keys), *[k.encode() for k in call.keys]]
+            first = await self.send(*head, *call.args)
         else:
             first = await self.send(*call.args)
         loop = asyncio.get_running_loop()

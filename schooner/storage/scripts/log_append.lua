@@ -14,8 +14,9 @@
 --          txn = "producer id:epoch", and the partition's open transactions gain the producer
 -- ARGV[17] '1' to SPUBLISH on ARGV[11] (a Redis Cluster: that channel carries the partition's hash
 --          tag, so it is in this script's slot); '0' to PUBLISH (one Redis)
--- then for each record: a shape, then the timestamp unless shape has bit 8 (same as the previous
--- record's), then the key if bit 1, the value if bit 2, the encoded headers if bit 4.
+-- then the records in runs of one shape and timestamp: a count k, the shape (bit 1 key, 2 value,
+-- 4 headers), the timestamp, then for each of the k records the key if bit 1, the value if bit 2 and
+-- the encoded headers if bit 4.
 -- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq, foreign}:
 --   status 0 appended; 1 duplicate of a recent batch (the IDs are that batch's);
 --   -3 UNKNOWN_TOPIC_OR_PARTITION; -45 OUT_OF_ORDER_SEQUENCE_NUMBER; -47 INVALID_PRODUCER_EPOCH.
@@ -106,22 +107,12 @@ local base_ms, base_seq_id = ms, seq
 local max_ts = tonumber(saved_ids[3] or -1)
 local txn = nil
 if ARGV[16] ~= '' then txn = ARGV[3] .. ':' .. ARGV[4] end
-local i = 18
 local now_text = tostring(now)
-local ts_text = now_text
 
--- One XADD for any record shape; returns where the next record's arguments start.
+-- One XADD of any shape (bit 1 key, 2 value, 4 headers) at `at`; returns where the next record starts.
 -- Field names are constants here rather than arguments: fewer bytes to send and to convert.
-local function add(id, at)
-  local shape = tonumber(ARGV[at])
-  at = at + 1
-  if shape >= 8 then
-    shape = shape - 8
-  else
-    if not log_append_time then ts_text = ARGV[at] end
-    at = at + 1
-  end
-  local fields = {'timestamp', ts_text}
+local function add(id, shape, ts, at)
+  local fields = {'timestamp', ts}
   if shape % 2 == 1 then
     fields[#fields + 1] = 'key'; fields[#fields + 1] = ARGV[at]; at = at + 1
   end
@@ -138,10 +129,20 @@ local function add(id, at)
   return at
 end
 
+-- The records come in runs: a count, a shape and a timestamp, then that many records' fields.
+local i = 18
+local run_left, run_shape, run_ts = 0, 0, now_text
+local function next_run()
+  run_left, run_shape = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  if not log_append_time then run_ts = ARGV[i + 2] end
+  i = i + 3
+end
+next_run()
+
 -- The first XADD fails when a native writer deleted the tail after a higher ID: then the batch
 -- starts after the stream's last generated ID (on a dense topic, unless that was a deleted `*` entry).
 -- The rest run without pcall, which costs.
-local ok, after_first = pcall(add, ms .. '-' .. seq, i)
+local ok, after_first = pcall(add, ms .. '-' .. seq, run_shape, run_ts, i)
 if not ok then
   local info = redis.call('XINFO', 'STREAM', stream)
   local gen_ms, gen_seq = 0, 0
@@ -156,41 +157,67 @@ if not ok then
   last_ms, last_seq = gen_ms, gen_seq
   ms, seq = first_id_after(last_ms, last_seq)
   base_ms, base_seq_id = ms, seq
-  after_first = add(ms .. '-' .. seq, i)
+  after_first = add(ms .. '-' .. seq, run_shape, run_ts, i)
 end
-local max_index = tonumber(ARGV[15])
-local batch_max_ms, batch_max_seq = ms, seq
-last_ms, last_seq = ms, seq
 i = after_first
-seq = seq + 1
-if seq > mask then ms, seq = ms + 1, 0 end
-local prefix = ms .. '-'
--- The common shapes are matched as strings (Lua interns them: a pointer compare) and run inline.
-for r = 2, n do
-  local shape = ARGV[i]
-  if txn then
-    i = add(prefix .. seq, i)
-  elseif shape == '11' then
-    redis.call('XADD', stream, prefix .. seq, 'timestamp', ts_text, 'key', ARGV[i + 1], 'value', ARGV[i + 2])
-    i = i + 3
-  elseif shape == '10' then
-    redis.call('XADD', stream, prefix .. seq, 'timestamp', ts_text, 'value', ARGV[i + 1])
-    i = i + 2
-  elseif shape == '3' then
-    if not log_append_time then ts_text = ARGV[i + 1] end
-    redis.call('XADD', stream, prefix .. seq, 'timestamp', ts_text, 'key', ARGV[i + 2], 'value', ARGV[i + 3])
-    i = i + 4
-  else
-    i = add(prefix .. seq, i)
-  end
-  if r - 1 == max_index then batch_max_ms, batch_max_seq = ms, seq end
-  last_ms, last_seq = ms, seq
-  seq = seq + 1
-  if seq > mask then
-    ms, seq = ms + 1, 0
-    prefix = ms .. '-'
-  end
+run_left = run_left - 1
+
+-- The ID of the batch's record j (0-based): sequences run up to mask, then carry into the next ms.
+local function id_at(j)
+  if dense then return 0, base_seq_id + j end
+  local t = base_seq_id + j
+  return base_ms + math.floor(t / (mask + 1)), t % (mask + 1)
 end
+
+-- The other records take `ms-*` (`0-*` on a dense topic): Redis picks the sequence after the entry
+-- just added, which is ours (the script is atomic), and Lua builds no ID string per record.
+local star = ms .. '-*'
+local room = mask - seq -- records that still fit in this ms before the sequence carries
+local done = 1
+while done < n do
+  if run_left == 0 then next_run() end
+  if room == 0 then -- a timestamp topic's sequence carries into the next ms, where `ms-*` gives 0
+    ms = ms + 1
+    star, room = ms .. '-*', mask + 1
+  end
+  -- Up to the run's end, or to a carry, all with one ID pattern.
+  local k = run_left
+  if room < k then k = room end
+  if txn then
+    if run_shape == 2 then
+      for a = i, i + k - 1 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'value', ARGV[a], 'txn', txn)
+      end
+      i = i + k
+    elseif run_shape == 3 then
+      for a = i, i + 2 * k - 2, 2 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'key', ARGV[a], 'value', ARGV[a + 1], 'txn', txn)
+      end
+      i = i + 2 * k
+    else
+      for _ = 1, k do i = add(star, run_shape, run_ts, i) end
+    end
+  else
+    if run_shape == 2 then
+      for a = i, i + k - 1 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'value', ARGV[a])
+      end
+      i = i + k
+    elseif run_shape == 3 then
+      for a = i, i + 2 * k - 2, 2 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'key', ARGV[a], 'value', ARGV[a + 1])
+      end
+      i = i + 2 * k
+    else
+      for _ = 1, k do i = add(star, run_shape, run_ts, i) end
+    end
+  end
+  room = room - k
+  run_left = run_left - k
+  done = done + k
+end
+last_ms, last_seq = id_at(n - 1)
+local batch_max_ms, batch_max_seq = id_at(tonumber(ARGV[15]))
 local batch_max_ts = tonumber(ARGV[14])
 if log_append_time then batch_max_ts, batch_max_ms, batch_max_seq = now, last_ms, last_seq end
 

@@ -307,3 +307,68 @@ def test_dense_time_retention_and_lookups_use_the_time_index(run) -> None:
         )
 
     run(body)
+
+
+def _keyed(value: bytes, ts: int) -> R:
+    return R(value, ts, key=b"k" + value)
+
+
+def _headed(value: bytes, ts: int) -> R:
+    r = R(value, ts)
+    r.headers = [("h", value)]
+    return r
+
+
+# Batches whose records fall into several runs of one shape and timestamp (see log_append.lua).
+RUN_BATCHES = {
+    "unkeyed": [R(b"%d" % i, ts) for i, ts in enumerate([5, 5, 5, 3, 3, 9, 9, 9, 9, 4])],
+    "keyed": [_keyed(b"%d" % i, ts) for i, ts in enumerate([7, 7, 2, 2, 2, 2, 8, 8, 8, 8, 8])],
+    "mixed": [
+        R(b"0", 1),
+        _keyed(b"1", 1),
+        _keyed(b"2", 1),
+        _headed(b"3", 1),
+        _headed(b"4", 1),
+        _headed(b"5", 2),
+        R(b"6", 2),
+        R(b"7", 2),
+        R(b"8", 2),
+        R(b"9", 2),
+        _keyed(b"10", 2),
+    ],  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RUN_BATCHES))
+@pytest.mark.parametrize("transactional", [False, True])
+def test_runs_of_records_are_stored_one_entry_each_in_order(run, kind: str, transactional: bool) -> None:
+    # Sequence bits 2 on a timestamp topic: the sequence carries into the next ms inside runs.
+    encoding = DEFAULTS["schooner.offset.encoding"]
+    small = {"schooner.sequence.bits": "2"} if encoding == "timestamp" else {}
+    records = RUN_BATCHES[kind]
+
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **small)
+        await _append(redis, ks, t, 0, [R(b"before", 0)])  # the batch starts mid-millisecond
+        batch = RecordBatch(records, transactional_id="tx" if transactional else None)
+        result = await calls.run(redis, log_append.append(ks, t, 0, batch))
+        assert result.status == APPENDED
+        assert result.last_offset == result.base_offset + len(records) - 1
+        read = await calls.drive(redis, log_read.read(ks, t, 0, result.base_offset, 100))
+        assert len(read.entries) == len(records)
+        for r, (_, fields) in zip(records, read.entries, strict=True):
+            stored = dict(zip(fields[::2], fields[1::2], strict=True))
+            assert int(stored[b"timestamp"]) == r.timestamp
+            assert stored[b"value"] == r.value
+            assert stored.get(b"key") == r.key
+            assert entry.decode_headers(stored.get(b"headers", b"")) == r.headers
+            assert (b"txn" in stored) is transactional
+        offsets = [t.offsets.offset_of(*(int(x) for x in i.split(b"-"))) for i, _ in read.entries]
+        assert offsets == list(range(result.base_offset, result.last_offset + 1))
+        # The time index points at the first record with the batch's highest timestamp.
+        top = max(r.timestamp for r in records)
+        at = [r.timestamp for r in records].index(top)
+        state = await redis.hmget(ks.partition_state(t.name, 0), "max_ts", "max_ts_id")
+        assert (int(state[0]), state[1]) == (top, read.entries[at][0])
+
+    run(body)

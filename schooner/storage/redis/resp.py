@@ -1,0 +1,37 @@
+"""Encodes a command as RESP, faster than hiredis.pack_command for the long ones.
+
+An append sends one argument per record (thousands per command). hiredis.pack_command spent about
+160 ns per 100-byte argument; this joins the arguments with one length header per distinct length,
+all in list operations that run in C: about 55 ns per argument when all are bytes (the lane sends
+an EVALSHA's head as bytes for that), 70 when some must be converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import hiredis
+
+_LONG = 64  # arguments from which the join pays; shorter commands go to hiredis
+_PLAIN = frozenset((bytes, str, int))  # what this encodes itself (not bool, float, memoryview...)
+
+
+def pack(args: Sequence[Any]) -> bytes:
+    """The command `args` in RESP, as hiredis.pack_command would write it."""
+    if len(args) < _LONG:
+        return hiredis.pack_command(tuple(args))
+    kinds = set(map(type, args))
+    if not kinds <= _PLAIN:
+        return hiredis.pack_command(tuple(args))
+    if kinds != {bytes}:
+        args = [a if a.__class__ is bytes else a.encode() if a.__class__ is str else b"%d" % a for a in args]
+    lengths = list(map(len, args))
+    # Each header ends the argument before it: "\r\n$<length>\r\n".
+    heads = {n: b"\r\n$%d\r\n" % n for n in set(lengths)}
+    parts: list[bytes] = [b""] * (2 * len(args))
+    parts[0::2] = map(heads.__getitem__, lengths)
+    parts[1::2] = args
+    parts[0] = b"*%d\r\n$%d\r\n" % (len(args), lengths[0])
+    parts.append(b"\r\n")
+    return b"".join(parts)
