@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Protocol
 
-from ...protocol.records import PlainRecords
 from ..keys import Keyspace
 from ..offsets import OffsetCodec
 from ..redis.calls import Call, Steps, command, script, text
@@ -44,6 +43,22 @@ class AppendResult:
     log_start_offset: int
     # With KAFKA_STORAGE_ERROR: the `*` entry ID that stops a dense topic's appends.
     foreign_id: str = ""
+
+
+class PlainRecords(Protocol):
+    """A batch whose records all have a value, no headers, and all or none a key, as columns (the
+    protocol's PlainRecords fits): what the append needs, without a record object per record."""
+
+    @property
+    def keyed(self) -> bool: ...
+    @property
+    def runs(self) -> Sequence[tuple[int, int]]: ...  # (count, timestamp) of each run of one timestamp
+    @property
+    def fields(self) -> Sequence[bytes]: ...  # each record's value, or its key then its value
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def max_index(self) -> int: ...  # the first record with max_timestamp
 
 
 class Batch(Protocol):
