@@ -11,10 +11,10 @@ The partition's other keys (state hash, time index, producers) are counted per r
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import redis
 from confluent_kafka import Producer
@@ -23,9 +23,8 @@ from schooner.storage.keys import Keyspace
 from schooner.storage.offsets import TIMESTAMP
 from schooner.storage.topics.config import OFFSET_ENCODING
 
-from . import produce
+from . import produce, report
 
-MEMORY_TARGET = 1.05  # broker stream bytes per record / same-fields raw entry's
 MAX_RECORDS = 100_000  # per case: enough nodes for a steady figure, cheap to produce
 SMALL_BATCH_RECORDS = 5000
 SMALL_BATCH_RATE = 5000  # records per second, as the latency figure sends them
@@ -68,35 +67,43 @@ def keys_memory(client: redis.Redis, keys: list[str]) -> int:
     return sum(int(client.memory_usage(key, samples=0) or 0) for key in keys)
 
 
+Entry = tuple[bytes, dict[Any, Any]]  # bytes to bytes; Any, as redis-py types xadd's fields wider
+
+
+def _chunks(client: redis.Redis, source: str) -> Iterator[list[Entry]]:
+    """The entries of `source` in order, COPY_CHUNK at a time."""
+    start = "-"
+    while True:
+        entries = cast(list[Entry], client.xrange(source, start, "+", count=COPY_CHUNK))
+        if not entries:
+            return
+        yield entries
+        start = "(" + entries[-1][0].decode()
+
+
 def copy_stream(client: redis.Redis, source: str, dest: str, *, same_ids: bool) -> int:
     """Writes every entry of `source` to `dest` as a plain client would, one XADD each with the same
     fields in the same order: with the same IDs, or `0-*` (a dense topic's plain append)."""
-    start, copied = "-", 0
-    while True:
-        entries = client.xrange(source, start, "+", count=COPY_CHUNK)
-        if not entries:
-            return copied
+    copied = 0
+    for entries in _chunks(client, source):
         pipe = client.pipeline(transaction=False)
         for entry_id, fields in entries:
             pipe.xadd(dest, fields, id=entry_id if same_ids else "0-*")
         pipe.execute()
         copied += len(entries)
-        start = "(" + entries[-1][0].decode()
+    return copied
 
 
 def copy_bare(client: redis.Redis, source: str, dest: str) -> int:
     """Writes each entry's value alone as `XADD dest * f VALUE` (redis-benchmark's entry)."""
-    start, copied = "-", 0
-    while True:
-        entries = client.xrange(source, start, "+", count=COPY_CHUNK)
-        if not entries:
-            return copied
+    copied = 0
+    for entries in _chunks(client, source):
         pipe = client.pipeline(transaction=False)
         for _, fields in entries:
             pipe.xadd(dest, {b"f": fields.get(b"value", b"")})
         pipe.execute()
         copied += len(entries)
-        start = "(" + entries[-1][0].decode()
+    return copied
 
 
 def partition_memory(client: redis.Redis, ks: Keyspace, topic: str) -> dict[str, int]:
@@ -181,7 +188,7 @@ def run(client: redis.Redis, ks: Keyspace, bootstrap: str, messages: int) -> dic
     value = produce.bench_value()
     stamped = [case.topic for case in CASES if case.timestamp_topic]
     produce.create_topics(bootstrap, stamped, {OFFSET_ENCODING: TIMESTAMP})
-    out: dict[str, Any] = {"value_bytes": len(value), "target_ratio": MEMORY_TARGET}
+    out: dict[str, Any] = {"value_bytes": len(value), "target_ratio": report.MEMORY_TARGET}
     for case in CASES:
         n = min(messages, case.limit)
         producer = produce.make_producer(bootstrap, **case.producer_config)
