@@ -32,6 +32,7 @@ def test_broker_entries_cost_what_a_plain_client_writing_the_same_fields_pays(
         assert figures["partition"]["time_index_members"] >= 1
         assert figures["other_keys_bytes_per_record"] > 0
         assert not redis_client.exists(f"{memory.SCRATCH}:same:{case.topic}")  # the copies are gone
+    assert out["same_fields_ratio"] == max(out[case.name]["ratio"] for case in memory.CASES)
     # The keyed case's entries carry a key and the header.
     _, fields = redis_client.xrange(ks.stream("bench-memory-keyed", 0), count=1)[0]
     _, key, value, headers = parse_fields([part for pair in fields.items() for part in pair])
