@@ -19,13 +19,14 @@ $(QUIX_VENV)/.installed: pyproject.toml
 	$(QUIX_VENV)/bin/pip install -q 'quixstreams>=3.28'
 	touch $@
 
-# The fetch path's compiled record-batch encoder (setup.py); rebuilt when its source changes. Without a C
-# compiler the broker runs the Python encoder instead.
+# The compiled record-batch encoder (fetch) and reader (produce), from setup.py; rebuilt when a source
+# changes. Without a C compiler the broker runs the Python encoder and decoder instead.
 EXT_SUFFIX = $(shell $(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
-schooner/protocol/_batch$(EXT_SUFFIX): schooner/protocol/_batch.c $(VENV)/.installed
+COMPILED = schooner/protocol/_batch$(EXT_SUFFIX) schooner/protocol/_produce$(EXT_SUFFIX)
+$(COMPILED) &: schooner/protocol/_batch.c schooner/protocol/_produce.c $(VENV)/.installed
 	$(VENV)/bin/python setup.py -q build_ext --inplace
 
-install: $(VENV)/.installed schooner/protocol/_batch$(EXT_SUFFIX)
+install: $(VENV)/.installed $(COMPILED)
 
 # kcat (librdkafka 2.0.2) is the old C client the tests and benchmarks drive; redis-tools gives redis-benchmark;
 # openssl makes certificates (docs/security.md, and the tests' certificate authorities).

@@ -1,7 +1,8 @@
-"""The one compiled module: the fetch path's record-batch encoder (see schooner/protocol/_batch.c).
+"""The compiled modules: the fetch path's record-batch encoder (schooner/protocol/_batch.c) and the produce
+path's record-batch reader (schooner/protocol/_produce.c) and RESP encoder (schooner/storage/redis/_resp.c).
 
 Everything else is in pyproject.toml. Without a C compiler the broker still works: schooner.protocol.batch_c
-falls back to the Python encoder.
+falls back to the Python encoder and decoder, and storage.redis.resp to its list join.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,18 @@ setup(
             ["schooner/protocol/_batch.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "schooner.protocol._produce",
+            ["schooner/protocol/_produce.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "schooner.storage.redis._resp",
+            ["schooner/storage/redis/_resp.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )

@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import report
+from . import goals, report
 from .suite import Options, run_all
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     results = run_all(opts)
     print(report.table(results))
+    print()
+    print(goals.block(results))
     if output is not None:
         report.write_json(results, output)
         print(f"written to {output}", file=sys.stderr)

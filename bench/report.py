@@ -7,10 +7,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-PRODUCE_TARGET = 0.25
+# Issue 17's targets (bench/goals.py lists every goal of the issue).
+PRODUCE_TARGET = 0.5
+FETCH_TARGET = 0.5
 MEMORY_TARGET = 1.05  # broker stream bytes per record / a plain entry's with the same fields, at most
-FETCH_TARGET = 0.25
-FETCH_AIM = 0.5
 
 
 def median(values: list[float]) -> float:
@@ -89,7 +89,7 @@ def table(results: dict[str, Any]) -> str:
             _num(f["broker_msgs_per_s"]),
             _num(f["raw_xrange_per_s"]),
             f"{f['ratio']:.3f}",
-            f">= {FETCH_TARGET} {_verdict(f['ratio'], FETCH_TARGET)} (aim {FETCH_AIM})",
+            f">= {FETCH_TARGET} {_verdict(f['ratio'], FETCH_TARGET)}",
         ),
         _timestamp_row(
             f["timestamp_msgs_per_s"], f["raw_xrange_per_s"], f["timestamp_ratio"], f["dense_vs_timestamp"]

@@ -231,7 +231,6 @@ def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
         "wire_runs": wire.listed(),
         **wire.cpu_figures("wire"),
         "target_ratio": report.FETCH_TARGET,
-        "aim_ratio": report.FETCH_AIM,
         "topic": topic,
         "timestamp_topic": stamped_topic,
         "stream_key": key,

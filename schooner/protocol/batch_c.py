@@ -1,7 +1,9 @@
-"""The compiled record-batch encoder of the fetch path (_batch.c), or None where it was not built.
+"""The compiled record-batch encoder of the fetch path (_batch.c) and reader of the produce path
+(_produce.c), each None where it was not built.
 
-`make install` builds it (setup.py); a checkout without a C compiler runs the Python encoder of
-broker/fetch_codec.py, which builds the same bytes (tests/broker/test_fetch_codec.py compares the two).
+`make install` builds them (setup.py). A checkout without a C compiler runs the Python encoder of
+broker/fetch_codec.py, which builds the same bytes (tests/broker/test_fetch_codec.py compares the two),
+and decodes every produced batch with aiokafka (tests/protocol/test_plain_records.py compares the two).
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ try:
 except ImportError:  # not built: the Python encoder does all of it
     _batch = None
 
+_produce: ModuleType | None
+try:
+    from . import _produce
+except ImportError:  # not built: every produced batch is decoded by aiokafka
+    _produce = None
+
 encode_plain = _batch.encode_plain if _batch is not None else None
 crc32c = _batch.crc32c if _batch is not None else None
+plain_records = _produce.plain_records if _produce is not None else None
 
-__all__ = ["crc32c", "encode_plain"]
+__all__ = ["crc32c", "encode_plain", "plain_records"]

@@ -7,12 +7,15 @@ The per-record work runs in aiokafka's compiled codec, which measured fastest fo
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from aiokafka.record._crecords import DefaultRecordBatch, DefaultRecordBatchBuilder
 from aiokafka.record._crecords.cutil import crc32c_cython
 from crc32c import crc32c
+
+from .batch_c import plain_records
 
 CODEC_NONE = 0
 CODEC_GZIP = 1
@@ -67,19 +70,62 @@ UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
 INVALID_RECORD = 87
 
 
+@dataclass(frozen=True, slots=True)
+class PlainRecords:
+    """A batch whose records all have a value, no headers, and all or none a key, as columns (from
+    _produce.c): what the append needs, without a record object per record."""
+
+    keyed: bool
+    runs: list[tuple[int, int]]  # (count, timestamp) of each stretch of records with one timestamp
+    fields: list[bytes]  # each record's value, or its key then its value when keyed
+    max_timestamp: int
+    max_index: int  # the first record with max_timestamp
+
+
+class LazyRecords(Sequence[Any]):
+    """A plain batch's records as aiokafka decodes them, decoded only if something asks for one."""
+
+    __slots__ = ("_raw", "_count", "_records")
+
+    def __init__(self, raw: bytes, count: int) -> None:
+        self._raw = raw
+        self._count = count
+        self._records: list[Any] | None = None
+
+    def _decoded(self) -> list[Any]:
+        if self._records is None:
+            self._records = list(DefaultRecordBatch(self._raw))
+        return self._records
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._decoded()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._decoded())
+
+
 @dataclass(slots=True)
 class ProducedBatch:
     producer_id: int
     producer_epoch: int
     base_sequence: int
     is_transactional: bool
-    records: list[Any]  # aiokafka records: .timestamp, .key, .value, .headers (storage's RecordLike)
+    records: Sequence[Any]  # aiokafka records: .timestamp, .key, .value, .headers (storage's RecordLike)
     size_bytes: int
     # What max.message.bytes limits when it is not the whole batch: the largest message of a legacy
     # message set (legacy_records.py), as Kafka checks each of those. 0: the whole batch.
     largest_message_bytes: int = 0
     # Set by the produce handler for a transactional batch: the request's transactional id.
     transactional_id: str | None = None
+    # The common batch as columns (then `records` decodes only on demand); None for any other.
+    plain: PlainRecords | None = None
 
     @property
     def checked_bytes(self) -> int:
@@ -119,6 +165,11 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
         if crc32c(view[pos + _ATTRIBUTES_OFFSET : pos + size]) != stored_crc:
             raise InvalidRecords(CORRUPT_MESSAGE, "record batch CRC mismatch")
         raw = bytes(view[pos : pos + size])
+        columns = plain_records(raw) if plain_records is not None else None
+        if columns is not None:
+            batches.append(_plain_batch(raw, columns))
+            pos += size
+            continue
         batch = DefaultRecordBatch(raw)
         if batch.is_control_batch:
             raise InvalidRecords(INVALID_RECORD, "clients may not produce control batches")
@@ -141,6 +192,26 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
         )
         pos += size
     return batches
+
+
+_PRODUCER_HEADER = struct.Struct(">qhi")  # producer id, epoch, base sequence
+_TRANSACTIONAL_MASK = 0x10
+
+
+def _plain_batch(
+    raw: bytes, columns: tuple[bool, list[tuple[int, int]], list[bytes], int, int, int]
+) -> ProducedBatch:
+    keyed, runs, fields, max_timestamp, max_index, count = columns
+    producer_id, producer_epoch, base_sequence = _PRODUCER_HEADER.unpack_from(raw, _PRODUCER_OFFSET)
+    return ProducedBatch(
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        is_transactional=bool(raw[_ATTRIBUTES_OFFSET + 1] & _TRANSACTIONAL_MASK),
+        records=LazyRecords(raw, count),
+        size_bytes=len(raw),
+        plain=PlainRecords(keyed, runs, fields, max_timestamp, max_index),
+    )
 
 
 _PRODUCER = struct.Struct(">qh")

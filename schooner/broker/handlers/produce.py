@@ -266,6 +266,12 @@ def _foreign_entry(ctx: BrokerContext, topic: Topic, partition: int, entry_id: s
 _FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"
 
 
+def _has_null_key(batch: ProducedBatch) -> bool:
+    if batch.plain is not None:  # all or none of a plain batch's records have keys
+        return not batch.plain.keyed
+    return any(r.key is None for r in batch.records)
+
+
 def _decode(
     topic: Topic | ErrorCode, data: _PartitionData, legacy_ms: int | None, transactional_id: str | None
 ) -> list[ProducedBatch] | _PartitionResult:
@@ -291,7 +297,7 @@ def _decode(
                 message = "a transactional batch needs the request's transactional id"
                 return _PartitionResult(ErrorCode.invalid_record, message=message)
             batch.transactional_id = transactional_id
-        if topic.compacted and any(r.key is None for r in batch.records):
+        if topic.compacted and _has_null_key(batch):
             # As Kafka: the compactor keeps the latest record per key, so every record needs one.
             message = f"compacted topic {topic.name!r} refuses records without a key"
             return _refused(topic, data.index, ErrorCode.invalid_record, message)

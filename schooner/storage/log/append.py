@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Protocol
 
+from ...protocol.records import PlainRecords
 from ..keys import Keyspace
 from ..offsets import OffsetCodec
 from ..redis.calls import Call, Steps, command, script, text
@@ -60,6 +61,8 @@ class Batch(Protocol):
     def size_bytes(self) -> int: ...
     @property
     def transactional_id(self) -> str | None: ...
+    @property
+    def plain(self) -> PlainRecords | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class RecordBatch:
     base_sequence: int = -1
     size_bytes: int = 0
     transactional_id: str | None = None
+    plain: PlainRecords | None = None
 
 
 def estimated_size(records: Sequence[RecordLike]) -> int:
@@ -101,7 +105,12 @@ def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> l
         batch.transactional_id or "",
         spublish,
     ]
-    if records:
+    plain = batch.plain
+    if plain is not None:  # the common batch, already in columns: no step per record here either
+        if plain.max_timestamp > -1:
+            args[13], args[14] = plain.max_timestamp, plain.max_index
+        args += _plain_runs(plain)
+    elif records:
         stamps = [r.timestamp for r in records]
         max_ts = max(stamps)
         if max_ts > -1:  # the first record that has it, as the time index expects
@@ -110,6 +119,19 @@ def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> l
     # All bytes: the lane's encoder then joins them without a step per argument (redis/resp.py).
     args[:_HEADER] = [a if isinstance(a, bytes) else str(a).encode() for a in args[:_HEADER]]
     return args
+
+
+def _plain_runs(plain: PlainRecords) -> list[Any]:
+    shape, width = (b"3", 2) if plain.keyed else (b"2", 1)
+    fields = plain.fields
+    out: list[Any] = []
+    start = 0
+    for count, ts in plain.runs:
+        end = start + count * width
+        out += (b"%d" % count, shape, b"%d" % ts)
+        out += fields[start:end]
+        start = end
+    return out
 
 
 def _uniform_runs(records: Sequence[RecordLike], stamps: list[int]) -> list[Any] | None:

@@ -33,3 +33,22 @@ def test_pack_reads_back_as_the_same_arguments() -> None:
     reader = hiredis.Reader()
     reader.feed(resp.pack([b"CMD", *VALUES]))
     assert reader.gets() == [b"CMD", *VALUES]
+
+
+class Tagged(bytes):
+    pass
+
+
+def test_the_compiled_encoder_is_built_and_matches_hiredis() -> None:
+    # `make install` builds it; without it resp.pack joins in Python, which the cases above also cover.
+    assert resp.pack_bytes is not None
+    args = [b"XADD", b"", b"x" * 1_000_003, *VALUES, b"9" * 10]
+    assert resp.pack_bytes(args) == hiredis.pack_command(tuple(args))
+    assert resp.pack_bytes(tuple(args)) == resp.pack_bytes(args)
+
+
+def test_the_compiled_encoder_leaves_anything_but_plain_bytes_to_the_join() -> None:
+    assert resp.pack_bytes is not None
+    assert resp.pack_bytes([b"RPUSH", b"k", "text"]) is None
+    assert resp.pack_bytes([b"RPUSH", Tagged(b"k")]) is None
+    assert resp.pack([b"RPUSH", Tagged(b"k"), *VALUES]) == hiredis.pack_command((b"RPUSH", b"k", *VALUES))

@@ -1,0 +1,80 @@
+"""Issue 17's goals in one block: each figure of the run beside its target, with a verdict.
+
+The table in report.py holds every figure with its baseline; this block picks the ones the performance goals
+name, so one `python -m bench` run says which goals hold on this machine today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    name: str
+    figure: Callable[[dict[str, Any]], float]  # raises KeyError/TypeError when the run lacks the figure
+    target: float
+    higher_is_better: bool = True
+    note: str = ""
+
+    def met(self, value: float) -> bool:
+        return value >= self.target if self.higher_is_better else value <= self.target
+
+
+GOALS: tuple[Goal, ...] = (
+    Goal(
+        "produce ratio",
+        lambda r: r["produce"]["ratio"],
+        0.5,
+        note="confluent-kafka vs redis-benchmark XADD -P64",
+    ),
+    Goal(
+        "fetch ratio (wire client)",
+        lambda r: r["fetch"]["wire_ratio"],
+        0.5,
+        note="Fetch v12 client in bench/fetch.py vs XRANGE; not decoding, so not the bottleneck",
+    ),
+    Goal("fetch ratio (kcat)", lambda r: r["fetch"]["ratio"], 0.5, note="kcat start..exit vs XRANGE"),
+    Goal("e2e p99 ms at 5k msg/s", lambda r: r["latency"]["p99_ms"], 5.0, higher_is_better=False),
+    Goal("MQ consume ratio", lambda r: r["mq"]["mq_consume_ratio"], 0.5, note="vs XREADGROUP+XACK"),
+    Goal(
+        "1,000 / 10 partitions",
+        lambda r: r["partitions"]["ratio"],
+        0.8,
+        note="produce throughput, same batch size per partition",
+    ),
+    Goal(
+        "bytes per record / raw entry, same fields",
+        lambda r: r["memory"]["same_fields_ratio"],
+        1.05,
+        higher_is_better=False,
+    ),
+    Goal("2 broker processes / 1", lambda r: r["multiproc"]["ratio"], 1.0, note="aggregate produce"),
+)
+
+
+def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    out: list[tuple[str, str, str, str, str]] = []
+    for goal in GOALS:
+        try:
+            value = float(goal.figure(results))
+        except (KeyError, TypeError):
+            out.append((goal.name, "not measured", "", "", goal.note))
+            continue
+        sign = ">=" if goal.higher_is_better else "<="
+        verdict = "ok" if goal.met(value) else "MISSED"
+        out.append((goal.name, f"{value:.3f}", f"{sign} {goal.target:g}", verdict, goal.note))
+    return out
+
+
+def block(results: dict[str, Any]) -> str:
+    table = [("goal", "measured", "target", "", "how"), *rows(results)]
+    widths = [max(len(row[i]) for row in table) for i in range(5)]
+    lines = ["Issue 17 goals, this run:"]
+    for n, row in enumerate(table):
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,3 @@
+def plain_records(
+    batch: bytes, /
+) -> tuple[bool, list[tuple[int, int]], list[bytes], int, int, int] | None: ...

@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def pack_bytes(args: Sequence[object], /) -> bytes | None: ...

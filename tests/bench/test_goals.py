@@ -1,0 +1,36 @@
+"""The goals block picks each goal's figure out of a run's results and judges it against its target."""
+
+from __future__ import annotations
+
+from bench import goals
+
+
+def test_each_goal_is_judged_by_its_direction() -> None:
+    results = {
+        "produce": {"ratio": 0.51},
+        "fetch": {"wire_ratio": 0.7, "ratio": 0.49},
+        "latency": {"p99_ms": 4.2},
+        "mq": {"mq_consume_ratio": 0.6},
+        "partitions": {"ratio": 0.79},
+        "memory": {"same_fields_ratio": 1.06},
+        "multiproc": {"ratio": 1.3},
+    }
+    verdicts = {name: verdict for name, _, _, verdict, _ in goals.rows(results)}
+    assert verdicts == {
+        "produce ratio": "ok",
+        "fetch ratio (wire client)": "ok",
+        "fetch ratio (kcat)": "MISSED",
+        "e2e p99 ms at 5k msg/s": "ok",
+        "MQ consume ratio": "ok",
+        "1,000 / 10 partitions": "MISSED",
+        "bytes per record / raw entry, same fields": "MISSED",
+        "2 broker processes / 1": "ok",
+    }
+
+
+def test_a_figure_the_run_left_out_is_not_measured_rather_than_an_error() -> None:
+    text = goals.block({"produce": {"ratio": 0.6}, "mq": {"error": "RuntimeError: boom"}})
+    lines = {line.split("  ")[0]: line for line in text.splitlines()}
+    assert "ok" in lines["produce ratio"]
+    assert "not measured" in lines["MQ consume ratio"]
+    assert "not measured" in lines["2 broker processes / 1"]
