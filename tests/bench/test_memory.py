@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from bench import memory, report
+from bench import goals, memory, report
 from bench.__main__ import parse_args
 from bench.servers import Endpoints
 from bench.suite import Options, run_memory
@@ -47,6 +47,8 @@ def test_broker_entries_cost_what_a_plain_client_writing_the_same_fields_pays(
     assert row[1] == f"{out['plain']['broker_stream']['bytes_per_record']:.2f}"
     assert row[3] == f"{out['plain']['ratio']:.3f}" and row[4].startswith(f"<= {report.MEMORY_TARGET} ok")
     assert len(rows) == len(memory.CASES)
+    goal = {row[0]: row for row in goals.rows({"memory": out})}["bytes per record / raw entry, same fields"]
+    assert goal[1] == f"{out['same_fields_ratio']:.3f}" and goal[3] == "ok"
 
 
 def test_copies_keep_fields_order_and_ids(redis_client: redis.Redis, keyspace: str) -> None:
