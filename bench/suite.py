@@ -37,10 +37,10 @@ class Options:
     pipeline: int = 64
     latency_rate: int = 5000
     latency_seconds: float = 5.0
-    # Figures besides throughput, latency and memory; `--skip NAME` leaves one out.
+    # Figures besides throughput and latency; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
-        "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share", "cluster",
-        "security", "metrics",
+        "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share",
+        "cluster", "security", "metrics",
     )  # fmt: skip
 
 
@@ -154,7 +154,7 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
                 result, cpu = _produce_once(producer, client, ep, meter, topic, value, opts.messages)
                 series.add(result, cpu)
                 _say(f"  produce run {run + 1}: broker, {series.name} {result.msgs_per_s:,.0f} msgs/s")
-            client.delete(produce.RAW_STREAM_KEY)  # the last run's stream stays for the memory figure
+            client.delete(produce.RAW_STREAM_KEY)  # each raw run starts from an empty stream
             meter.start()
             raw = produce.redis_benchmark_xadd(ep.redis_url, opts.raw_requests, value, opts.pipeline)
             raw_cpu.append(meter.stop())
@@ -244,21 +244,10 @@ def run_fetch(ep: Endpoints, opts: Options) -> dict[str, Any]:
     }
 
 
-def run_memory(ep: Endpoints, client: redis.Redis) -> dict[str, Any]:
-    topic = produce_topic_name(0)
-    broker = memory.stream_memory(client, ep.keyspace.stream(topic, 0))
-    stamped = memory.stream_memory(client, ep.keyspace.stream(timestamp_topic_name(0), 0))
-    raw = memory.stream_memory(client, produce.RAW_STREAM_KEY)
-    partition_bytes = memory.keys_memory(client, ep.keyspace.partition_keys(topic, 0))
-    return {
-        "broker_stream": asdict(broker),
-        "timestamp_stream": asdict(stamped),
-        "raw_stream": asdict(raw),
-        "ratio": report.ratio(broker.bytes_per_record, raw.bytes_per_record),
-        "timestamp_ratio": report.ratio(stamped.bytes_per_record, raw.bytes_per_record),
-        "broker_partition_bytes": partition_bytes,
-        "broker_partition_bytes_per_record": partition_bytes / broker.entries,
-    }
+def run_memory(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, Any]:
+    """Bytes per record of the broker's streams against plain-client entries with the same fields
+    (bench/memory.py), in this Redis; its own topics, so `--skip memory` leaves it out."""
+    return memory.run(client, ep.keyspace, ep.bootstrap, opts.messages)
 
 
 def _first(version: Any) -> str:
@@ -291,7 +280,9 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
     for name in opts.extras:
         _say(f"{name} ...")
         try:
-            if name == "first_message":
+            if name == "memory":
+                out[name] = _run_memory(ep, opts)
+            elif name == "first_message":
                 from . import first_message
 
                 out[name] = first_message.run(ep.bootstrap)
@@ -336,6 +327,14 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
     return out
 
 
+def _run_memory(ep: Endpoints, opts: Options) -> dict[str, Any]:
+    client = ep.redis_client()
+    try:
+        return run_memory(ep, client, opts)
+    finally:
+        client.close()
+
+
 def check_tools() -> None:
     missing = [tool for tool in ("kcat", "redis-benchmark") if shutil.which(tool) is None]
     if missing:
@@ -353,7 +352,6 @@ def run_all(opts: Options) -> dict[str, Any]:
             _say(f"redis-server {env['redis_server']} at {ep.redis_url}, broker at {ep.bootstrap}")
             _say("produce ...")
             produce_results = run_produce(ep, client, opts)
-            memory_results = run_memory(ep, client)
             _say("fetch ...")
             fetch_results = run_fetch(ep, opts)
             _say(f"latency at {opts.latency_rate} msg/s for {opts.latency_seconds} s ...")
@@ -388,7 +386,6 @@ def run_all(opts: Options) -> dict[str, Any]:
         "produce": produce_results,
         "fetch": fetch_results,
         "latency": {**asdict(lat), "producer_config": latency.PRODUCER_CONFIG, "cpu": latency_cpu},
-        "memory": memory_results,
         **extras,
         "broker_log_problems": problems,
     }
