@@ -7,6 +7,10 @@ every producer and consumer that uses it. Producers label group "".
 from __future__ import annotations
 
 import weakref
+from bisect import bisect_left
+from collections import Counter as Tally
+from collections.abc import Sequence
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
@@ -69,3 +73,19 @@ def metrics_for(registry: CollectorRegistry | None = None) -> Metrics:
     if found is None:
         found = _by_registry[registry] = Metrics(registry)
     return found
+
+
+def observe_all(histogram: Any, amounts: Sequence[float]) -> None:
+    """histogram.observe(a) for each amount, with one update per bucket instead of one per amount (a
+    consumer times every message). Relies on prometheus_client's Histogram internals; without them, it
+    observes one by one."""
+    bounds, buckets, total = (getattr(histogram, n, None) for n in ("_upper_bounds", "_buckets", "_sum"))
+    if bounds is None or buckets is None or total is None:
+        for amount in amounts:
+            histogram.observe(amount)
+        return
+    if not amounts:
+        return
+    total.inc(sum(amounts))
+    for i, n in Tally(bisect_left(bounds, a) for a in amounts).items():  # observe(): the first bound >= a
+        buckets[i].inc(n)
