@@ -303,6 +303,9 @@ class GroupMember:
             busy = True
             p = slot.partition
             messages = [decode(name, p, offsets, d) for d in reply.entries]
+            if any(m.target_group is not None and m.target_group != group for m in messages):
+                self._ack_later(p, [m.entry_id for m in messages if not self._mine(m)])  # not ours to handle
+                messages = [m for m in messages if self._mine(m)]
             if any(m.deliveries > limit for m in messages):
                 poison += [m for m in messages if m.deliveries > limit]
                 messages = [m for m in messages if m.deliveries <= limit]
@@ -316,7 +319,7 @@ class GroupMember:
 
     def drain(self, slot: _Slot) -> Work[None]:
         """Handles a partition's fetched entries in order; the successes are acked in the next round trip."""
-        p, group, buffer = slot.partition, self.group, slot.buffer
+        p, buffer = slot.partition, slot.buffer
         pm = self._pm(p)
         pm.in_flight.set(len(buffer))  # per batch: a gauge scraped now and then needs no more
         while buffer:
@@ -324,31 +327,24 @@ class GroupMember:
                 yield from self.maintain()
             if self.owned.get(p) is not slot:
                 break  # the lease was lost: the rest stays pending for the new owner
-            mine = [m for m in buffer if m.target_group is None or m.target_group == group]
-            if not mine:  # only other groups' retries are left
+            handled: Handled = yield Handle(list(buffer), self.next_maintenance, self.clock)
+            observe_all(pm.handle_seconds, handled.seconds)
+            successes = len(handled.seconds) - (handled.failure is not None)
+            if successes == len(buffer):  # the common case: the whole batch succeeded
                 self._ack_later(p, [m.entry_id for m in buffer])
                 buffer.clear()
-                break
-            handled: Handled = yield Handle(mine, self.next_maintenance, self.clock)
-            observe_all(pm.handle_seconds, handled.seconds)
-            settled: list[bytes] = []  # in order: this group's successes and other groups' retries
-            successes = len(handled.seconds) - (handled.failure is not None)
-            while successes:
-                msg = buffer.popleft()
-                settled.append(msg.entry_id)
-                if msg.target_group is None or msg.target_group == group:
-                    successes -= 1
+            else:
+                self._ack_later(p, [buffer.popleft().entry_id for _ in range(successes)])
             if handled.failure is not None:
-                failed = mine[len(handled.seconds) - 1]
-                while (msg := buffer.popleft()) is not failed:
-                    settled.append(msg.entry_id)
-            self._ack_later(p, settled)
-            if handled.failure is not None:
-                yield from self._settle_failure(failed, handled.failure, pm)
+                yield from self._settle_failure(buffer.popleft(), handled.failure, pm)
         pm.in_flight.set(len(buffer))
         if slot.releasing and not buffer and self.owned.get(p) is slot:
             yield from self._batch([self._release_call(p)])
             self._forget(p)
+
+    def _mine(self, msg: Message) -> bool:
+        """False for a retry or a replay meant for another group (acked unhandled)."""
+        return msg.target_group is None or msg.target_group == self.group
 
     def _ack_later(self, partition: int, entry_ids: list[bytes]) -> None:
         if entry_ids:

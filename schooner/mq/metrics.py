@@ -7,8 +7,7 @@ every producer and consumer that uses it. Producers label group "".
 from __future__ import annotations
 
 import weakref
-from bisect import bisect_left
-from collections import Counter as Tally
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,5 +86,12 @@ def observe_all(histogram: Any, amounts: Sequence[float]) -> None:
     if not amounts:
         return
     total.inc(sum(amounts))
-    for i, n in Tally(bisect_left(bounds, a) for a in amounts).items():  # observe(): the first bound >= a
-        buckets[i].inc(n)
+    ordered = sorted(amounts)
+    below = 0  # amounts in the buckets so far; observe() counts a in the first bucket whose bound >= a
+    for i, bound in enumerate(bounds):
+        upto = bisect_right(ordered, bound)
+        if upto > below:
+            buckets[i].inc(upto - below)
+            below = upto
+        if below == len(ordered):
+            return
