@@ -29,9 +29,8 @@ from schooner.storage.redis.calls import BlockingRedis, Redis, StorageError
 from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic, UnknownTopic
 
-from .engine import Batch, ConsumerConfig, Effect, GroupMember, Handle, Wait, Work
-from .handlers import AsyncHandler, Fail, Handler, Outcome, outcome_of
-from .message import Message
+from .engine import Batch, ConsumerConfig, Effect, GroupMember, Handle, Handled, Wait, Work
+from .handlers import AsyncHandler, Fail, Handler, Outcome, Success, outcome_of
 from .metrics import metrics_for
 
 log = logging.getLogger(__name__)
@@ -54,6 +53,12 @@ def new_member_id() -> str:
 def _check_group(group: str) -> None:
     if not _NAME.match(group):
         raise ValueError(f"group names use [a-zA-Z0-9._-]: {group!r}")
+
+
+def _failure(result: Any) -> Outcome | None:
+    """A handler's result that is not a plain success: its Outcome (None for a Success subclass)."""
+    outcome = outcome_of(result)  # a TypeError for a result that is no Outcome: the handler's failure
+    return None if isinstance(outcome, Success) else outcome
 
 
 class _Answers(Generic[T]):
@@ -175,16 +180,32 @@ class Consumer(_Base[BlockingRedis, Handler, threading.Event]):
                 except StorageError as exc:
                     answers.error = exc  # thrown into the engine, which decides what it means
             elif isinstance(effect, Handle):
-                answers.reply = self._handle(effect.message)
+                answers.reply = self._handle(effect)
             else:
                 self._stopping.wait(effect.seconds)
         return answers.result
 
-    def _handle(self, message: Message) -> Outcome:
-        try:
-            return outcome_of(self.handler(message))
-        except Exception as exc:  # the handler's failure is an outcome, not the consumer's
-            return Fail.of(exc)
+    def _handle(self, effect: Handle) -> Handled:
+        """The handler on each message in turn (the loop every message passes through: kept lean)."""
+        handler, clock, until = self.handler, effect.clock, effect.until
+        seconds: list[float] = []
+        now = clock()
+        for message in effect.messages:
+            if now >= until:
+                break
+            failure: Outcome | None = None
+            try:
+                result = handler(message)
+                if result is not None and result.__class__ is not Success:
+                    failure = _failure(result)
+            except Exception as exc:  # the handler's failure is an outcome, not the consumer's
+                failure = Fail.of(exc)
+            then = clock()
+            seconds.append(then - now)
+            now = then
+            if failure is not None:
+                return Handled(seconds, failure)
+        return Handled(seconds)
 
     def start(self) -> Consumer:
         self._thread = threading.Thread(target=self._run_quietly, name=f"mq-{self.group}", daemon=True)
@@ -240,19 +261,33 @@ class AsyncConsumer(_Base[Redis, AsyncHandler, asyncio.Event]):
                 except StorageError as exc:
                     answers.error = exc  # thrown into the engine, which decides what it means
             elif isinstance(effect, Handle):
-                answers.reply = await self._handle(effect.message)
+                answers.reply = await self._handle(effect)
             else:
                 await self._wait(effect.seconds)
         return answers.result
 
-    async def _handle(self, message: Message) -> Outcome:
-        try:
-            result = self.handler(message)
-            if inspect.isawaitable(result):
-                result = await result
-            return outcome_of(result)
-        except Exception as exc:
-            return Fail.of(exc)
+    async def _handle(self, effect: Handle) -> Handled:
+        handler, clock, until = self.handler, effect.clock, effect.until
+        seconds: list[float] = []
+        now = clock()
+        for message in effect.messages:
+            if now >= until:
+                break
+            failure: Outcome | None = None
+            try:
+                result = handler(message)
+                if inspect.isawaitable(result):
+                    result = await result
+                if result is not None and result.__class__ is not Success:
+                    failure = _failure(result)
+            except Exception as exc:
+                failure = Fail.of(exc)
+            then = clock()
+            seconds.append(then - now)
+            now = then
+            if failure is not None:
+                return Handled(seconds, failure)
+        return Handled(seconds)
 
     async def _wait(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

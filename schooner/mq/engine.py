@@ -1,11 +1,17 @@
 """One member of an MQ group, as a state machine that does no I/O (in the manner of h11).
 
 Its methods are generators that yield effects: Batch (storage calls to run in one pipeline, answered
-with their results), Handle (call the handler, answered with its Outcome) and Wait. consumer.py drives
-them from blocking code and from asyncio alike, and tests can stop a member between any two round trips.
+with their results), Handle (call the handler on messages in turn, answered with what became of them)
+and Wait. consumer.py drives them from blocking code and from asyncio alike, and tests can stop a member
+between any two round trips.
 
 Per partition it keeps order: entries left pending by a previous owner are claimed and handled first,
 then new ones, one at a time. A partition is released only once its fetched entries are settled.
+
+Acks wait for the member's next round trip and go first in it (an XACK per partition with every entry
+whose handler succeeded since): a fetched batch costs one round trip, its acks riding on the next
+fetch. An entry is acked only after its handler succeeded; a crash before that round trip leaves it
+pending, and it is delivered again (at least once).
 """
 
 from __future__ import annotations
@@ -22,14 +28,13 @@ from schooner.storage.log.entry import Record
 from schooner.storage.mq import admin as queue_admin
 from schooner.storage.mq import dead_letters, leases, queue, retries
 from schooner.storage.mq.dead_letters import DeadLetter
-from schooner.storage.mq.queue import Delivery
 from schooner.storage.redis.calls import Call, Steps, command, parallel, text
 from schooner.storage.topics.metadata import Topic, UnknownTopic
 
 from . import membership
-from .handlers import Ack, Fail, Outcome, RetryPolicy, ScheduleRetry, ToDeadLetters, resolve
+from .handlers import Fail, Outcome, RetryPolicy, ScheduleRetry, ToDeadLetters, resolve
 from .message import Message, decode, retry_headers
-from .metrics import Metrics, PartitionMetrics
+from .metrics import Metrics, PartitionMetrics, observe_all
 
 T = TypeVar("T")
 
@@ -74,7 +79,21 @@ class Batch:
 
 @dataclass(frozen=True, slots=True)
 class Handle:
-    message: Message
+    """Call the handler on each message in order. Stop after the first outcome that is not a Success,
+    and before any message once clock() >= until (the member's maintenance is due)."""
+
+    messages: list[Message]
+    until: float
+    clock: Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Handled:
+    """The answer to Handle: messages[:len(seconds)] were handled, seconds[i] in the handler each; all
+    succeeded but the last when failure is set (its outcome)."""
+
+    seconds: list[float]
+    failure: Outcome | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +108,7 @@ Work = Generator[Effect, Any, T]
 @dataclass
 class _Slot:
     partition: int
-    buffer: deque[Delivery] = field(default_factory=deque)
+    buffer: deque[Message] = field(default_factory=deque)  # fetched, not yet settled
     claim_cursor: bytes | None = b"0-0"  # None once the previous owners' pending entries are claimed
     releasing: bool = False
 
@@ -116,6 +135,7 @@ class GroupMember:
         self.live: list[str] = []
         self.next_maintenance = 0.0
         self.next_retry_move = 0.0
+        self.acks: dict[int, list[bytes]] = {}  # partition -> entries to ack in the next round trip
 
     @property
     def partitions(self) -> list[int]:
@@ -146,7 +166,7 @@ class GroupMember:
         calls.append(leases.leave(self.ks, self.topic.name, self.group, self.member_id))
         for p in owned:
             self._forget(p)
-        yield Batch(calls)
+        yield from self._batch(calls)
 
     def recover(self) -> None:
         """After a Redis error: drop what was fetched (it stays pending) and claim it again."""
@@ -166,7 +186,7 @@ class GroupMember:
             command("HGET", self.ks.topic(self.topic.name), "partitions"),
             *(leases.renew(self.ks, self.topic.name, p, self.group, self.member_id, ttl) for p in renewed),
         ]
-        replies = yield Batch(calls)
+        replies = yield from self._batch(calls)
         self.live = replies[0]
         yield from self._grow(int(replies[1] or 0))
         for p, kept in zip(renewed, replies[2:], strict=True):
@@ -179,7 +199,7 @@ class GroupMember:
             self.owned[p].releasing = True
         ready = [p for p, slot in self.owned.items() if slot.releasing and not slot.buffer]
         if ready:
-            yield Batch([self._release_call(p) for p in ready])
+            yield from self._batch([self._release_call(p) for p in ready])
             for p in ready:
                 self._forget(p)
         yield from self._acquire(limit, prefer)
@@ -197,7 +217,7 @@ class GroupMember:
                 return
             trying, candidates = candidates[:need], candidates[need:]
             ttl = self.config.lease_ms
-            won = yield Batch(
+            won = yield from self._batch(
                 [leases.acquire(self.ks, self.topic.name, p, self.group, self.member_id, ttl) for p in trying]
             )
             for p, ok in zip(trying, won, strict=True):
@@ -217,7 +237,7 @@ class GroupMember:
     def _create_groups(self, partitions: range | list[int]) -> Work[None]:
         start, committed = STARTS[self.config.start], self.config.committed
         calls = [queue.create_group(self.ks, self.topic, p, self.group, start, committed) for p in partitions]
-        made = yield Batch(list(calls))
+        made = yield from self._batch(list(calls))
         if any(r == queue.NOT_THIS_TOPIC for r in made):
             raise UnknownTopic(self.topic.name)
 
@@ -225,7 +245,9 @@ class GroupMember:
         owned = list(self.owned)
         if not owned:
             return
-        lags = yield Batch([queue_admin.lag(self.ks, self.topic.name, p, self.group, 10_000) for p in owned])
+        lags = yield from self._batch(
+            [queue_admin.lag(self.ks, self.topic.name, p, self.group, 10_000) for p in owned]
+        )
         now = self.wall_ms()
         for p, lag in zip(owned, lags, strict=True):
             if lag is not None:
@@ -260,9 +282,10 @@ class GroupMember:
             else queue.read(self.ks, topic, s.partition, group, me, size, committed)
             for s in slots
         ]
-        replies = yield Batch(calls)
+        replies = yield from self._batch(calls)
         busy, missing = False, []
-        poison: list[tuple[_Slot, Delivery]] = []
+        poison: list[Message] = []
+        name, offsets, limit = topic.name, topic.offsets, self.config.max_deliveries
         for slot, reply in zip(slots, replies, strict=True):
             if reply.status == queue.LEASE_LOST:
                 self._forget(slot.partition)
@@ -275,14 +298,19 @@ class GroupMember:
                 busy = busy or slot.claim_cursor is not None
             else:
                 busy = busy or reply.skipped > 0  # only markers or aborted records: read on at once
-            for d in reply.entries:
-                if d.deliveries > self.config.max_deliveries:
-                    poison.append((slot, d))
-                else:
-                    slot.buffer.append(d)
-            if reply.entries:
-                busy = True
-                self._pm(slot.partition).consumed.inc(len(reply.entries))
+            if not reply.entries:
+                continue
+            busy = True
+            p = slot.partition
+            messages = [decode(name, p, offsets, d) for d in reply.entries]
+            if any(m.target_group is not None and m.target_group != group for m in messages):
+                self._ack_later(p, [m.entry_id for m in messages if not self._mine(m)])  # not ours to handle
+                messages = [m for m in messages if self._mine(m)]
+            if any(m.deliveries > limit for m in messages):
+                poison += [m for m in messages if m.deliveries > limit]
+                messages = [m for m in messages if m.deliveries <= limit]
+            slot.buffer.extend(messages)
+            self._pm(p).consumed.inc(len(reply.entries))
         if missing:
             yield from self._create_groups(missing)
         if poison:
@@ -290,72 +318,95 @@ class GroupMember:
         return busy
 
     def drain(self, slot: _Slot) -> Work[None]:
-        """Handles a partition's fetched entries in order, then acks the successes in one call."""
-        acks: list[bytes] = []
-        pm = self._pm(slot.partition)
-        pm.in_flight.set(len(slot.buffer))  # per batch: a gauge scraped now and then needs no more
-        while slot.buffer:
+        """Handles a partition's fetched entries in order; the successes are acked in the next round trip."""
+        p, buffer = slot.partition, slot.buffer
+        pm = self._pm(p)
+        pm.in_flight.set(len(buffer))  # per batch: a gauge scraped now and then needs no more
+        while buffer:
             if self.clock() >= self.next_maintenance:
-                yield from self._ack(slot.partition, acks)
                 yield from self.maintain()
-            if self.owned.get(slot.partition) is not slot:
+            if self.owned.get(p) is not slot:
                 break  # the lease was lost: the rest stays pending for the new owner
-            delivery = slot.buffer.popleft()
-            msg = decode(self.topic.name, slot.partition, self.topic.offsets, delivery)
-            if msg.target_group is not None and msg.target_group != self.group:
-                acks.append(delivery.entry_id)  # another group's retry
-                continue
-            started = self.clock()
-            outcome: Outcome = yield Handle(msg)
-            pm.handle_seconds.observe(self.clock() - started)
-            action = resolve(outcome, msg.attempt, self.config.retry, self.rng)
-            if isinstance(action, Ack):
-                acks.append(delivery.entry_id)
-                continue
-            if isinstance(action, ScheduleRetry):
-                if action.error is not None:
-                    pm.failed.inc()
-                yield from self._schedule_retry(msg, action)
+            handled: Handled = yield Handle(list(buffer), self.next_maintenance, self.clock)
+            observe_all(pm.handle_seconds, handled.seconds)
+            successes = len(handled.seconds) - (handled.failure is not None)
+            if successes == len(buffer):  # the common case: the whole batch succeeded
+                self._ack_later(p, [m.entry_id for m in buffer])
+                buffer.clear()
             else:
-                if isinstance(outcome, Fail):
-                    pm.failed.inc()
-                yield from self._dead_letter([(msg, delivery, action)])
-        yield from self._ack(slot.partition, acks)
-        pm.in_flight.set(len(slot.buffer))
-        if slot.releasing and not slot.buffer and self.owned.get(slot.partition) is slot:
-            yield Batch([self._release_call(slot.partition)])
-            self._forget(slot.partition)
+                self._ack_later(p, [buffer.popleft().entry_id for _ in range(successes)])
+            if handled.failure is not None:
+                yield from self._settle_failure(buffer.popleft(), handled.failure, pm)
+        pm.in_flight.set(len(buffer))
+        if slot.releasing and not buffer and self.owned.get(p) is slot:
+            yield from self._batch([self._release_call(p)])
+            self._forget(p)
 
-    def _ack(self, partition: int, acks: list[bytes]) -> Work[None]:
-        if not acks:
-            return
-        (count,) = yield Batch([queue.ack(self.ks, self.topic.name, partition, self.group, list(acks))])
-        self._pm(partition).acked.inc(count)
-        acks.clear()
+    def _mine(self, msg: Message) -> bool:
+        """False for a retry or a replay meant for another group (acked unhandled)."""
+        return msg.target_group is None or msg.target_group == self.group
+
+    def _ack_later(self, partition: int, entry_ids: list[bytes]) -> None:
+        if entry_ids:
+            self.acks.setdefault(partition, []).extend(entry_ids)
+
+    def _settle_failure(self, msg: Message, outcome: Outcome, pm: PartitionMetrics) -> Work[None]:
+        """A handler's outcome other than Success: a retry or a dead letter (each acks the entry)."""
+        action = resolve(outcome, msg.attempt, self.config.retry, self.rng)
+        if isinstance(action, ScheduleRetry):
+            if action.error is not None:
+                pm.failed.inc()
+            yield from self._schedule_retry(msg, action)
+        elif isinstance(action, ToDeadLetters):
+            if isinstance(outcome, Fail):
+                pm.failed.inc()
+            yield from self._dead_letter([(msg, action)])
+        else:  # Ack: resolve() gives it only for a Success
+            self._ack_later(msg.partition, [msg.entry_id])
+
+    def _batch(self, calls: list[Call[Any]]) -> Work[list[Any]]:
+        """One round trip of `calls`, with the acks that are waiting sent first in it."""
+        waiting = {p: ids for p, ids in self.acks.items() if ids}
+        self.acks = {}
+        if not waiting:
+            replies: list[Any] = yield Batch(calls)
+            return replies
+        name, group = self.topic.name, self.group
+        acks = [queue.ack(self.ks, name, p, group, ids) for p, ids in waiting.items()]
+        try:
+            replies = yield Batch(acks + calls)
+        except BaseException:
+            # Perhaps not applied: sent again with the next round trip (an XACK twice acks nothing more).
+            for p, ids in waiting.items():
+                self.acks[p] = ids + self.acks.get(p, [])
+            raise
+        for p, count in zip(waiting, replies, strict=False):
+            self._pm(p).acked.inc(count)
+        return replies[len(acks) :]
 
     # -- retries and dead letters -------------------------------------------------------------------
     def _schedule_retry(self, msg: Message, action: ScheduleRetry) -> Work[None]:
         first = msg.first_failure_ms or self.wall_ms()
         headers = retry_headers(msg, self.group, msg.attempt + 1, first, action.error)
         record = Record(msg.timestamp, msg.key, msg.value, headers)
-        (due,) = yield Batch(
+        (due,) = yield from self._batch(
             [retries.schedule(self.ks, self.topic.name, msg.partition, self.group, msg.entry_id,
                               action.delay_ms, record)]
         )  # fmt: skip
         if due:
             self._pm(msg.partition).retried.inc()
 
-    def _dead_letter(self, items: list[tuple[Message, Delivery, ToDeadLetters]]) -> Work[None]:
+    def _dead_letter(self, items: list[tuple[Message, ToDeadLetters]]) -> Work[None]:
         now = self.wall_ms()
         calls = []
-        for msg, delivery, action in items:
+        for msg, action in items:
             letter = DeadLetter(
                 origin_topic=self.topic.name,
                 origin_partition=msg.partition,
                 origin_offset=msg.origin_offset,
                 group=self.group,
                 attempts=msg.attempt,
-                deliveries=delivery.deliveries,
+                deliveries=msg.deliveries,
                 first_failure_ms=msg.first_failure_ms or now,
                 last_failure_ms=now,
                 error_type=action.error_type,
@@ -364,21 +415,20 @@ class GroupMember:
                 key=msg.key,
                 value=msg.value,
                 headers=msg.headers,
-                origin_id=text(delivery.entry_id),
+                origin_id=text(msg.entry_id),
             )
-            calls.append(dead_letters.add(self.ks, self.group, delivery.entry_id, letter))
-        added = yield Batch(calls)
-        for (msg, _, _), letter_id in zip(items, added, strict=True):
+            calls.append(dead_letters.add(self.ks, self.group, msg.entry_id, letter))
+        added = yield from self._batch(calls)
+        for (msg, _), letter_id in zip(items, added, strict=True):
             if letter_id is not None:
                 self._pm(msg.partition).dead_lettered.inc()
 
-    def _dead_letter_poison(self, poison: list[tuple[_Slot, Delivery]]) -> Work[None]:
+    def _dead_letter_poison(self, poison: list[Message]) -> Work[None]:
         """Entries delivered more than max_deliveries times without a result (each delivery crashed)."""
         items = []
-        for slot, d in poison:
-            msg = decode(self.topic.name, slot.partition, self.topic.offsets, d)
-            reason = f"delivered {d.deliveries} times without a handler result"
-            items.append((msg, d, ToDeadLetters("DeliveryLimitExceeded", reason)))
+        for msg in poison:
+            reason = f"delivered {msg.deliveries} times without a handler result"
+            items.append((msg, ToDeadLetters("DeliveryLimitExceeded", reason)))
         yield from self._dead_letter(items)
 
     def move_retries(self) -> Work[None]:
@@ -396,7 +446,7 @@ class GroupMember:
             except StopIteration as done:
                 result: T = done.value
                 return result
-            replies = yield Batch(calls)
+            replies = yield from self._batch(calls)
 
     def _pm(self, partition: int) -> PartitionMetrics:
         return self.metrics.partition(self.topic.name, partition, self.group)

@@ -137,7 +137,7 @@ def _parse_read(reply: Any) -> ReadReply:
     if isinstance(reply, int):
         return ReadReply(reply, [])
     entries, skipped = reply
-    return ReadReply(0, [Delivery(e[0], list(e[1] or []), 1) for e in entries], int(skipped))
+    return ReadReply(0, [Delivery(e[0], e[1] or [], 1) for e in entries], int(skipped))  # hiredis: lists
 
 
 def _parse_claim(reply: Any) -> ClaimReply:
