@@ -155,14 +155,18 @@ def _produce_client(bootstrap: str, topic: str, first: int, count: int, go: Even
 
 
 def _cores(before: tuple[Any, ...], after: tuple[Any, ...], seconds: float, clients: float) -> dict[str, Any]:
+    """Cores busy over the interval: each broker process, all of them, redis-server, the clients, the
+    whole machine, and the rest of it ("other": processes outside the bench, which disturb it)."""
     brokers = [round((b - a) / seconds, 2) for a, b in zip(before[0], after[0], strict=True)]
-    return {
+    out = {
         "brokers": brokers,
         "broker": round(sum(brokers), 2),
         "redis": round((after[1] - before[1]) / seconds, 2),
         "client": round(clients / seconds, 2),
         "machine": round((after[3] - before[3]) / seconds, 2),
     }
+    out["other"] = round(max(0.0, out["machine"] - out["broker"] - out["redis"] - out["client"]), 2)
+    return out
 
 
 def _produce(d: Deployment, topic: str, messages: int) -> tuple[float, dict[str, Any]]:
@@ -248,6 +252,9 @@ def run(messages: int = MESSAGES, runs: int = RUNS) -> dict[str, Any]:
         for n in SETUPS:
             out[f"{kind}_{n}p_msgs_per_s"] = round(statistics.median(rates[kind][n]))
             out[f"{kind}_{n}p_cores"] = _mean_cores(cores[kind][n])
+            # The broker processes' CPU per record (all of them): steadier than the rate on a busy machine.
+            per_record = [c["broker"] / r * 1e6 for c, r in zip(cores[kind][n], rates[kind][n], strict=True)]
+            out[f"{kind}_{n}p_broker_us_per_record"] = round(statistics.median(per_record), 2)
         paired = [two / one for two, one in zip(rates[kind][2], rates[kind][1], strict=True)]
         out[f"{kind}_ratio"] = round(statistics.median(paired), 3)
     out["rates"] = {kind: {f"{n}p": r for n, r in by.items()} for kind, by in rates.items()}
@@ -255,7 +262,7 @@ def run(messages: int = MESSAGES, runs: int = RUNS) -> dict[str, Any]:
 
 
 def _mean_cores(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    names = ("broker", "redis", "client", "machine")
+    names = ("broker", "redis", "client", "machine", "other")
     mean = {k: round(statistics.mean(s[k] for s in samples), 2) for k in names}
     columns = zip(*(s["brokers"] for s in samples), strict=True)
     return {**mean, "brokers": [round(statistics.mean(c), 2) for c in columns]}
@@ -264,8 +271,7 @@ def _mean_cores(samples: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> int:
     results = run()
     for name, value in results.items():
-        if name != "rates":
-            print(f"{name:24} {value}")
+        print(f"{name:30} {value}")
     return 0
 
 

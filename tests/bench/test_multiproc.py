@@ -20,7 +20,7 @@ def test_two_broker_processes_and_one_are_measured_side_by_side() -> None:
         assert out[f"{kind}_ratio"] == round(report.median(paired), 3)
         # Each broker process's CPU is reported on its own.
         assert len(out[f"{kind}_2p_cores"]["brokers"]) == 2 and len(out[f"{kind}_1p_cores"]["brokers"]) == 1
-        assert set(out[f"{kind}_2p_cores"]) == {"broker", "brokers", "redis", "client", "machine"}
+        assert set(out[f"{kind}_2p_cores"]) == {"broker", "brokers", "redis", "client", "machine", "other"}
     rows = report.multiproc_rows(out)
     assert len(rows) == 2 and rows[0][3] == f"{out['produce_ratio']:.3f}"
     assert rows[1][4].startswith(f">= {report.MULTIPROC_TARGET} ")
