@@ -5,8 +5,9 @@ One redis-server, two deployments on it, each with a keyspace of its own: one br
 over both, so every client sends to and reads from both). They take turns at going first within each
 run. A run produces N 100-byte records to a new 8-partition topic from several client processes at
 once (confluent-kafka, acks=1, 500 records in a row per partition so batches fill), each connected
-before the clock starts; then reads them back with one kcat per partition, all at once. The ratios are
-2 processes / 1 within a run, and the figures medians of the runs.
+before the clock starts; then reads them back with one kcat per partition, all at once (timed from the
+first record printed to the last kcat's exit). The ratios are 2 processes / 1 within a run (paired), and
+the figures medians of the runs.
 
 The CPU of each broker process, of redis-server, of the clients and of the whole machine over each
 interval says what bounds the figure: on 2 cores, redis-server and the clients share the cores with
@@ -154,7 +155,9 @@ def _produce_client(bootstrap: str, topic: str, first: int, count: int, go: Even
     produce.close_producer(producer, failed=bool(left))
 
 
-def _cores(before: tuple[Any, ...], after: tuple[Any, ...], seconds: float, clients: float) -> dict[str, Any]:
+def _cores(
+    before: tuple[Any, ...], after: tuple[Any, ...], seconds: float, clients: float, records: int
+) -> dict[str, Any]:
     """Cores busy over the interval: each broker process, all of them, redis-server, the clients, the
     whole machine, and the rest of it ("other": processes outside the bench, which disturb it)."""
     brokers = [round((b - a) / seconds, 2) for a, b in zip(before[0], after[0], strict=True)]
@@ -166,6 +169,8 @@ def _cores(before: tuple[Any, ...], after: tuple[Any, ...], seconds: float, clie
         "machine": round((after[3] - before[3]) / seconds, 2),
     }
     out["other"] = round(max(0.0, out["machine"] - out["broker"] - out["redis"] - out["client"]), 2)
+    # The broker processes' CPU per record (all of them): steadier than the rate on a busy machine.
+    out["broker_us_per_record"] = round((sum(after[0]) - sum(before[0])) / records * 1e6, 3)
     return out
 
 
@@ -176,26 +181,32 @@ def _produce(d: Deployment, topic: str, messages: int) -> tuple[float, dict[str,
     go, out = spawn.Event(), spawn.Queue()
     share = -(-messages // CLIENTS)
     slices = [(c * share, min(share, messages - c * share)) for c in range(CLIENTS)]
+    # Daemons: an interrupted bench does not wait for them at exit.
     clients = [
-        spawn.Process(target=_produce_client, args=(d.bootstrap, topic, first, count, go, out))
+        spawn.Process(target=_produce_client, args=(d.bootstrap, topic, first, count, go, out), daemon=True)
         for first, count in slices
     ]
-    for client in clients:
-        client.start()
-    time.sleep(2.0)  # every client connected (list_topics returns within this on an idle machine)
-    before = d.cpu()
-    started = time.monotonic()
-    go.set()
-    reports = [out.get(timeout=180) for _ in clients]
-    ended = max(r[0] for r in reports)
-    after = d.cpu()
-    for client in clients:
-        client.join(30)
+    try:
+        for client in clients:
+            client.start()
+        time.sleep(2.0)  # every client connected (list_topics returns within this on an idle machine)
+        before = d.cpu()
+        started = time.monotonic()
+        go.set()
+        reports = [out.get(timeout=180) for _ in clients]
+        ended = max(r[0] for r in reports)
+        after = d.cpu()
+    finally:
+        done = go.is_set()  # else they wait for it forever: stopped at once
+        for client in clients:
+            client.join(30 if done else 0)
+            if client.is_alive():
+                client.kill()
     seconds = ended - started
     stored = _stored(d, topic)
     if any(r[2] for r in reports) or sum(stored) != messages:
         raise RuntimeError(f"{topic}: {sum(r[2] for r in reports)} unacknowledged, {sum(stored)} stored")
-    return messages / seconds, _cores(before, after, seconds, sum(r[1] for r in reports))
+    return messages / seconds, _cores(before, after, seconds, sum(r[1] for r in reports), messages)
 
 
 def _stored(d: Deployment, topic: str) -> list[int]:
@@ -214,22 +225,26 @@ def _leaders(d: Deployment, topic: str) -> int:
 
 
 def _fetch(d: Deployment, topic: str, messages: int) -> tuple[float, dict[str, Any]]:
-    """One kcat per partition, all at once, from the beginning to the end."""
+    """One kcat per partition, all at once, from the beginning to the end. The rate counts from the
+    first record any of them printed to the last exit: kcat's start-up (metadata, connections, offset
+    lookup) is a fixed cost of each run, not the brokers' speed, and would weigh on runs this short."""
     per_partition = _stored(d, topic)
+
+    def read(p: int) -> tuple[float, fetch.KcatRun]:
+        started = time.monotonic()
+        return started, fetch.kcat_consume(d.bootstrap, topic, per_partition[p], partition=p)
+
     before = d.cpu()
-    started = time.monotonic()
-
-    def read(p: int) -> fetch.KcatRun:
-        return fetch.kcat_consume(d.bootstrap, topic, per_partition[p], partition=p)
-
     with ThreadPoolExecutor(PARTITIONS) as pool:
         runs = list(pool.map(read, range(PARTITIONS)))
-    seconds = time.monotonic() - started
     after = d.cpu()
-    total = sum(r.messages for r in runs)
+    first = min(t + r.first_record_seconds for t, r in runs)
+    seconds = max(t + r.seconds for t, r in runs) - first
+    total = sum(r.messages for _, r in runs)
     if total != messages:
         raise RuntimeError(f"{topic}: kcat read {total} of {messages}")
-    return messages / seconds, _cores(before, after, seconds, after[2] - before[2])
+    whole = max(t + r.seconds for t, r in runs) - min(t for t, _ in runs)
+    return messages / seconds, _cores(before, after, whole, after[2] - before[2], messages)
 
 
 def run(messages: int = MESSAGES, runs: int = RUNS) -> dict[str, Any]:
@@ -252,8 +267,7 @@ def run(messages: int = MESSAGES, runs: int = RUNS) -> dict[str, Any]:
         for n in SETUPS:
             out[f"{kind}_{n}p_msgs_per_s"] = round(statistics.median(rates[kind][n]))
             out[f"{kind}_{n}p_cores"] = _mean_cores(cores[kind][n])
-            # The broker processes' CPU per record (all of them): steadier than the rate on a busy machine.
-            per_record = [c["broker"] / r * 1e6 for c, r in zip(cores[kind][n], rates[kind][n], strict=True)]
+            per_record = [c["broker_us_per_record"] for c in cores[kind][n]]
             out[f"{kind}_{n}p_broker_us_per_record"] = round(statistics.median(per_record), 2)
         paired = [two / one for two, one in zip(rates[kind][2], rates[kind][1], strict=True)]
         out[f"{kind}_ratio"] = round(statistics.median(paired), 3)
