@@ -10,9 +10,11 @@ from typing import Any
 PRODUCE_TARGET = 0.25
 FETCH_TARGET = 0.25
 FETCH_AIM = 0.5
-# 2 broker processes / 1 (bench/multiproc.py): on 2 cores shared with redis-server and the clients, a
-# second process can only use what the first left idle, so "not slower" is the bar (docs/benchmarks.md).
+# 2 broker processes / 1 (bench/multiproc.py): a second process can only help when the first one is the
+# bound (about a core busy); on 2 cores shared with redis-server and the clients it rarely is, and the
+# verdict says so rather than "BELOW" (docs/benchmarks.md, "Multi-core").
 MULTIPROC_TARGET = 1.0
+MULTIPROC_BOUND_CORES = 0.8
 
 
 def median(values: list[float]) -> float:
@@ -436,6 +438,8 @@ def multiproc_rows(mp: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         two, one = mp[f"{kind}_2p_cores"], mp[f"{kind}_1p_cores"]
         per_process = "+".join(f"{c:.2f}" for c in two["brokers"])
         verdict = _verdict(mp[f"{kind}_ratio"], MULTIPROC_TARGET)
+        if verdict != "ok" and one["broker"] < MULTIPROC_BOUND_CORES:
+            verdict = f"n/a: 1 process used {one['broker']:.2f} cores, not the bound"
         rows.append(
             (
                 f"{kind} msgs/s, 2 broker processes, {mp['partitions']} partitions",

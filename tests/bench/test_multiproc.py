@@ -24,3 +24,10 @@ def test_two_broker_processes_and_one_are_measured_side_by_side() -> None:
     rows = report.multiproc_rows(out)
     assert len(rows) == 2 and rows[0][3] == f"{out['produce_ratio']:.3f}"
     assert rows[1][4].startswith(f">= {report.MULTIPROC_TARGET} ")
+    # The verdict: ok at or above 1; below it, BELOW only when the one process was the bound.
+    bound = {**out, "produce_ratio": 0.9, "produce_1p_cores": {**out["produce_1p_cores"], "broker": 0.95}}
+    idle = {**out, "produce_ratio": 0.9, "produce_1p_cores": {**out["produce_1p_cores"], "broker": 0.3}}
+    faster = {**out, "produce_ratio": 1.2}
+    assert " BELOW;" in report.multiproc_rows(bound)[0][4]
+    assert "n/a: 1 process used 0.30 cores, not the bound" in report.multiproc_rows(idle)[0][4]
+    assert " ok;" in report.multiproc_rows(faster)[0][4]
