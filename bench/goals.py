@@ -15,12 +15,15 @@ from typing import Any
 class Goal:
     name: str
     figure: Callable[[dict[str, Any]], float]  # raises KeyError/TypeError when the run lacks the figure
-    target: float
+    target: float | None  # None: the issue asks for the figure, with no bound
     higher_is_better: bool = True
     note: str = ""
 
-    def met(self, value: float) -> bool:
-        return value >= self.target if self.higher_is_better else value <= self.target
+    def verdict(self, value: float) -> str:
+        if self.target is None:
+            return "reported"
+        met = value >= self.target if self.higher_is_better else value <= self.target
+        return "ok" if met else "MISSED"
 
 
 GOALS: tuple[Goal, ...] = (
@@ -51,7 +54,18 @@ GOALS: tuple[Goal, ...] = (
         1.05,
         higher_is_better=False,
     ),
-    Goal("2 broker processes / 1", lambda r: r["multiproc"]["ratio"], 1.0, note="aggregate produce"),
+    Goal(
+        "2 broker processes / 1, produce",
+        lambda r: r["multiproc"]["produce_ratio"],
+        None,
+        note="3 producers, 8 partitions; on 2 cores Redis and the clients hold the other core",
+    ),
+    Goal(
+        "2 broker processes / 1, fetch",
+        lambda r: r["multiproc"]["fetch_ratio"],
+        None,
+        note="kcat per partition",
+    ),
 )
 
 
@@ -64,8 +78,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             out.append((goal.name, "not measured", "", "", goal.note))
             continue
         sign = ">=" if goal.higher_is_better else "<="
-        verdict = "ok" if goal.met(value) else "MISSED"
-        out.append((goal.name, f"{value:.3f}", f"{sign} {goal.target:g}", verdict, goal.note))
+        bound = "" if goal.target is None else f"{sign} {goal.target:g}"
+        out.append((goal.name, f"{value:.3f}", bound, goal.verdict(value), goal.note))
     return out
 
 

@@ -40,7 +40,7 @@ class Options:
     # Figures besides throughput and latency; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
         "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share",
-        "cluster", "security", "metrics",
+        "cluster", "security", "metrics", "multiproc",
     )  # fmt: skip
 
 
@@ -322,6 +322,12 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import metrics
 
                 out[name] = metrics.run(min(opts.messages, metrics.MESSAGES), min(opts.runs, metrics.RUNS))
+            elif name == "multiproc":  # its own redis-server, one broker process and two
+                from . import multiproc
+
+                out[name] = multiproc.run(
+                    min(opts.messages, multiproc.MESSAGES), min(opts.runs, multiproc.RUNS)
+                )
         except Exception as exc:  # one figure failing must not lose the others
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return out

@@ -11,6 +11,7 @@ Config file (TOML), all keys optional:
     log_format = "text"            # or "json"
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
     metrics_port = 9404, metrics_host = "0.0.0.0" (Prometheus metrics; off unless metrics_port is set)
+    processes = 2                  # broker processes on consecutive ports (one per core)
     (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
     "retention.ms" = "604800000"
@@ -138,6 +139,9 @@ class Settings:
     # metrics_port is unset or 0; metrics_host defaults to the host of the first listener.
     metrics_port: int | None = None
     metrics_host: str | None = None
+    # Broker processes on this host (docs/operations.md, "Several processes on one host"): each its own
+    # broker on the next port, over the same Redis; ops/processes.py starts and stops them together.
+    processes: int = 1
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:

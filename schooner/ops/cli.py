@@ -15,7 +15,7 @@ from ..storage.redis.calls import StorageError
 from ..storage.redis.client import redacted
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
 from . import check as check_deployment
-from . import logs
+from . import logs, processes
 from .consume_cli import consume
 from .groups_cli import groups
 from .kafka import KafkaFailure
@@ -69,6 +69,11 @@ def main() -> None:
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics at /metrics on this port [off].")
 @click.option("--metrics-host", help="Address of the metrics endpoint [the first listener's host].")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    help="Broker processes on consecutive ports, each its own broker over the same Redis [1].",
+)
 # -- logs and checks (docs/operations.md, "Logs" and "Checking a deployment") --
 @click.option(
     "--log-format", type=click.Choice(logs.FORMATS), help="text, or json: one object per line [text]."
@@ -88,6 +93,8 @@ def broker(
         settings = config.load(config_file, overrides=overrides)
         logs.configure(log_level, settings.log_format)
         listeners = settings.listeners_in_force()
+        if settings.processes < 1:
+            raise ValueError(f"processes must be at least 1, not {settings.processes}")
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     embedded: EmbeddedRedis | None = None
@@ -104,12 +111,24 @@ def broker(
             f"embedded redis-server at {redacted(redis_url)}, data and password in {embedded.data_dir}"
         )
     try:
-        failure = _run(settings, listeners, redis_url, embedded)
+        if settings.processes > 1:  # this process supervises; the brokers are its children
+            failure = processes.run(settings, redis_url, log_level, _serve_process, embedded)
+        else:
+            failure = _run(settings, listeners, redis_url, embedded)
     finally:
         if embedded:
             embedded.stop()  # after the broker: in-flight acks=all are answered first
     if failure:
         raise click.ClickException(failure)
+
+
+def _serve_process(settings: config.Settings, redis_url: str, log_level: str) -> None:
+    """One broker of `--processes N`, in a child process (ops/processes.py); exits 1 when it fails."""
+    logs.configure(log_level, settings.log_format)
+    failure = _run(settings, settings.listeners_in_force(), redis_url, None)
+    if failure:
+        click.echo(f"Error: {failure}", err=True)
+        raise SystemExit(1)
 
 
 def _run(

@@ -106,7 +106,7 @@ def _libc_prctl() -> Callable[..., int] | None:
 _PRCTL = _libc_prctl()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: the kernel sends SIGTERM if the thread that started it dies, so a
     SIGKILLed broker leaves no redis-server writing into its data folder (Linux; a no-op elsewhere)."""
     if _PRCTL is not None:
@@ -247,7 +247,7 @@ class EmbeddedRedis:
         # Its log goes to the log file; stdout would only say that it reads the configuration from stdin
         # (errors in the configuration go to stderr).
         process = subprocess.Popen(
-            self._args(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent
+            self._args(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent
         )
         assert process.stdin is not None
         process.stdin.write(self._config())
@@ -284,7 +284,7 @@ class EmbeddedRedis:
     def supervise(self, give_up: Callable[[str], None]) -> None:
         """Restarts redis-server on the same port, from its AOF, whenever it dies; calls give_up with
         the reason when RESTART_ATTEMPTS restarts in a row fail. The thread that started a server must
-        outlive it (see _die_with_parent), so restarts happen on this long-lived thread."""
+        outlive it (see die_with_parent), so restarts happen on this long-lived thread."""
         self._supervisor = threading.Thread(
             target=self._watch, args=(give_up,), name="redis-supervisor", daemon=True
         )
