@@ -206,7 +206,9 @@ async def _consume(ep: Endpoints, topic: str, partitions: int, expected: int) ->
                     if p.error_code != 0:
                         raise RuntimeError(f"Fetch of partition {p.partition_index} failed: {p.error_code}")
                     if p.records:
-                        count, offsets[p.partition_index] = _count_records(p.records, offsets[p.partition_index])
+                        count, offsets[p.partition_index] = _count_records(
+                            p.records, offsets[p.partition_index]
+                        )
                         records += count
                         wanted.append(p.partition_index)
         ended = time.perf_counter()
@@ -215,7 +217,9 @@ async def _consume(ep: Endpoints, topic: str, partitions: int, expected: int) ->
     return records, fetches, ended
 
 
-async def _both(ep: Endpoints, topic: str, partitions: int, messages: int) -> tuple[int, float, int, int, float]:
+async def _both(
+    ep: Endpoints, topic: str, partitions: int, messages: int
+) -> tuple[int, float, int, int, float]:
     consumer = asyncio.ensure_future(_consume(ep, topic, partitions, messages))
     await asyncio.sleep(0.2)  # the consumer's first fetch is parked before the first record
     start = time.perf_counter()
@@ -254,7 +258,9 @@ def run_once(ep: Endpoints, topic: str, partitions: int, messages: int) -> Parti
     )  # fmt: skip
 
 
-def run(ep: Endpoints, messages: int = MESSAGES, runs: int = RUNS, counts: tuple[int, int] = COUNTS) -> dict[str, Any]:
+def run(
+    ep: Endpoints, messages: int = MESSAGES, runs: int = RUNS, counts: tuple[int, int] = COUNTS
+) -> dict[str, Any]:
     few, many = counts
     listed: dict[int, list[PartitionsRun]] = {few: [], many: []}
     for n in range(runs):
@@ -264,9 +270,10 @@ def run(ep: Endpoints, messages: int = MESSAGES, runs: int = RUNS, counts: tuple
             result = run_once(ep, f"bench-partitions-{partitions}-{n}-{stamp}", partitions, messages)
             listed[partitions].append(result)
             print(
-                f"  partitions run {n + 1}: {partitions} partitions, produce {result.produce_msgs_per_s:,.0f} "
-                f"msgs/s, fetch {result.fetch_msgs_per_s:,.0f} msgs/s, broker {result.broker_us_per_record} "
-                f"us/record",
+                f"  partitions run {n + 1}: {partitions} partitions, "
+                f"produce {result.produce_msgs_per_s:,.0f} msgs/s, "
+                f"fetch {result.fetch_msgs_per_s:,.0f} msgs/s, "
+                f"broker {result.broker_us_per_record} us/record",
                 file=sys.stderr,
                 flush=True,
             )
