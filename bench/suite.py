@@ -41,6 +41,7 @@ class Options:
     extras: tuple[str, ...] = (
         "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share", "cluster",
         "security", "metrics",
+        "partitions",
     )  # fmt: skip
 
 
@@ -332,6 +333,12 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import metrics
 
                 out[name] = metrics.run(min(opts.messages, metrics.MESSAGES), min(opts.runs, metrics.RUNS))
+            elif name == "partitions":  # 1,000 partitions against 10, on ep's broker
+                from . import partitions
+
+                out[name] = partitions.run(
+                    ep, min(opts.messages, partitions.MESSAGES), min(opts.runs, partitions.RUNS)
+                )
         except Exception as exc:  # one figure failing must not lose the others
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
