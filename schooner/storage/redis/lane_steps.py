@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any, Protocol, TypeVar
 
@@ -21,10 +22,12 @@ async def drive_on_lane(lane: Lane, steps: Steps[T]) -> T:
     batch = progress.next(None)
     while batch is not None:
         futures = [await lane.send_call(_split(call)) for call in batch]
-        replies = []
-        for future in futures:
-            replies.append(await future)
-        batch = progress.next(replies)
+        # Every reply is waited for (none is left unretrieved when one fails), then the first error raised.
+        replies = await asyncio.gather(*futures, return_exceptions=True)
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        batch = progress.next(list(replies))
     return progress.result
 
 
