@@ -345,6 +345,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     mp = results.get("multiproc")
     if mp and "error" not in mp:
         rows += multiproc_rows(mp)
+    pa = results.get("partitions")
+    if pa and "error" not in pa:
+        rows += partitions_rows(pa)
     for name in (
         "first_message",
         "rebalance",
@@ -357,6 +360,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "security",
         "metrics",
         "multiproc",
+        "partitions",
     ):
         figure = results.get(name)
         if figure and "error" in figure:
@@ -483,4 +487,33 @@ def multiproc_rows(mp: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 f"{one['redis']:.2f}, machine {two['machine']:.2f}",
             )
         )
+    return rows
+
+
+def partitions_rows(pa: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Many partitions: the same Produce requests (10 partitions of 10 records each) spread over 1,000
+    partitions against 10, with one fetch-session consumer reading all of them meanwhile."""
+    few, many = pa["partitions"]
+    target = pa["target_ratio"]
+    rows = []
+    for kind in ("produce", "fetch"):
+        verdict = f">= {target} {_verdict(pa[f'{kind}_ratio'], target)}; " if kind == "produce" else ""
+        rows.append(
+            (
+                f"{kind} msgs/s, {many:,} partitions",
+                _num(pa[f"many_{kind}_msgs_per_s"]),
+                f"{_num(pa[f'few_{kind}_msgs_per_s'])} ({few} partitions)",
+                f"{pa[f'{kind}_ratio']:.3f}",
+                f"{verdict}paired; produce and fetch at once",
+            )
+        )
+    rows.append(
+        (
+            f"  CPU us per record, {many:,} partitions: broker/redis",
+            f"{pa['many_broker_us_per_record']:.2f}/{pa['many_redis_us_per_record']:.2f}",
+            f"{pa['few_broker_us_per_record']:.2f}/{pa['few_redis_us_per_record']:.2f}",
+            f"{pa['broker_cpu_ratio']:.3f}",
+            "broker's ratio (paired); lower is better",
+        )
+    )
     return rows

@@ -40,7 +40,7 @@ class Options:
     # Figures besides throughput and latency; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
         "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share",
-        "cluster", "security", "metrics", "multiproc",
+        "cluster", "security", "metrics", "multiproc", "partitions",
     )  # fmt: skip
 
 
@@ -327,6 +327,12 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
 
                 out[name] = multiproc.run(
                     min(opts.messages, multiproc.MESSAGES), min(opts.runs, multiproc.RUNS)
+                )
+            elif name == "partitions":  # 1,000 partitions against 10, on ep's broker
+                from . import partitions
+
+                out[name] = partitions.run(
+                    ep, min(opts.messages, partitions.MESSAGES), min(opts.runs, partitions.RUNS)
                 )
         except Exception as exc:  # one figure failing must not lose the others
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}

@@ -21,6 +21,7 @@ from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
 from .fetch_sessions import FetchSessions
+from .partition_ends import PartitionEnds
 from .sequencer import PartitionSequencer
 from .share_sessions import ShareSessions
 from .waiters import AppendWaiters
@@ -50,6 +51,8 @@ class BrokerContext:
     sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
     entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
+    # Fetch's reads of partitions at their end, reused until an append notice (partition_ends.py).
+    partition_ends: PartitionEnds = field(init=False)
     groups: GroupCoordinator = field(init=False)
     transactions: TransactionCoordinator = field(init=False)
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
@@ -74,6 +77,7 @@ class BrokerContext:
     def __post_init__(self) -> None:
         self.authorizer = Authorizer(self.settings, self.store)
         self.fetch_sessions = FetchSessions(self.settings.fetch_session_cache_slots)
+        self.partition_ends = PartitionEnds(self.waiters)
 
     @property
     def ks(self) -> Keyspace:

@@ -17,6 +17,8 @@ def _nothing(tp: TopicPartition) -> None:
 class AppendWaiters:
     def __init__(self) -> None:
         self._waiting: dict[TopicPartition, set[asyncio.Event]] = {}
+        # Append notices heard per partition: fetch's cached end reads (partition_ends.py) compare them.
+        self._appends: dict[TopicPartition, int] = {}
         self._first: Watch = _nothing
         self._last: Watch = _nothing
 
@@ -26,8 +28,14 @@ class AppendWaiters:
         self._first, self._last = first, last
 
     def notify(self, topic: str, partition: int) -> None:
-        for event in self._waiting.get(TopicPartition(topic, partition), ()):
+        key = TopicPartition(topic, partition)
+        self._appends[key] = self._appends.get(key, 0) + 1
+        for event in self._waiting.get(key, ()):
             event.set()
+
+    def appends(self, key: TopicPartition) -> int:
+        """How many notices this partition has had: any change means it may have new records."""
+        return self._appends.get(key, 0)
 
     def notify_text(self, message: bytes) -> None:
         """A notice from the append script: b"topic:partition"."""

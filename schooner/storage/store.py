@@ -38,6 +38,7 @@ from .redis.calls import (
 from .redis.client import is_cluster
 from .redis.cluster_lanes import ClusterLanes
 from .redis.lane import PipelinedLane
+from .redis.lane_steps import drive_on_lane
 from .redis.server_info import ACKS_ALL_TIMEOUT_MS, Memory
 from .share import partition as share
 from .topic_partition import TopicPartition
@@ -167,9 +168,12 @@ class Store:
     ) -> list[PartitionRead]:
         """read() of many (topic, partition, offset, max_entries) side by side: one round trip for all
         (and _dense_state's), on one connection however many partitions a Fetch names."""
-        return await self.drive(
-            parallel([read.read(self.ks, t, p, offset, n, committed) for t, p, offset, n in reads])
-        )
+        steps = parallel([read.read(self.ks, t, p, offset, n, committed) for t, p, offset, n in reads])
+        if self.sharded:
+            return await self.drive(steps)
+        # On one Redis, through the lane: a fetch of many partitions sends four commands for each, and
+        # the lane's cost per command is a fraction of redis-py's pipeline's.
+        return await drive_on_lane(self.lane, steps)
 
     async def stable_bounds(self, topic: Topic, partition: int) -> tuple[PartitionBounds, int]:
         """The bounds and the last stable offset."""

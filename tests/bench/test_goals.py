@@ -11,7 +11,7 @@ def test_each_goal_is_judged_by_its_direction() -> None:
         "fetch": {"wire_ratio": 0.7, "ratio": 0.49},
         "latency": {"p99_ms": 4.2},
         "mq": {"mq_consume_ratio": 0.6},
-        "partitions": {"ratio": 0.79},
+        "partitions": {"produce_ratio": 0.79},
         "memory": {"same_fields_ratio": 1.06},
         "multiproc": {"produce_ratio": 0.9, "fetch_ratio": 1.3},
     }

@@ -22,6 +22,7 @@ from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
 from ..fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, WantedTopic
+from ..partition_ends import PartitionEnds
 from ..quotas import fetch_byte_cap
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
@@ -241,21 +242,36 @@ async def _read_all(
                 )
                 planned.append((result, topic, request, max(budget, 1)))
     if planned:
+        # Partitions read at their end since their last append notice are not read again.
+        ends = ctx.partition_ends
+        now = time.monotonic()
+        sent: list[tuple[_PartitionFetch, Topic, _FetchPartition, int]] = []
         reads = []
-        for _, topic, request, budget in planned:
+        marks = []
+        for planned_one in planned:
+            result, topic, request, budget = planned_one
+            offset = max(request.fetch_offset, 0)
+            known = ends.get(topic, request.partition, offset, now)
+            if known is not None:
+                _fill(ctx, result, topic, request, known, budget)
+                continue
             average = ctx.entry_sizes.get(TopicPartition(topic.name, request.partition))
             count = (
                 FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
             )
-            reads.append((topic, request.partition, max(request.fetch_offset, 0), count))
+            sent.append(planned_one)
+            marks.append(ends.mark(topic, request.partition))
+            reads.append((topic, request.partition, offset, count))
         try:
-            found = await ctx.store.read_many(reads, committed)
+            found = await ctx.store.read_many(reads, committed) if reads else []
         except STORAGE_ERRORS:
-            for result, *_ in planned:
+            for result, *_ in sent:
                 result.error = LOG_UNAVAILABLE
         else:
-            for (result, topic, request, budget), read in zip(planned, found, strict=True):
+            for (result, topic, request, budget), read, mark in zip(sent, found, marks, strict=True):
                 _fill(ctx, result, topic, request, read, budget)
+                if result.error == ErrorCode.none:
+                    _keep_end(ends, topic, request, read, result.count, now, mark)
     # The response's max_bytes applies across partitions; the first one with data always goes (KIP-74).
     total = 0
     for row in results:
@@ -267,6 +283,28 @@ async def _read_all(
                 continue
             total += len(r.records)
     return results, total
+
+
+def _keep_end(
+    ends: PartitionEnds,
+    topic: Topic,
+    request: _FetchPartition,
+    read: PartitionRead,
+    sent: int,
+    now: float,
+    mark: int,
+) -> None:
+    """Remembers a read that found the partition's end: nothing from the fetch offset, or every entry up
+    to the high watermark (all sent), so the consumer's next fetch from there need not read again."""
+    if not read.entries:
+        ends.put(topic, request.partition, max(request.fetch_offset, 0), now, mark, read)
+        return
+    end = topic.offsets.offset_of_id(read.entries[-1][0]) + 1
+    if sent == len(read.entries) and end == read.high_watermark and read.last_stable_offset >= end:
+        at_end = PartitionRead(
+            [], read.log_start_offset, end, read.first_valid_offset, read.last_stable_offset
+        )
+        ends.put(topic, request.partition, end, now, mark, at_end)
 
 
 def _fill(
