@@ -46,7 +46,7 @@ GOALS: tuple[Goal, ...] = (
         "1,000 / 10 partitions",
         lambda r: r["partitions"]["produce_ratio"],
         0.8,
-        note="produce, the same requests (10 partitions of 10 records) over 1,000 vs 10; a consumer reads all",
+        note="produce, the same requests (10 partitions x 10 records) over 1,000 vs 10; a consumer reads all",
     ),
     Goal(
         "bytes per record / raw entry, same fields",
