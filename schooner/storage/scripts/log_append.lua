@@ -87,7 +87,7 @@ if dense and tail and string.sub(tail[1], 1, 2) ~= '0-' then
   redis.call('HSET', state, 'foreign_id', tail[1])
   return {-56, 0, 0, 0, 0, now, -1, -1, tail[1]}
 end
-local saved_ids = redis.call('HMGET', state, 'last_ms', 'last_seq', 'max_ts')
+local saved_ids = redis.call('HMGET', state, 'last_ms', 'last_seq', 'max_ts', 'tindex_member', 'tindex_since', 'tindex_records')
 local last_ms, last_seq = tonumber(saved_ids[1] or -1), tonumber(saved_ids[2] or -1)
 if tail then
   local tms, tseq = parse_id(tail[1])
@@ -221,16 +221,36 @@ local batch_max_ms, batch_max_seq = id_at(tonumber(ARGV[15]))
 local batch_max_ts = tonumber(ARGV[14])
 if log_append_time then batch_max_ts, batch_max_ms, batch_max_seq = now, last_ms, last_seq end
 
-redis.call('HSET', state, 'last_ms', last_ms, 'last_seq', last_seq)
-redis.call('HINCRBY', state, 'bytes', tonumber(ARGV[10]))
-redis.call('HINCRBY', state, 'records', n)
+-- The time index is sparse, as Kafka's: a batch that raises the highest timestamp raises the score of
+-- the last member instead of adding one while that member spans at most INDEX_SPAN_RECORDS records and
+-- INDEX_SPAN_MS of timestamps. Small batches then cost a member per span, not one each (80-100 bytes).
+-- A lookup scans forward from a member, so it stays exact; dense retention.ms keeps a span until its
+-- highest timestamp expires, so a record may outlive retention.ms by up to INDEX_SPAN_MS, which is
+-- at most a tenth of retention.ms.
+local INDEX_SPAN_RECORDS, INDEX_SPAN_MS = 500, 1000
+if tonumber(ARGV[7]) >= 0 then INDEX_SPAN_MS = math.min(INDEX_SPAN_MS, math.floor(tonumber(ARGV[7]) / 10)) end
+local span_records = tonumber(saved_ids[6] or 0) + n
+local span_fields = {}
 if batch_max_ts > max_ts then
   redis.call('HSET', state, 'max_ts', batch_max_ts, 'max_ts_id', batch_max_ms .. '-' .. batch_max_seq)
   -- A timestamp-encoded LogAppendTime topic needs no index: its IDs are the append times.
   if dense or not log_append_time then
-    redis.call('ZADD', tindex, batch_max_ts, base_ms .. '-' .. base_seq_id)
+    local member, since = saved_ids[4], tonumber(saved_ids[5] or -1)
+    local extend = member and since >= 0 and span_records <= INDEX_SPAN_RECORDS
+      and batch_max_ts - since <= INDEX_SPAN_MS
+    -- XX CH answers 0 when the member is gone (trimmed with the stream): start a new one then.
+    if not (extend and redis.call('ZADD', tindex, 'XX', 'CH', batch_max_ts, member) == 1) then
+      member = base_ms .. '-' .. base_seq_id
+      redis.call('ZADD', tindex, batch_max_ts, member)
+      span_records = n
+      span_fields = {'tindex_member', member, 'tindex_since', batch_max_ts}
+    end
   end
 end
+redis.call('HSET', state, 'last_ms', last_ms, 'last_seq', last_seq, 'tindex_records', span_records,
+  unpack(span_fields))
+redis.call('HINCRBY', state, 'bytes', tonumber(ARGV[10]))
+redis.call('HINCRBY', state, 'records', n)
 
 if pid >= 0 then
   local last_seq_no = base_seq + n - 1

@@ -372,3 +372,34 @@ def test_runs_of_records_are_stored_one_entry_each_in_order(run, kind: str, tran
         assert (int(state[0]), state[1]) == (top, read.entries[at][0])
 
     run(body)
+
+
+def test_small_batches_share_time_index_members_and_lookups_stay_exact(run) -> None:
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks)
+        base = 1_700_000_000_000
+        # 600 one-record batches, 1 ms apart, with every third going back in time; then one 2 s later.
+        stamps = [base + i - (5 if i % 3 == 2 else 0) for i in range(600)] + [base + 2_600]
+        offsets = [
+            (await _append(redis, ks, t, 0, [R(b"%d" % i, ts)])).base_offset for i, ts in enumerate(stamps)
+        ]
+        members = await redis.zrange(ks.time_index("t", 0), 0, -1, withscores=True)
+        # A member spans at most 500 records (then a new one starts), and at most 1,000 ms of timestamps.
+        assert len(members) == 3
+        assert [score for _, score in members] == [base + 499, base + 598, base + 2_600]
+        for target in [
+            base - 1,
+            base,
+            base + 1,
+            base + 250,
+            base + 498,
+            base + 499,
+            base + 500,
+            base + 599,
+            base + 1_000,
+            base + 2_600,
+        ]:
+            expected = next(((o, ts) for o, ts in zip(offsets, stamps, strict=True) if ts >= target), None)
+            assert await calls.drive(redis, lookup.offset_for_timestamp(ks, t, 0, target)) == expected, target
+
+    run(body)
