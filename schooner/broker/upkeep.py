@@ -88,6 +88,7 @@ class Upkeep:
             "append notices",
             lambda quiet: AppendNotices(ctx.store.redis, ctx.ks, quiet),
             ctx.waiters.notify_text,
+            ctx.waiters.trust_ends,  # remembered log ends hold only while every notice is heard
         )
 
     async def _listen_for_topic_changes(self) -> None:

@@ -84,17 +84,29 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
     resolved: list[tuple[_FetchTopic, Topic | ErrorCode]] = []
     for fetch_topic in requested:
         resolved.append((fetch_topic, await _resolve(ctx, fetch_topic, version)))
-    waits = [
-        TopicPartition(t.name, p.partition)
+    wanted = [
+        (TopicPartition(t.name, p.partition), p.fetch_offset)
         for ft, t in resolved
         if isinstance(t, Topic)
         for p in ft.partitions
     ]
+    waits = [key for key, _ in wanted]
+    # Every partition asked for at its remembered end (waiters.py): wait before the first read, which
+    # would find nothing. Any other request reads at once.
+    skip_read = (
+        min_bytes > 0 and bool(wanted) and len(wanted) == _count(requested) and ctx.waiters.at_end(wanted)
+    )
     while True:
         # Listen before reading: an append landing between the read and the wait still wakes us.
         event = ctx.waiters.register(waits)
         try:
+            if skip_read:
+                skip_read = False
+                await ctx.waiters.wait(event, min(deadline - time.monotonic(), POLL_SECONDS))
+                continue
+            token = ctx.waiters.reading(waits)
             results, total = await _read_all(ctx, resolved, max_bytes, committed, partition_cap)
+            _remember_ends(ctx, resolved, results, token)
             remaining = deadline - time.monotonic()
             has_error = any(r.error != ErrorCode.none for rs in results for r in rs)
             if total >= min_bytes or has_error or remaining <= 0 or not waits:
@@ -141,6 +153,23 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         session_id=plan.session.id if plan.session is not None else 0,
         responses=tuple(topics),
     )
+
+
+def _count(requested: Sequence[_FetchTopic]) -> int:
+    return sum(len(t.partitions) for t in requested)
+
+
+def _remember_ends(
+    ctx: BrokerContext,
+    resolved: list[tuple[_FetchTopic, Topic | ErrorCode]],
+    results: list[list[_PartitionFetch]],
+    token: object,
+) -> None:
+    for (_, topic), row in zip(resolved, results, strict=True):
+        if isinstance(topic, Topic):
+            for r in row:
+                if r.error == ErrorCode.none:
+                    ctx.waiters.read_end(TopicPartition(topic.name, r.index), token, r.high_watermark)
 
 
 def _wanted(body: FetchRequest) -> list[WantedTopic]:
