@@ -240,18 +240,22 @@ def summary(runs: list[LatencyRun]) -> dict[str, float]:
     }
 
 
-def run(ep: Endpoints, rate: int, seconds: float, rounds: int = ROUNDS) -> dict[str, Any]:
-    """Each linger.ms of LINGERS `rounds` times, taking turns, with the processes' CPU; medians per row.
-    The top level holds the target row's medians (p50_ms, p99_ms, ...), as the report reads them."""
-    runs: dict[int | None, list[LatencyRun]] = {linger: [] for linger in LINGERS}
-    cpu: dict[int | None, list[dict[str, float]]] = {linger: [] for linger in LINGERS}
+def run(
+    ep: Endpoints, rate: int, seconds: float, rounds: int = ROUNDS, lingers: tuple[int | None, ...] = LINGERS
+) -> dict[str, Any]:
+    """Each linger.ms `rounds` times, taking turns, with the processes' CPU; medians per row. The top
+    level holds the first row's medians (p50_ms, p99_ms, ...: the target row), as the report reads them."""
+    runs: dict[int | None, list[LatencyRun]] = {linger: [] for linger in lingers}
+    cpu: dict[int | None, list[dict[str, float]]] = {linger: [] for linger in lingers}
     for n in range(rounds):
-        for linger in LINGERS:
+        for linger in lingers:
             meter = CpuMeter(ep)
             meter.start()
             done = end_to_end_latency(ep.bootstrap, f"bench-latency-{n}", rate, seconds, linger)
             cpu[linger].append(meter.stop())
             runs[linger].append(done)
+            ms = f"{done.p50_ms:.2f}/{done.p99_ms:.2f}/{done.max_ms:.2f}"
+            say(f"{linger_label(linger)}: p50/p99/max {ms} ms")
     rows = [
         {
             "linger_ms": linger,
@@ -262,7 +266,7 @@ def run(ep: Endpoints, rate: int, seconds: float, rounds: int = ROUNDS) -> dict[
             "cpu": {k: round(statistics.median(c[k] for c in cpu[linger]), 3) for k in CpuMeter.NAMES},
             "runs": [asdict(r) for r in runs[linger]],
         }
-        for linger in LINGERS
+        for linger in lingers
     ]
     target = rows[0]
     return {
@@ -276,24 +280,25 @@ def run(ep: Endpoints, rate: int, seconds: float, rounds: int = ROUNDS) -> dict[
     }
 
 
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="end-to-end latency, each linger.ms in turn")
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--linger", type=int, action="append", help="linger.ms to run (-1: client default)")
     args = parser.parse_args()
-    lingers = [None if v < 0 else v for v in args.linger] if args.linger else list(LINGERS)
-    runs: dict[int | None, list[LatencyRun]] = {linger: [] for linger in lingers}
+    lingers = tuple(None if v < 0 else v for v in args.linger) if args.linger else LINGERS
     with BenchServers() as ep:
-        for n in range(args.rounds):
-            for linger in lingers:
-                run = end_to_end_latency(ep.bootstrap, f"bench-latency-{n}", args.rate, args.seconds, linger)
-                runs[linger].append(run)
-                row = {k: round(v, 2) if isinstance(v, float) else v for k, v in asdict(run).items()}
-                print(linger_label(linger), row, file=sys.stderr, flush=True)
-    for linger, done in runs.items():
-        print(f"{linger_label(linger)}: median of {len(done)}: {summary(done)}")
+        results = run(ep, args.rate, args.seconds, args.rounds, lingers)
+    for row in results["rows"]:
+        figures = {k: row[k] for k in ("p50_ms", "p99_ms", "max_ms", "acked_p50_ms", "acked_p99_ms")}
+        cpu = row["cpu"]
+        us = {k: round(cpu[k] / args.rate * 1e6, 1) for k in ("broker", "redis", "client")}
+        print(f"{row['label']}: median of {args.rounds}: {figures}; CPU µs per message {us}")
     return 0
 
 
