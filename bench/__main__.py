@@ -21,13 +21,22 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
     parser.add_argument("--raw-requests", type=int, default=defaults.raw_requests, help="redis-benchmark -n")
     parser.add_argument("--latency-rate", type=int, default=defaults.latency_rate, help="e2e test msgs/s")
     parser.add_argument("--latency-seconds", type=float, default=defaults.latency_seconds)
+    parser.add_argument(
+        "--latency-rounds", type=int, default=defaults.latency_rounds, help="runs per linger.ms"
+    )
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results file")
     parser.add_argument("--no-save", action="store_true", help="print the table only")
     parser.add_argument(
         "--skip", action="append", default=[], choices=list(defaults.extras), help="leave out a figure"
     )
     args = parser.parse_args(argv)
-    if args.messages < 1 or args.runs < 1 or args.raw_requests < 1 or args.latency_rate < 1:
+    if (
+        args.messages < 1
+        or args.runs < 1
+        or args.raw_requests < 1
+        or args.latency_rate < 1
+        or args.latency_rounds < 1
+    ):
         parser.error("counts must be positive")
     opts = Options(
         messages=args.messages,
@@ -35,6 +44,7 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
         raw_requests=args.raw_requests,
         latency_rate=args.latency_rate,
         latency_seconds=args.latency_seconds,
+        latency_rounds=args.latency_rounds,
         extras=tuple(e for e in defaults.extras if e not in args.skip),
     )
     return opts, None if args.no_save else args.output

@@ -1,24 +1,46 @@
-"""End-to-end latency: a producer at a steady rate, a consumer at the log end, receive minus send time."""
+"""End-to-end latency: a producer at a steady rate, a consumer at the log end, receive minus send time.
+
+Each run also times the produce acknowledgement (the delivery report's time minus the send time), which
+splits a message's latency into the producer's part (its linger, then the Produce round trip) and the rest
+(the broker's wake-up of the parked Fetch, the Fetch response, the consumer's hand-over to poll()).
+
+`python -m bench.latency` starts its own servers and runs each producer setting several times, taking turns,
+and prints the medians (see docs/benchmarks.md, "End-to-end latency").
+"""
 
 from __future__ import annotations
 
+import argparse
 import math
+import statistics
+import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, Message, Producer, TopicPartition
 
 from .produce import VALUE_SIZE, close_producer
+from .servers import BenchServers, CpuMeter, Endpoints
 
 MARK = b"L"  # values of the timed messages: MARK, send time in ns (20 digits), padding
-# The producer's settings besides the client's defaults (linger.ms is 5 ms by default in librdkafka 2.x).
+# The producer's settings besides the client's defaults and its linger.ms (set per run: LINGERS).
 PRODUCER_CONFIG: dict[str, str | int] = {
     "acks": 1,
     "compression.type": "none",
     "message.timeout.ms": 30000,
     "log.connection.close": False,
 }
+# linger.ms per row (docs/benchmarks.md, "End-to-end latency"). The target row is linger.ms 1: at 5k msg/s
+# it sends about 5 records per Produce request. linger.ms 0 sends one request per record, whose per-request
+# cost (client and broker) outweighs the millisecond saved; None keeps the client's default (5 ms in
+# librdkafka 2.x), which holds each record up to 5 ms.
+TARGET_LINGER_MS = 1
+LINGERS: tuple[int | None, ...] = (TARGET_LINGER_MS, 0, None)
+CLIENT_DEFAULT_LINGER_MS = 5
+P99_TARGET_MS = 5.0
+ROUNDS = 3  # runs per linger.ms, taking turns; the table shows the medians
 # fetch.wait.max.ms stays at the client's default (500 ms): the broker must wake the long-poll on append.
 CONSUMER_CONFIG: dict[str, str | int | bool] = {
     "group.id": "schooner-bench-latency",  # required by the client; no group is joined (assign, no commits)
@@ -31,6 +53,7 @@ CONSUMER_CONFIG: dict[str, str | int | bool] = {
 @dataclass(frozen=True, slots=True)
 class LatencyRun:
     target_msgs_per_s: int
+    linger_ms: int | None  # None: the client's default
     sent: int
     received: int
     send_seconds: float
@@ -39,6 +62,10 @@ class LatencyRun:
     p99_ms: float
     max_ms: float
     mean_ms: float
+    acked_p50_ms: float  # send to delivery report: the producer's linger plus the Produce round trip
+    acked_p99_ms: float
+    after_ack_p50_ms: float  # delivery report to receive, per message (may be < 0: the two race)
+    after_ack_p99_ms: float
     over_100ms: int  # messages slower than 100 ms
     slow_sent_at_s: list[float]  # when the first of those were sent, in seconds from the first timed send
 
@@ -55,11 +82,18 @@ def _value(now_ns: int) -> bytes:
     return (MARK + b"%020d" % now_ns).ljust(VALUE_SIZE, b".")
 
 
+def producer_config(linger_ms: int | None) -> dict[str, str | int]:
+    config = dict(PRODUCER_CONFIG)
+    if linger_ms is not None:
+        config["linger.ms"] = linger_ms
+    return config
+
+
 class _Receiver(threading.Thread):
     def __init__(self, consumer: Consumer) -> None:
         super().__init__(name="bench-latency-consumer", daemon=True)
         self.consumer = consumer
-        self.samples: list[tuple[int, int]] = []  # (send time, receive time - send time), in ns
+        self.samples: dict[int, tuple[int, int]] = {}  # offset: (send time, receive time), in ns
         self.errors: list[str] = []
         self.stop_event = threading.Event()
 
@@ -76,8 +110,24 @@ class _Receiver(threading.Thread):
                 continue
             value = message.value()
             if value and value[:1] == MARK:
-                sent = int(value[1:21])
-                out.append((sent, received - sent))
+                out[message.offset()] = (int(value[1:21]), received)
+
+
+class _Acks:
+    """Delivery reports (served by the sending thread's poll()): offset -> report time in ns."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, int] = {}
+        self.errors: list[str] = []
+
+    def __call__(self, error: KafkaError | None, message: Message) -> None:
+        now = time.time_ns()
+        if error is not None:
+            self.errors.append(str(error))
+            return
+        offset = message.offset()
+        if offset is not None:
+            self.at[offset] = now
 
 
 def _wait_live(producer: Producer, consumer: Consumer, topic: str, timeout: float) -> None:
@@ -94,21 +144,30 @@ def _wait_live(producer: Producer, consumer: Consumer, topic: str, timeout: floa
     raise RuntimeError("the latency consumer, assigned at the end of the partition, received nothing")
 
 
-def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: float = 5.0) -> LatencyRun:
-    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
+def end_to_end_latency(
+    bootstrap: str,
+    topic: str,
+    rate: int = 5000,
+    seconds: float = 5.0,
+    linger_ms: int | None = TARGET_LINGER_MS,
+) -> LatencyRun:
+    producer = Producer({"bootstrap.servers": bootstrap, **producer_config(linger_ms)})
     failed = True
     try:
         metadata = producer.list_topics(topic, timeout=15)  # auto-creates the topic
         if topic not in metadata.topics or metadata.topics[topic].error is not None:
             raise RuntimeError(f"latency topic {topic} was not created")
-        sent, send_seconds, start_ns, samples = _run(producer, bootstrap, topic, rate, seconds)
+        sent, send_seconds, start_ns, samples, acks = _run(producer, bootstrap, topic, rate, seconds)
         failed = False
     finally:
         close_producer(producer, failed)
-    ms = sorted(ns / 1e6 for _, ns in samples)
-    slow = [round((at - start_ns) / 1e9, 3) for at, ns in samples if ns > 100_000_000]
+    ms = sorted((got - at) / 1e6 for at, got in samples.values())
+    acked = sorted((acks[o] - at) / 1e6 for o, (at, _) in samples.items() if o in acks)
+    after = sorted((got - acks[o]) / 1e6 for o, (_, got) in samples.items() if o in acks)
+    slow = sorted(round((at - start_ns) / 1e9, 3) for at, got in samples.values() if got - at > 100_000_000)
     return LatencyRun(
         target_msgs_per_s=rate,
+        linger_ms=linger_ms,
         sent=sent,
         received=len(ms),
         send_seconds=send_seconds,
@@ -117,6 +176,10 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: fl
         p99_ms=percentile(ms, 0.99),
         max_ms=ms[-1] if ms else float("nan"),
         mean_ms=sum(ms) / len(ms) if ms else float("nan"),
+        acked_p50_ms=percentile(acked, 0.50),
+        acked_p99_ms=percentile(acked, 0.99),
+        after_ack_p50_ms=percentile(after, 0.50),
+        after_ack_p99_ms=percentile(after, 0.99),
         over_100ms=len(slow),
         slow_sent_at_s=slow[:10],
     )
@@ -124,11 +187,12 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int = 5000, seconds: fl
 
 def _run(
     producer: Producer, bootstrap: str, topic: str, rate: int, seconds: float
-) -> tuple[int, float, int, list[tuple[int, int]]]:
-    """Sends at `rate` for `seconds`; returns (sent, send seconds, start time in ns, samples)."""
+) -> tuple[int, float, int, dict[int, tuple[int, int]], dict[int, int]]:
+    """Sends at `rate` for `seconds`; returns (sent, send seconds, start time in ns, samples, acks)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
     consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
     receiver = _Receiver(consumer)
+    acks = _Acks()
     try:
         _wait_live(producer, consumer, topic, timeout=15)
         receiver.start()
@@ -140,7 +204,7 @@ def _run(
         while sent < total:
             due = min(total, int((time.perf_counter() - start) * rate) + 1)
             while sent < due:
-                produce(topic, _value(time.time_ns()), partition=0)
+                produce(topic, _value(time.time_ns()), partition=0, on_delivery=acks)
                 sent += 1
             producer.poll(0)
             pause = start + sent / rate - time.perf_counter()
@@ -157,6 +221,86 @@ def _run(
         if receiver.is_alive():
             receiver.join(5)
         consumer.close()
-    if receiver.errors:
-        raise RuntimeError(f"latency consumer errors: {receiver.errors[:3]}")
-    return sent, send_seconds, start_ns, list(receiver.samples)
+    if receiver.errors or acks.errors:
+        raise RuntimeError(f"latency errors: consumer {receiver.errors[:3]}, producer {acks.errors[:3]}")
+    return sent, send_seconds, start_ns, dict(receiver.samples), acks.at
+
+
+def linger_label(linger_ms: int | None) -> str:
+    if linger_ms is None:
+        return f"linger.ms {CLIENT_DEFAULT_LINGER_MS} (client default)"
+    return f"linger.ms {linger_ms}"
+
+
+def summary(runs: list[LatencyRun]) -> dict[str, float]:
+    """Medians over runs of one setting: p99 on a shared machine swings from run to run."""
+    return {
+        name: round(statistics.median(getattr(r, name) for r in runs), 2)
+        for name in ("p50_ms", "p99_ms", "max_ms", "acked_p50_ms", "acked_p99_ms", "after_ack_p99_ms")
+    }
+
+
+def run(
+    ep: Endpoints, rate: int, seconds: float, rounds: int = ROUNDS, lingers: tuple[int | None, ...] = LINGERS
+) -> dict[str, Any]:
+    """Each linger.ms `rounds` times, taking turns, with the processes' CPU; medians per row. The top
+    level holds the first row's medians (p50_ms, p99_ms, ...: the target row), as the report reads them."""
+    runs: dict[int | None, list[LatencyRun]] = {linger: [] for linger in lingers}
+    cpu: dict[int | None, list[dict[str, float]]] = {linger: [] for linger in lingers}
+    for n in range(rounds):
+        for linger in lingers:
+            meter = CpuMeter(ep)
+            meter.start()
+            done = end_to_end_latency(ep.bootstrap, f"bench-latency-{n}", rate, seconds, linger)
+            cpu[linger].append(meter.stop())
+            runs[linger].append(done)
+            ms = f"{done.p50_ms:.2f}/{done.p99_ms:.2f}/{done.max_ms:.2f}"
+            say(f"{linger_label(linger)}: p50/p99/max {ms} ms")
+    rows = [
+        {
+            "linger_ms": linger,
+            "label": linger_label(linger),
+            **summary(runs[linger]),
+            "received": sum(r.received for r in runs[linger]),
+            "sent": sum(r.sent for r in runs[linger]),
+            "cpu": {k: round(statistics.median(c[k] for c in cpu[linger]), 3) for k in CpuMeter.NAMES},
+            "runs": [asdict(r) for r in runs[linger]],
+        }
+        for linger in lingers
+    ]
+    target = rows[0]
+    return {
+        "target_msgs_per_s": rate,
+        "target_linger_ms": TARGET_LINGER_MS,
+        "p99_target_ms": P99_TARGET_MS,
+        "rounds": rounds,
+        **{k: target[k] for k in ("p50_ms", "p99_ms", "max_ms", "received", "sent", "cpu")},
+        "producer_config": PRODUCER_CONFIG,
+        "rows": rows,
+    }
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="end-to-end latency, each linger.ms in turn")
+    parser.add_argument("--rate", type=int, default=5000)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--linger", type=int, action="append", help="linger.ms to run (-1: client default)")
+    args = parser.parse_args()
+    lingers = tuple(None if v < 0 else v for v in args.linger) if args.linger else LINGERS
+    with BenchServers() as ep:
+        results = run(ep, args.rate, args.seconds, args.rounds, lingers)
+    for row in results["rows"]:
+        figures = {k: row[k] for k in ("p50_ms", "p99_ms", "max_ms", "acked_p50_ms", "acked_p99_ms")}
+        cpu = row["cpu"]
+        us = {k: round(cpu[k] / args.rate * 1e6, 1) for k in ("broker", "redis", "client")}
+        print(f"{row['label']}: median of {args.rounds}: {figures}; CPU µs per message {us}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

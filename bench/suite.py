@@ -21,7 +21,6 @@ from . import fetch, latency, memory, produce, report
 from .servers import BenchServers, CpuMeter, Endpoints, cpu_count
 
 WARMUP_TOPIC = "bench-warmup"
-LATENCY_TOPIC = "bench-latency"
 # Bench topics are auto-created, so dense (the default); these are created with the other encoding.
 TIMESTAMP_CONFIG = {OFFSET_ENCODING: TIMESTAMP}
 
@@ -39,9 +38,10 @@ class Options:
     latency_seconds: float = 5.0
     # Figures besides throughput and latency; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
-        "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction", "share",
-        "cluster", "security", "metrics", "multiproc", "partitions",
+        "latency", "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction",
+        "share", "cluster", "security", "metrics", "multiproc", "partitions",
     )  # fmt: skip
+    latency_rounds: int = latency.ROUNDS
 
 
 def produce_topic_name(run: int) -> str:
@@ -278,6 +278,8 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
     compaction figures, each measured against the same Redis."""
     out: dict[str, Any] = {}
     for name in opts.extras:
+        if name == "latency":  # run beside produce and fetch (run_all)
+            continue
         _say(f"{name} ...")
         try:
             if name == "memory":
@@ -366,13 +368,10 @@ def run_all(opts: Options) -> dict[str, Any]:
             produce_results = run_produce(ep, client, opts)
             _say("fetch ...")
             fetch_results = run_fetch(ep, opts)
-            _say(f"latency at {opts.latency_rate} msg/s for {opts.latency_seconds} s ...")
-            meter = CpuMeter(ep)
-            meter.start()
-            lat = latency.end_to_end_latency(
-                ep.bootstrap, LATENCY_TOPIC, opts.latency_rate, opts.latency_seconds
-            )
-            latency_cpu = meter.stop()
+            lat: dict[str, Any] = {}
+            if "latency" in opts.extras:  # each linger.ms row in turns (bench/latency.py)
+                _say(f"latency at {opts.latency_rate} msg/s, {opts.latency_seconds} s per run ...")
+                lat = latency.run(ep, opts.latency_rate, opts.latency_seconds, opts.latency_rounds)
             extras = run_extras(ep, opts)
             if not servers.broker_alive():
                 raise RuntimeError("the broker process died during the benchmark")
@@ -397,7 +396,7 @@ def run_all(opts: Options) -> dict[str, Any]:
         },
         "produce": produce_results,
         "fetch": fetch_results,
-        "latency": {**asdict(lat), "producer_config": latency.PRODUCER_CONFIG, "cpu": latency_cpu},
+        **({"latency": lat} if lat else {}),
         **extras,
         "broker_log_problems": problems,
     }

@@ -18,7 +18,7 @@ from ..storage.log.notices import ShardedAppendNotices
 from ..storage.quotas import QuotaNotices
 from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError
-from ..storage.store import Store, open_lane
+from ..storage.store import Store, open_lane, open_read_lane
 from ..storage.topics.config import InvalidConfig, validate_defaults
 from .context import BrokerContext, open_context
 from .dispatch import dispatcher
@@ -98,7 +98,8 @@ class Broker:
         if tls_contexts:
             self._clients.certificate_principal = certificate_principals(s)
         redis = redis_client.connect(self.redis_url, s.redis_timeout_ms, health_check_interval=10)
-        store = Store(redis, Keyspace(s.keyspace), open_lane(redis, s.redis_timeout_ms), s.acks_all_fsync)
+        lane, read_lane = open_lane(redis, s.redis_timeout_ms), open_read_lane(redis, s.redis_timeout_ms)
+        store = Store(redis, Keyspace(s.keyspace), lane, s.acks_all_fsync, read_lane)
         if s.metrics_address is not None:
             self.metrics = BrokerMetrics()
             store.observe(self.metrics.redis_round_trip)
@@ -238,7 +239,7 @@ class Broker:
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
         if self.ctx:  # tenants' stores share this client and lane
             with contextlib.suppress(StorageError, OSError):
-                await asyncio.wait_for(self.ctx.store.lane.close(), STOP_GRACE_SECONDS)
+                await asyncio.wait_for(self.ctx.store.close_lanes(), STOP_GRACE_SECONDS)
             with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(self.ctx.store.redis.aclose(), STOP_GRACE_SECONDS)
 

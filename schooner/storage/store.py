@@ -38,7 +38,6 @@ from .redis.calls import (
 from .redis.client import is_cluster
 from .redis.cluster_lanes import ClusterLanes
 from .redis.lane import PipelinedLane
-from .redis.lane_steps import drive_on_lane
 from .redis.server_info import ACKS_ALL_TIMEOUT_MS, Memory
 from .share import partition as share
 from .topic_partition import TopicPartition
@@ -59,15 +58,27 @@ def open_lane(redis: Redis, timeout_ms: int | None = None) -> Lane:
     return PipelinedLane(redis, timeout_ms)
 
 
+def open_read_lane(redis: Redis, timeout_ms: int | None = None) -> PipelinedLane | None:
+    """The Fetch read lane on a single Redis (None on a cluster: reads go through redis-py's client)."""
+    return None if is_cluster(redis) else PipelinedLane(redis, timeout_ms)
+
+
 class Store:
-    """One Redis client and keyspace, and the pipelined lane that carries appends in request order."""
+    """One Redis client and keyspace, the pipelined lane that carries appends in request order, and
+    optionally a second pipelined lane for Fetch reads (cheaper per round trip than the client's)."""
 
     def __init__(
-        self, redis: Redis, ks: Keyspace, lane: Lane | None = None, acks_all_fsync: bool = False
+        self,
+        redis: Redis,
+        ks: Keyspace,
+        lane: Lane | None = None,
+        acks_all_fsync: bool = False,
+        read_lane: PipelinedLane | None = None,
     ) -> None:
         self.redis = redis
         self.ks = ks
         self.lane = lane or open_lane(redis)
+        self.read_lane = read_lane
         self.acks_all_fsync = acks_all_fsync
         written_on = self.lane.written_on if isinstance(self.lane, ClusterLanes) else None
         self.acks_all = AcksAll(redis, ks, acks_all_fsync, written_on)
@@ -77,13 +88,15 @@ class Store:
     def with_keyspace(self, ks: Keyspace) -> Store:
         """A store for another keyspace (a tenant's) on this one's client and lane: no new connection.
         Close only this one."""
-        return Store(self.redis, ks, self.lane, self.acks_all_fsync)
+        return Store(self.redis, ks, self.lane, self.acks_all_fsync, self.read_lane)
 
     def observe(self, observer: RoundTripObserver | None) -> None:
         """Tells observer of every round trip on this store's client and lane (shared with the stores
         with_keyspace makes): the broker's metrics."""
         observe_round_trips(self.redis, observer)
         self.lane.observer = observer
+        if self.read_lane is not None:
+            self.read_lane.observer = observer
 
     async def run(self, call: Call[T]) -> T:
         return await run(self.redis, call)
@@ -91,8 +104,13 @@ class Store:
     async def drive(self, steps: Steps[T]) -> T:
         return await drive(self.redis, steps)
 
-    async def close(self) -> None:
+    async def close_lanes(self) -> None:
         await self.lane.close()
+        if self.read_lane is not None:
+            await self.read_lane.close()
+
+    async def close(self) -> None:
+        await self.close_lanes()
         await self.redis.aclose()
 
     # -- topics -------------------------------------------------------------------------------------
@@ -169,11 +187,9 @@ class Store:
         """read() of many (topic, partition, offset, max_entries) side by side: one round trip for all
         (and _dense_state's), on one connection however many partitions a Fetch names."""
         steps = parallel([read.read(self.ks, t, p, offset, n, committed) for t, p, offset, n in reads])
-        if self.sharded:
-            return await self.drive(steps)
-        # On one Redis, through the lane: a fetch of many partitions sends four commands for each, and
-        # the lane's cost per command is a fraction of redis-py's pipeline's.
-        return await drive_on_lane(self.lane, steps)
+        if self.read_lane is not None:
+            return await self.read_lane.drive(steps)
+        return await self.drive(steps)
 
     async def stable_bounds(self, topic: Topic, partition: int) -> tuple[PartitionBounds, int]:
         """The bounds and the last stable offset."""

@@ -300,7 +300,7 @@ def text(value: bytes | str | None) -> str:
 Steps = Generator[list[Call[Any]], list[Any], T]
 
 
-class _Progress(Generic[T]):
+class Progress(Generic[T]):
     """Where a procedure stands: next() sends the last replies and gives the next round trip's calls,
     or None once it has returned (its value in result)."""
 
@@ -317,7 +317,7 @@ class _Progress(Generic[T]):
 
 
 def drive_sync(redis: BlockingRedis, steps: Steps[T]) -> T:
-    progress = _Progress(steps)
+    progress = Progress(steps)
     batch = progress.next(None)
     while batch is not None:
         batch = progress.next(run_many_sync(redis, batch))
@@ -325,7 +325,7 @@ def drive_sync(redis: BlockingRedis, steps: Steps[T]) -> T:
 
 
 async def drive(redis: Redis, steps: Steps[T]) -> T:
-    progress = _Progress(steps)
+    progress = Progress(steps)
     batch = progress.next(None)
     while batch is not None:
         batch = progress.next(await run_many(redis, batch))

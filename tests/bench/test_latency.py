@@ -1,0 +1,33 @@
+"""The end-to-end latency figure: one row per producer linger.ms, taking turns, every message received."""
+
+from __future__ import annotations
+
+from bench import latency, report
+from bench.servers import Endpoints
+
+
+def test_each_linger_row_receives_every_message_and_splits_the_time(endpoints: Endpoints) -> None:
+    rate, seconds = 500, 0.4
+    results = latency.run(endpoints, rate, seconds, rounds=2)
+    rows = results["rows"]
+    assert [r["linger_ms"] for r in rows] == list(latency.LINGERS)
+    assert rows[0]["linger_ms"] == latency.TARGET_LINGER_MS == results["target_linger_ms"]
+    assert rows[-1]["label"] == f"linger.ms {latency.CLIENT_DEFAULT_LINGER_MS} (client default)"
+    for row in rows:
+        assert len(row["runs"]) == 2
+        assert row["received"] == row["sent"] == 2 * int(rate * seconds)
+        for run in row["runs"]:
+            assert 0 < run["p50_ms"] <= run["p99_ms"] <= run["max_ms"]
+            # Every message's acknowledgement was timed (it may land just before or after the receipt).
+            assert 0 < run["acked_p50_ms"] <= run["acked_p99_ms"]
+        assert set(row["cpu"]) == {"broker", "redis", "client", "other"}
+    # The client's default linger.ms of 5 holds records in the producer; linger.ms 0 and 1 do not.
+    assert {r["runs"][0]["linger_ms"] for r in rows} == {1, 0, None}
+    assert results["p99_ms"] == rows[0]["p99_ms"]
+    lines = report.latency_rows(results)
+    assert len(lines) == len(rows)
+    assert "p99 <= 5 ms" in lines[0][4] and "p99" not in lines[1][4]
+
+
+def test_the_report_leaves_out_a_skipped_latency_figure() -> None:
+    assert report.latency_rows(None) == []
