@@ -13,7 +13,7 @@ from typing import Any
 
 from ..keys import Keyspace
 from ..offsets import LAST_DENSE_ID, OffsetCodec
-from ..redis.calls import Call, Steps, command
+from ..redis.calls import Call, Steps, command, script
 from ..topics.metadata import Topic
 from . import entry, transactions
 from .transactions import AbortedTransaction
@@ -118,20 +118,24 @@ def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[li
 def read(
     ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
 ) -> Steps[PartitionRead]:
-    """One round trip: XRANGE from the offset's ID, then the bounds, read after the entries so that a
-    trim which removed entries the read missed shows in them, and the open transactions (the LSO).
-    committed (read_committed): entries stop at the LSO and the aborted transactions among them come too."""
-    stream = ks.stream(topic.name, partition)
-    start = topic.offsets.id_text(offset)
-    calls: list[Call[Any]] = [
-        command("XRANGE", stream, start, topic.offsets.last_id, "COUNT", max_entries),
-        *_bounds_calls(ks, topic, partition),
-        transactions.open_call(ks, topic, partition),
+    """One round trip of two commands: XRANGE from the offset's ID, then the bounds and the open
+    transactions (the LSO) in log_read_marks.lua, read after the entries so that a trim which removed
+    entries the read missed shows in them. committed (read_committed): entries stop at the LSO and the
+    aborted transactions among them come too. A Fetch of many partitions sends this for each partition,
+    so two commands rather than four or five keep its cost per partition down."""
+    keys = [
+        ks.stream(topic.name, partition),
+        ks.partition_state(topic.name, partition),
+        ks.txn_open(topic.name, partition),
+        ks.aborted(topic.name, partition),
     ]
-    if committed:
-        calls.append(transactions.aborted_call(ks, topic, partition, offset))
-    replies = yield calls
-    entries, info, state, open_txns = replies[:4]
+    marks = [transactions.aborted_min_score(offset) if committed else "", transactions.ABORTED_READ_LIMIT]
+    entries, (info, state, open_txns, members) = yield [
+        command(
+            "XRANGE", keys[0], topic.offsets.id_text(offset), topic.offsets.last_id, "COUNT", max_entries
+        ),
+        script("log_read_marks", keys, marks),
+    ]
     state = yield from _dense_state(ks, topic, partition, info, state)
     b = bounds_from_info(info, topic.offsets, state)
     stable = transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)
@@ -143,7 +147,7 @@ def read(
             entries = [e for e in entries if offsets.offset_of_id(e[0]) < stable]
         if entries:
             end = offsets.offset_of_id(entries[-1][0]) + 1
-            aborted = tuple(transactions.aborted_overlapping(replies[4], offsets, offset, end))
+            aborted = tuple(transactions.aborted_overlapping(members, offsets, offset, end))
     return PartitionRead(entries, b.log_start_offset, b.high_watermark, b.first_valid_offset, stable, aborted)
 
 
