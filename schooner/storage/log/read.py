@@ -78,14 +78,18 @@ def _bounds_calls(ks: Keyspace, topic: Topic, partition: int) -> list[Call[Any]]
     ]
 
 
+def _needs_dense_state(topic: Topic, info: Any) -> bool:
+    """A dense stream whose last ID is not one of the broker's numbered ones (a plain `XADD key *`)."""
+    if not info or not topic.offsets.dense:
+        return False
+    return not topic.offsets.numbered(_info_fields(info).get(b"last-generated-id") or b"0-0")
+
+
 def _dense_state(ks: Keyspace, topic: Topic, partition: int, info: Any, state: Any) -> Steps[Any]:
     """The state's marks, with last_seq raised to the stream's last dense entry when a `*` entry ends a
     dense stream: `0-*` entries a plain writer added before it are not in last_seq. One more round
     trip, for such a stream only."""
-    if not info or not topic.offsets.dense:
-        return state
-    fields = _info_fields(info)
-    if topic.offsets.numbered(fields.get(b"last-generated-id") or b"0-0"):
+    if not _needs_dense_state(topic, info):
         return state
     stream = ks.stream(topic.name, partition)
     (last,) = yield [command("XREVRANGE", stream, LAST_DENSE_ID, "-", "COUNT", 1)]
@@ -115,14 +119,13 @@ def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[li
     return out
 
 
-def read(
+def read_calls(
     ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
-) -> Steps[PartitionRead]:
-    """One round trip of two commands: XRANGE from the offset's ID, then the bounds and the open
-    transactions (the LSO) in log_read_marks.lua, read after the entries so that a trim which removed
-    entries the read missed shows in them. committed (read_committed): entries stop at the LSO and the
-    aborted transactions among them come too. A Fetch of many partitions sends this for each partition,
-    so two commands rather than four or five keep its cost per partition down."""
+) -> list[Call[Any]]:
+    """read()'s two commands: XRANGE from the offset's ID, then the bounds and the open transactions
+    (the LSO) in log_read_marks.lua, read after the entries so that a trim which removed entries the
+    read missed shows in them. A Fetch of many partitions sends these for each partition, so two
+    commands rather than four or five keep its cost per partition down."""
     keys = [
         ks.stream(topic.name, partition),
         ks.partition_state(topic.name, partition),
@@ -130,13 +133,47 @@ def read(
         ks.aborted(topic.name, partition),
     ]
     marks = [transactions.aborted_min_score(offset) if committed else "", transactions.ABORTED_READ_LIMIT]
-    entries, (info, state, open_txns, members) = yield [
+    return [
         command(
             "XRANGE", keys[0], topic.offsets.id_text(offset), topic.offsets.last_id, "COUNT", max_entries
         ),
         script("log_read_marks", keys, marks),
     ]
+
+
+def read_from_replies(
+    topic: Topic, offset: int, committed: bool, entries: Any, marks: Any
+) -> PartitionRead | None:
+    """The read from read_calls' two replies, or None when the stream needs _dense_state's extra round
+    trip (a dense stream whose last entry came from a plain `XADD key *`): then read() does it."""
+    info, state, open_txns, members = marks
+    if _needs_dense_state(topic, info):
+        return None
+    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members)
+
+
+def read(
+    ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
+) -> Steps[PartitionRead]:
+    """One round trip (and _dense_state's) of read_calls. committed (read_committed): entries stop at
+    the LSO and the aborted transactions among them come too."""
+    entries, (info, state, open_txns, members) = yield read_calls(
+        ks, topic, partition, offset, max_entries, committed
+    )
     state = yield from _dense_state(ks, topic, partition, info, state)
+    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members)
+
+
+def _partition_read(
+    topic: Topic,
+    offset: int,
+    committed: bool,
+    entries: Any,
+    info: Any,
+    state: Any,
+    open_txns: Any,
+    members: Any,
+) -> PartitionRead:
     b = bounds_from_info(info, topic.offsets, state)
     stable = transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)
     entries = entries or []
