@@ -147,6 +147,7 @@ def read_from_replies(
     """The read from read_calls' two replies, or None when the stream needs _dense_state's extra round
     trip (a dense stream whose last entry came from a plain `XADD key *`): then read() does it."""
     info, state, open_txns, members = marks
+    info = _info_fields(info) if info else info  # once, for both uses
     if _needs_dense_state(topic, info):
         return None
     return _partition_read(topic, offset, committed, entries, info, state, open_txns, members)
