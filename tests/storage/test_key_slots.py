@@ -24,7 +24,7 @@ from schooner.storage import quotas
 from schooner.storage.groups import commits, configs, lag, state
 from schooner.storage.groups.commits import Owner
 from schooner.storage.keys import Keyspace
-from schooner.storage.log import append, compaction, producers, repair, retention, transactions
+from schooner.storage.log import append, compaction, producers, read, repair, retention, transactions
 from schooner.storage.log.append import RecordBatch
 from schooner.storage.log.entry import Record
 from schooner.storage.mq import admin, dead_letters, leases, queue, retries
@@ -88,6 +88,7 @@ CASES: dict[str, Build] = {
     "log_renumber": lambda ks, t, g: _sent(repair.renumber(ks, t, 3), "log_renumber"),
     "log_delete_records": lambda ks, t, g: retention.delete_records(ks, t, 3, 5),
     "log_retention": lambda ks, t, g: retention.apply_retention(ks, t, 3),
+    "log_read_marks": lambda ks, t, g: _sent(read.read(ks, t, 3, 0, 10, committed=True), "log_read_marks"),
     "log_count": lambda ks, t, g: _sent(
         lag.partition_lag(ks, _topic(t.name, "timestamp"), 3, 0), "log_count", [None, None]
     ),

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..keys import Keyspace
 from ..offsets import LAST_DENSE_ID, OffsetCodec
-from ..redis.calls import Call, Steps, command
+from ..redis.calls import Call, Steps, command, script
 from ..topics.metadata import Topic
 from . import entry, transactions
 from .transactions import AbortedTransaction
@@ -78,14 +78,18 @@ def _bounds_calls(ks: Keyspace, topic: Topic, partition: int) -> list[Call[Any]]
     ]
 
 
+def _needs_dense_state(topic: Topic, info: Any) -> bool:
+    """A dense stream whose last ID is not one of the broker's numbered ones (a plain `XADD key *`)."""
+    if not info or not topic.offsets.dense:
+        return False
+    return not topic.offsets.numbered(_info_fields(info).get(b"last-generated-id") or b"0-0")
+
+
 def _dense_state(ks: Keyspace, topic: Topic, partition: int, info: Any, state: Any) -> Steps[Any]:
     """The state's marks, with last_seq raised to the stream's last dense entry when a `*` entry ends a
     dense stream: `0-*` entries a plain writer added before it are not in last_seq. One more round
     trip, for such a stream only."""
-    if not info or not topic.offsets.dense:
-        return state
-    fields = _info_fields(info)
-    if topic.offsets.numbered(fields.get(b"last-generated-id") or b"0-0"):
+    if not _needs_dense_state(topic, info):
         return state
     stream = ks.stream(topic.name, partition)
     (last,) = yield [command("XREVRANGE", stream, LAST_DENSE_ID, "-", "COUNT", 1)]
@@ -115,24 +119,62 @@ def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[li
     return out
 
 
+def read_calls(
+    ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
+) -> list[Call[Any]]:
+    """read()'s two commands: XRANGE from the offset's ID, then the bounds and the open transactions
+    (the LSO) in log_read_marks.lua, read after the entries so that a trim which removed entries the
+    read missed shows in them. A Fetch of many partitions sends these for each partition, so two
+    commands rather than four or five keep its cost per partition down."""
+    keys = [
+        ks.stream(topic.name, partition),
+        ks.partition_state(topic.name, partition),
+        ks.txn_open(topic.name, partition),
+        ks.aborted(topic.name, partition),
+    ]
+    marks = [transactions.aborted_min_score(offset) if committed else "", transactions.ABORTED_READ_LIMIT]
+    return [
+        command(
+            "XRANGE", keys[0], topic.offsets.id_text(offset), topic.offsets.last_id, "COUNT", max_entries
+        ),
+        script("log_read_marks", keys, marks),
+    ]
+
+
+def read_from_replies(
+    topic: Topic, offset: int, committed: bool, entries: Any, marks: Any
+) -> PartitionRead | None:
+    """The read from read_calls' two replies, or None when the stream needs _dense_state's extra round
+    trip (a dense stream whose last entry came from a plain `XADD key *`): then read() does it."""
+    info, state, open_txns, members = marks
+    info = _info_fields(info) if info else info  # once, for both uses
+    if _needs_dense_state(topic, info):
+        return None
+    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members)
+
+
 def read(
     ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
 ) -> Steps[PartitionRead]:
-    """One round trip: XRANGE from the offset's ID, then the bounds, read after the entries so that a
-    trim which removed entries the read missed shows in them, and the open transactions (the LSO).
-    committed (read_committed): entries stop at the LSO and the aborted transactions among them come too."""
-    stream = ks.stream(topic.name, partition)
-    start = topic.offsets.id_text(offset)
-    calls: list[Call[Any]] = [
-        command("XRANGE", stream, start, topic.offsets.last_id, "COUNT", max_entries),
-        *_bounds_calls(ks, topic, partition),
-        transactions.open_call(ks, topic, partition),
-    ]
-    if committed:
-        calls.append(transactions.aborted_call(ks, topic, partition, offset))
-    replies = yield calls
-    entries, info, state, open_txns = replies[:4]
+    """One round trip (and _dense_state's) of read_calls. committed (read_committed): entries stop at
+    the LSO and the aborted transactions among them come too."""
+    entries, (info, state, open_txns, members) = yield read_calls(
+        ks, topic, partition, offset, max_entries, committed
+    )
     state = yield from _dense_state(ks, topic, partition, info, state)
+    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members)
+
+
+def _partition_read(
+    topic: Topic,
+    offset: int,
+    committed: bool,
+    entries: Any,
+    info: Any,
+    state: Any,
+    open_txns: Any,
+    members: Any,
+) -> PartitionRead:
     b = bounds_from_info(info, topic.offsets, state)
     stable = transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)
     entries = entries or []
@@ -143,7 +185,7 @@ def read(
             entries = [e for e in entries if offsets.offset_of_id(e[0]) < stable]
         if entries:
             end = offsets.offset_of_id(entries[-1][0]) + 1
-            aborted = tuple(transactions.aborted_overlapping(replies[4], offsets, offset, end))
+            aborted = tuple(transactions.aborted_overlapping(members, offsets, offset, end))
     return PartitionRead(entries, b.log_start_offset, b.high_watermark, b.first_valid_offset, stable, aborted)
 
 

@@ -139,12 +139,17 @@ def aborted_call(ks: Keyspace, topic: Topic, partition: int, from_offset: int) -
     return command(
         "ZRANGEBYSCORE",
         ks.aborted(topic.name, partition),
-        max(from_offset - (from_offset >> 50) - 1, 0),  # a double's rounding, on timestamp offsets
+        aborted_min_score(from_offset),
         "+inf",
         "LIMIT",
         0,
         ABORTED_READ_LIMIT,
     )
+
+
+def aborted_min_score(from_offset: int) -> int:
+    """The lowest score of an aborted member that may have records at or after from_offset."""
+    return max(from_offset - (from_offset >> 50) - 1, 0)  # a double's rounding, on timestamp offsets
 
 
 def aborted_overlapping(
