@@ -38,9 +38,9 @@ def test_broker_entries_cost_what_a_plain_client_writing_the_same_fields_pays(
     _, key, value, headers = parse_fields([part for pair in fields.items() for part in pair])
     assert key == b"key-000000000000" and value == memory.produce.bench_value()
     assert headers == [memory.HEADER]
-    # Batches of a record or two each raise the highest timestamp, and each such batch indexes itself.
-    small, plain = out["small_batches"], out["plain"]
-    assert small["partition"]["time_index_members"] > plain["partition"]["time_index_members"]
+    # Batches of a record or two each raise the highest timestamp, but they share the time index's
+    # members (up to 500 records and 1 s each): 300 records sent in 60 ms need one, two at a boundary.
+    assert 1 <= out["small_batches"]["partition"]["time_index_members"] <= 2
 
     rows = {row[0]: row for row in report._memory_rows({"memory": out})}
     row = rows["Redis bytes per record (stream)"]
@@ -67,7 +67,7 @@ def test_copies_keep_fields_order_and_ids(redis_client: redis.Redis, keyspace: s
 
 
 def test_memory_is_a_figure_that_skip_leaves_out() -> None:
-    assert Options().extras[0] == "memory"
+    assert "memory" in Options().extras
     opts, _ = parse_args(["--skip", "memory", "--no-save"])
     assert "memory" not in opts.extras
     assert report._memory_rows({}) == []
