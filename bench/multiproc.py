@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import multiprocessing
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,8 +34,9 @@ from typing import Any
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from schooner.ops.processes import free_ports
 from schooner.storage.keys import Keyspace
-from schooner.storage.redis.embedded import EmbeddedRedis, free_port
+from schooner.storage.redis.embedded import EmbeddedRedis
 
 from . import fetch, produce
 from .servers import (
@@ -79,18 +79,6 @@ class Deployment:
         return brokers, process_cpu_seconds(self.redis_pid), client_cpu_seconds(), machine_busy_seconds()
 
 
-def _port_pair() -> int:
-    """A free port whose next port is free too (for --processes 2)."""
-    while True:
-        port = free_port()
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-
-
 def _broker_pids(supervisor: int) -> list[int]:
     """The processes a `--processes n` supervisor spawned to serve (not multiprocessing's helper)."""
     kids = [int(p) for p in Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()]
@@ -110,7 +98,7 @@ class MultiprocBench:
         self.redis_url, self.redis_pid = server.url, server.pid
 
     def deploy(self, processes: int) -> Deployment:
-        port, keyspace = _port_pair(), f"mp{processes}"
+        port, keyspace = free_ports(2), f"mp{processes}"
         log = self._stack.enter_context((self._dir / f"{keyspace}.log").open("wb"))
         args = [*broker_command(), "broker", "--redis-url", self.redis_url, "--port", str(port),
                 "--keyspace", keyspace, "--log-level", "WARNING", "--processes", str(processes)]  # fmt: skip

@@ -22,6 +22,7 @@ import dataclasses
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import wait
@@ -29,12 +30,28 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 
 from ..config import Listener, Settings
-from ..storage.redis.embedded import EmbeddedRedis, die_with_parent
+from ..storage.redis.embedded import EmbeddedRedis, die_with_parent, free_port
 
 STOP_GRACE_SECONDS = 15.0  # past shutdown_timeout_ms, before a child that has not exited is killed
 
 # The function each child runs: (its settings, the Redis URL, the log level).
 Serve = Callable[[Settings, str, str], None]
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive free ports on 127.0.0.1 (for tests and benchmarks of --processes)."""
+    while True:
+        first = free_port()
+        probes = [socket.socket() for _ in range(count - 1)]
+        try:
+            for n, probe in enumerate(probes, start=1):
+                probe.bind(("127.0.0.1", first + n))
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+        return first
 
 
 def _shifted(port: int, index: int) -> int:

@@ -14,24 +14,12 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schooner.config import Settings
-from schooner.ops.processes import for_process
-from schooner.storage.redis.embedded import EmbeddedRedis, free_port
+from schooner.ops.processes import for_process, free_ports
+from schooner.storage.redis.embedded import EmbeddedRedis
 from tests.ops.helpers import SCHOONER, wait_for_port
 
 PARTITIONS = 4
 RECORDS = 400
-
-
-def _free_pair() -> int:
-    """A port whose next port is free too."""
-    while True:
-        port = free_port()
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
 
 
 def _open(port: int) -> bool:
@@ -101,7 +89,7 @@ def test_each_process_is_a_broker_of_its_own_on_the_next_port() -> None:
 
 
 def test_two_processes_serve_one_topic_together_and_ctrl_c_stops_them_and_redis(tmp_path: Path) -> None:
-    port = _free_pair()
+    port = free_ports(2)
     proc = _start(tmp_path, port)
     redis_pid = int((tmp_path / "redis" / "redis.pid").read_text())
     brokers = _brokers(proc.pid)
@@ -149,7 +137,7 @@ def test_two_processes_serve_one_topic_together_and_ctrl_c_stops_them_and_redis(
 
 
 def test_a_process_that_cannot_start_stops_the_others(tmp_path: Path) -> None:
-    port = _free_pair()
+    port = free_ports(2)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port + 1))
         taken.listen()
@@ -168,7 +156,7 @@ def test_a_process_that_cannot_start_stops_the_others(tmp_path: Path) -> None:
 
 
 def test_brokers_do_not_outlive_a_killed_supervisor(tmp_path: Path) -> None:
-    port = _free_pair()
+    port = free_ports(2)
     proc = _start(tmp_path, port)
     redis_pid = int((tmp_path / "redis" / "redis.pid").read_text())
     brokers = _brokers(proc.pid)
