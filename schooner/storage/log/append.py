@@ -124,7 +124,7 @@ def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> l
     if plain is not None:  # the common batch, already in columns: no step per record here either
         if plain.max_timestamp > -1:
             args[13], args[14] = plain.max_timestamp, plain.max_index
-        args += _plain_runs(plain)
+        args += _column_runs(plain.keyed, plain.runs, plain.fields)
     elif records:
         stamps = [r.timestamp for r in records]
         max_ts = max(stamps)
@@ -136,12 +136,13 @@ def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> l
     return args
 
 
-def _plain_runs(plain: PlainRecords) -> list[Any]:
-    shape, width = (b"3", 2) if plain.keyed else (b"2", 1)
-    fields = plain.fields
+def _column_runs(keyed: bool, runs: Sequence[tuple[int, int]], fields: Sequence[bytes | None]) -> list[Any]:
+    """The script's runs from a uniform batch's columns: (count, timestamp) runs, and each record's value,
+    or its key then its value when keyed."""
+    shape, width = (b"3", 2) if keyed else (b"2", 1)
     out: list[Any] = []
     start = 0
-    for count, ts in plain.runs:
+    for count, ts in runs:
         end = start + count * width
         out += (b"%d" % count, shape, b"%d" % ts)
         out += fields[start:end]
@@ -159,21 +160,15 @@ def _uniform_runs(records: Sequence[RecordLike], stamps: list[int]) -> list[Any]
     keys = [r.key for r in records]
     unkeyed = keys.count(None)
     if unkeyed == n:
-        fields, shape, width = values, b"2", 1
+        fields = values
     elif unkeyed == 0:
-        fields, shape, width = [b""] * (2 * n), b"3", 2
+        fields = [b""] * (2 * n)
         fields[0::2] = keys
         fields[1::2] = values
     else:
         return None
-    out: list[Any] = []
-    start = 0
-    for ts, group in groupby(stamps):
-        count = len(list(group))
-        out += (b"%d" % count, shape, b"%d" % ts)
-        out += fields[start * width : (start + count) * width]
-        start += count
-    return out
+    runs = [(len(list(group)), ts) for ts, group in groupby(stamps)]
+    return _column_runs(unkeyed == 0, runs, fields)
 
 
 def _mixed_runs(records: Sequence[RecordLike]) -> list[Any]:
