@@ -48,6 +48,7 @@ _MAGIC_OFFSET = 16
 _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21
 _TIMESTAMP_TYPE_MASK = 0x08
+_TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
@@ -194,10 +195,6 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
     return batches
 
 
-_PRODUCER_HEADER = struct.Struct(">qhi")  # producer id, epoch, base sequence
-_TRANSACTIONAL_MASK = 0x10
-
-
 def _plain_batch(
     raw: bytes, columns: tuple[bool, list[tuple[int, int]], list[bytes], int, int, int]
 ) -> ProducedBatch:
@@ -215,6 +212,7 @@ def _plain_batch(
 
 
 _PRODUCER = struct.Struct(">qh")
+_PRODUCER_HEADER = struct.Struct(">qhi")  # and the base sequence (int32) after them
 _PRODUCER_OFFSET = 43  # producer id (int64) and epoch (int16) in the v2 batch header
 
 
