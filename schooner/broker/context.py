@@ -22,6 +22,7 @@ from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
 from .fetch_sessions import FetchSessions
 from .partition_ends import PartitionEnds
+from .retry_order import RetryOrder
 from .sequencer import PartitionSequencer
 from .share_sessions import ShareSessions
 from .waiters import AppendWaiters
@@ -49,6 +50,7 @@ class BrokerContext:
     cluster_id: str = ""
     waiters: AppendWaiters = field(default_factory=AppendWaiters)
     sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
+    retry_order: RetryOrder = field(default_factory=RetryOrder)  # idempotent producers' retries in order
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
     entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
     # Fetch's reads of partitions at their end, reused until an append notice (partition_ends.py).

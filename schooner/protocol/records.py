@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from aiokafka.record._crecords import DefaultRecordBatch, DefaultRecordBatchBuilder
 from aiokafka.record._crecords.cutil import crc32c_cython
@@ -222,6 +222,22 @@ def producer_of(data: bytes) -> tuple[int, int] | None:
         return None
     pid, epoch = _PRODUCER.unpack_from(data, _PRODUCER_OFFSET)
     return int(pid), int(epoch)
+
+
+class SequenceHead(NamedTuple):
+    """Who sent a batch and where it starts in the producer's sequence."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+
+def sequence_head(data: bytes) -> SequenceHead | None:
+    """The first batch's producer and base sequence, read from its header alone (None if too short or
+    not a v2 batch)."""
+    if len(data) < _PRODUCER_OFFSET + _PRODUCER_HEADER.size or data[_MAGIC_OFFSET] != 2:
+        return None
+    return SequenceHead(*_PRODUCER_HEADER.unpack_from(data, _PRODUCER_OFFSET))
 
 
 class BatchBuilder:

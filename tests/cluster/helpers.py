@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 from redis.cluster import RedisCluster
 
 from schooner.storage.keys import Keyspace
+from schooner.storage.log.producers import FIELD_PREFIX, parse_entry
 from schooner.storage.redis.embedded_cluster import EmbeddedCluster
 from tests.group_clients import ClientThread
 
@@ -125,6 +126,17 @@ def stored_numbers(client: RedisCluster, ks: Keyspace, topic: str, partitions: i
         entries = client.xrange(ks.stream(topic, p), "-", "+")
         out[p] = [int(fields[b"value"]) for _, fields in entries]
     return out
+
+
+def producer_epochs(client: RedisCluster, ks: Keyspace, topic: str, partitions: int) -> set[int]:
+    """The epochs the partitions' producer states hold. An idempotent producer that had to number its
+    records afresh (librdkafka does after OUT_OF_ORDER_SEQUENCE_NUMBER) bumped its epoch."""
+    epochs = set()
+    for p in range(partitions):
+        for field, value in client.hgetall(ks.partition_state(topic, p)).items():
+            if field.startswith(FIELD_PREFIX.encode()):
+                epochs.add(parse_entry(int(field[len(FIELD_PREFIX) :]), value.decode()).producer_epoch)
+    return epochs
 
 
 def check_stored(producer: NumberedProducer, stored: dict[int, list[int]]) -> tuple[int, int]:

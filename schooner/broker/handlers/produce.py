@@ -6,7 +6,7 @@ import asyncio
 import datetime
 import logging
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import ModuleType
 from typing import Protocol
 
@@ -16,7 +16,7 @@ from kio.static.protocol import ResponsePayload
 from ...coordinators.transaction_coordinator import Producer, TransactionError
 from ...protocol.legacy_records import read_message_set
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
-from ...protocol.records import InvalidRecords, ProducedBatch, producer_of, read_batches
+from ...protocol.records import InvalidRecords, ProducedBatch, producer_of, read_batches, sequence_head
 from ...protocol.request_types import ProduceRequest
 from ...security.acls import AclOperation, ResourceType
 from ...storage.log.append import DUPLICATE, FOREIGN_ID, UNKNOWN_PARTITION, AppendResult
@@ -26,6 +26,7 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..refusals import refused
+from ..retry_order import RetryOrder, sequenced
 from ..sequencer import Turn
 from .common import (
     APPEND_UNANSWERED,
@@ -45,7 +46,7 @@ _full_logged_at = -_FULL_LOG_INTERVAL_SECONDS
 
 
 class _PartitionResult:
-    __slots__ = ("error", "base_offset", "append_time", "log_start", "message")
+    __slots__ = ("error", "base_offset", "append_time", "log_start", "message", "unsettled")
 
     def __init__(
         self,
@@ -60,6 +61,8 @@ class _PartitionResult:
         self.append_time = append_time
         self.log_start = log_start
         self.message = message
+        # Sequenced batches that Redis appended, whose answer waits for acks (retry_order.py).
+        self.unsettled: list[ProducedBatch] = []
 
 
 class _PartitionData(Protocol):
@@ -96,11 +99,10 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
     # v0-v2 carry legacy message sets (magic 0 and 1), v3 and later v2 record batches only.
     legacy_ms = int(time.time() * 1000) if body.__version__ < _FIRST_V2_RECORDS_VERSION else None
     # Claim each partition's turn before the first await, so appends keep request order.
-    turns = {
-        (ti, pd.index): ctx.sequencer.claim((_topic_key(td), pd.index))
-        for ti, td in enumerate(topics)
-        for pd in td.partition_data
+    where = {
+        (ti, pd.index): (_topic_key(td), pd.index) for ti, td in enumerate(topics) for pd in td.partition_data
     }
+    turns = {key: ctx.sequencer.claim(partition) for key, partition in where.items()}
     jobs: dict[tuple[int, int], asyncio.Task[_PartitionResult]] = {}
     resolved: list[tuple[int, _TopicData, Topic | ErrorCode]]
     try:
@@ -120,6 +122,7 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
                 jobs[(ti, partition_data.index)] = asyncio.ensure_future(
                     _in_turn(
                         turns[(ti, partition_data.index)],
+                        where[(ti, partition_data.index)],
                         ctx,
                         topic,
                         partition_data,
@@ -131,15 +134,20 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
         for key, turn in turns.items():
             if key not in jobs:
                 turn.release()
-    await asyncio.gather(*jobs.values())
-    results = {key: task.result() for key, task in jobs.items()}
-    if acks == -1:
-        topic_of = {ti: topic for ti, _, topic in resolved if isinstance(topic, Topic)}
-        written = [key for key, r in results.items() if r.error == ErrorCode.none]
-        if written and not await _wait_durable(ctx, [(topic_of[ti], p) for ti, p in written]):
-            for key in written:
-                results[key].error = ErrorCode.not_enough_replicas_after_append
-                results[key].message = _NOT_REPLICATED
+    answered = False
+    try:
+        await asyncio.gather(*jobs.values())
+        results = {key: task.result() for key, task in jobs.items()}
+        if acks == -1:
+            topic_of = {ti: topic for ti, _, topic in resolved if isinstance(topic, Topic)}
+            written = [key for key, r in results.items() if r.error == ErrorCode.none]
+            if written and not await _wait_durable(ctx, [(topic_of[ti], p) for ti, p in written]):
+                for key in written:
+                    results[key].error = ErrorCode.not_enough_replicas_after_append
+                    results[key].message = _NOT_REPLICATED
+        answered = True
+    finally:  # also when the connection went away: the client resends whatever it has no answer to
+        _settle_order(ctx.retry_order, topics, where, jobs, answered)
     if acks == 0:
         return NO_RESPONSE
     return _response(mod, body, lambda ti, p: results[(ti, p)])
@@ -188,8 +196,36 @@ async def _verify_transaction(
     return None
 
 
+def _settle_order(
+    order: RetryOrder,
+    topics: Sequence[_TopicData],
+    where: Mapping[tuple[int, int], Hashable],
+    jobs: dict[tuple[int, int], asyncio.Task[_PartitionResult]],
+    answered: bool,
+) -> None:
+    """Tells the retry order how each partition's batches ended; a partition the client is to send
+    again holds back the producer's later batches (also when its records never reached Redis)."""
+    for ti, topic_data in enumerate(topics):
+        for pd in topic_data.partition_data:
+            task = jobs.get((ti, pd.index))
+            if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+                r = None
+            else:
+                r = task.result()
+            ok = answered and r is not None and r.error == ErrorCode.none
+            partition = where[(ti, pd.index)]
+            if r is not None and r.unsettled:
+                for batch in r.unsettled:
+                    order.closed(partition, batch, ok)
+            elif not ok and (r is None or r.error in _RESENT) and pd.records:
+                head = sequence_head(pd.records)
+                if head is not None and sequenced(head):
+                    order.closed(partition, head, False)
+
+
 async def _in_turn(
     turn: Turn,
+    where: Hashable,
     ctx: BrokerContext,
     topic: Topic | ErrorCode,
     data: _PartitionData,
@@ -203,10 +239,19 @@ async def _in_turn(
         if isinstance(prepared, _PartitionResult):
             return prepared
         assert isinstance(topic, Topic)
+        order = ctx.retry_order
+        sequenced_batches = [b for b in prepared if sequenced(b)]
+        if not all(order.admit(where, b) for b in sequenced_batches):
+            return _PartitionResult(LOG_UNAVAILABLE, message=_RESEND_FIRST)
+        for b in sequenced_batches:
+            order.opened(where, b)
         try:
             pending = [await ctx.store.send_append(topic, data.index, batch) for batch in prepared]
-        except STORAGE_ERRORS as exc:
-            return _storage_failure(topic, data.index, exc)
+        except BaseException as exc:
+            _close(order, where, sequenced_batches)
+            if isinstance(exc, STORAGE_ERRORS):
+                return _storage_failure(topic, data.index, exc)
+            raise
     try:
         results = [
             await _settle(ctx, topic, data.index, batch, f)
@@ -215,13 +260,21 @@ async def _in_turn(
     except OUTCOME_UNKNOWN as exc:
         # Sent, but no reply (Redis timed out or the connection broke): the batch may be appended.
         # REQUEST_TIMED_OUT tells clients so ("possibly persisted"); the retry then finds it a duplicate.
+        _close(order, where, sequenced_batches)
         return _PartitionResult(APPEND_UNANSWERED, message=str(exc))
-    except STORAGE_ERRORS as exc:
-        return _storage_failure(topic, data.index, exc)
-    for r in results:
-        if r.status == FOREIGN_ID:
-            return _foreign_entry(ctx, topic, data.index, r.foreign_id)
+    except BaseException as exc:
+        _close(order, where, sequenced_batches)
+        if isinstance(exc, STORAGE_ERRORS):
+            return _storage_failure(topic, data.index, exc)
+        raise
+    for batch, r in zip(prepared, results, strict=True):
         if r.status < 0:
+            gap = r.status == OUT_OF_ORDER and order.behind_failure(where, batch)
+            _close(order, where, sequenced_batches)
+            if r.status == FOREIGN_ID:
+                return _foreign_entry(ctx, topic, data.index, r.foreign_id)
+            if gap:  # an earlier batch failed here: not lost data, the client is to resend in order
+                return _PartitionResult(LOG_UNAVAILABLE, message=_RESEND_FIRST)
             return _PartitionResult(ErrorCode(-r.status))  # the append script's refusals are Kafka codes
     if ctx.metrics is not None:  # per batch, from its header's count and its size: no per-record work
         appended = [b for b, r in zip(prepared, results, strict=True) if r.status != DUPLICATE]
@@ -229,7 +282,21 @@ async def _in_turn(
             sum(len(b.records) for b in appended), sum(b.size_bytes for b in appended)
         )
     append_time = results[-1].append_time if topic.log_append_time else -1
-    return _PartitionResult(ErrorCode.none, results[0].base_offset, append_time, results[-1].log_start_offset)
+    done = _PartitionResult(ErrorCode.none, results[0].base_offset, append_time, results[-1].log_start_offset)
+    done.unsettled = sequenced_batches
+    return done
+
+
+def _close(order: RetryOrder, partition: Hashable, batches: list[ProducedBatch]) -> None:
+    """A failure seen here, before the request ends: later requests' batches are held back at once."""
+    for batch in batches:
+        order.closed(partition, batch, False)
+
+
+_RESEND_FIRST = "an earlier batch of this producer to this partition failed here and must be sent again first"
+OUT_OF_ORDER = -ErrorCode.out_of_order_sequence_number.value
+# Answers after which a client sends the batch again.
+_RESENT = frozenset({LOG_UNAVAILABLE, APPEND_UNANSWERED, ErrorCode.not_enough_replicas_after_append})
 
 
 def _storage_failure(topic: Topic, partition: int, exc: BaseException) -> _PartitionResult:

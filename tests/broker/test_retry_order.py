@@ -1,0 +1,136 @@
+"""An idempotent producer's batches after one that failed here wait for its retry (broker/retry_order.py):
+the rule on its own, and over the wire with Redis cut away from the broker between two batches."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from schooner.broker.retry_order import MAX_FAILED, SEQUENCE_SPAN, RetryOrder
+from schooner.storage.keys import Keyspace
+from tests.proxy import FaultProxy
+from tests.wire import call, idempotent_batch, init_producer_id_request, produce_request, record_batch
+
+
+@dataclass(frozen=True)
+class Batch:
+    base_sequence: int
+    producer_epoch: int = 0
+    producer_id: int = 7
+
+
+def test_a_failure_holds_back_later_batches_until_it_comes_again() -> None:
+    order = RetryOrder()
+    for seq in (0, 1, 2):
+        assert order.admit(("t", 0), Batch(seq))
+        order.opened(("t", 0), Batch(seq))
+    order.closed(("t", 0), Batch(0), ok=True)
+    order.closed(("t", 0), Batch(1), ok=False)
+    order.closed(("t", 0), Batch(2), ok=False)  # a later failure leaves the mark at the first
+    assert not order.admit(("t", 0), Batch(2))
+    assert not order.admit(("t", 0), Batch(3))
+    assert order.admit(("t", 1), Batch(2))  # another partition
+    assert order.admit(("t", 0), Batch(2, producer_id=8))  # another producer
+    assert order.admit(("t", 0), Batch(1))  # the retry clears the mark
+    assert order.admit(("t", 0), Batch(2))
+
+
+def test_a_retry_of_an_earlier_batch_or_a_new_epoch_clears_the_mark() -> None:
+    order = RetryOrder()
+    order.opened(("t", 0), Batch(5))
+    order.closed(("t", 0), Batch(5), ok=False)
+    assert order.admit(("t", 0), Batch(3))  # earlier than the failed one: sent, and judged by Redis
+    assert order.admit(("t", 0), Batch(9))
+    order.opened(("t", 0), Batch(5))
+    order.closed(("t", 0), Batch(5), ok=False)
+    assert not order.admit(("t", 0), Batch(9))
+    assert order.admit(("t", 0), Batch(0, producer_epoch=1))  # renumbered under a new epoch
+    assert order.admit(("t", 0), Batch(9))
+
+
+def test_sequences_compare_across_the_wrap() -> None:
+    order = RetryOrder()
+    last = SEQUENCE_SPAN - 1
+    order.opened(("t", 0), Batch(last))
+    order.closed(("t", 0), Batch(last), ok=False)
+    assert not order.admit(("t", 0), Batch(0))  # after 2^31 - 1 comes 0
+    assert not order.admit(("t", 0), Batch(5))
+    assert order.admit(("t", 0), Batch(last))
+
+
+def test_an_out_of_order_reply_is_the_brokers_gap_while_an_earlier_batch_is_open() -> None:
+    order = RetryOrder()
+    order.opened(("t", 0), Batch(10))
+    order.opened(("t", 0), Batch(11))
+    assert order.behind_failure(("t", 0), Batch(11))  # 10 unanswered: its acks=all wait may fail
+    assert not order.behind_failure(("t", 0), Batch(10))  # nothing before it
+    order.closed(("t", 0), Batch(10), ok=True)
+    assert not order.behind_failure(("t", 0), Batch(11))
+    order.closed(("t", 0), Batch(11), ok=False)
+    assert order.behind_failure(("t", 0), Batch(12))
+
+
+def test_marks_of_vanished_producers_are_bounded() -> None:
+    order = RetryOrder()
+    for pid in range(MAX_FAILED + 10):
+        order.opened(("t", 0), Batch(1, producer_id=pid))
+        order.closed(("t", 0), Batch(1, producer_id=pid), ok=False)
+    assert not order.admit(("t", 0), Batch(2, producer_id=MAX_FAILED + 9))  # the newest are kept
+    assert order.admit(("t", 0), Batch(2, producer_id=0))  # the oldest went
+
+
+def _produce(port: int, topic: str, batch: bytes) -> tuple[ErrorCode, int]:
+    response = call(port, produce_request(topic, batch, acks=-1))
+    answer = response.responses[0].partition_responses[0]
+    return ErrorCode(answer.error_code), answer.base_offset
+
+
+def _until_answered(port: int, topic: str, batch: bytes) -> tuple[ErrorCode, int]:
+    """Sends again while Redis is coming back (the broker reconnects on demand)."""
+    deadline = time.monotonic() + 15
+    while True:
+        code, offset = _produce(port, topic, batch)
+        if (
+            code not in (ErrorCode.kafka_storage_error, ErrorCode.request_timed_out)
+            or time.monotonic() > deadline
+        ):
+            return code, offset
+        time.sleep(0.2)
+
+
+@pytest.mark.single_redis
+def test_a_batch_sent_after_a_failed_one_waits_for_its_retry(
+    broker_factory, redis_server, redis_client, keyspace
+) -> None:
+    """Batch 1 fails while Redis is cut away; batch 2, which the client had already sent, reaches the
+    broker once Redis is back. It is refused unsent with a retriable error, not OUT_OF_ORDER_SEQUENCE
+    (which has librdkafka renumber its records under a new epoch, writing again any that Redis kept).
+    The retries of 1 and then 2 are appended in order."""
+    proxy = FaultProxy(redis_server.port, redis_server.password)
+    try:
+        broker = broker_factory(redis_url=proxy.url)
+        assert _until_answered(broker.port, "ordered", record_batch([b"first"])) == (ErrorCode.none, 0)
+        init = call(broker.port, init_producer_id_request())
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def batch(seq: int) -> bytes:
+            return idempotent_batch([b"%d" % seq], pid, epoch, seq)
+
+        assert _produce(broker.port, "ordered", batch(0)) == (ErrorCode.none, 1)
+        proxy.cut()
+        assert _produce(broker.port, "ordered", batch(1))[0] in (
+            ErrorCode.kafka_storage_error,
+            ErrorCode.request_timed_out,
+        )
+        proxy.heal()
+        assert _produce(broker.port, "ordered", batch(2))[0] == ErrorCode.kafka_storage_error
+        assert _until_answered(broker.port, "ordered", batch(1)) == (ErrorCode.none, 2)
+        assert _produce(broker.port, "ordered", batch(2)) == (ErrorCode.none, 3)
+        stream = Keyspace(keyspace).stream("ordered", 0)
+        values = [fields[b"value"] for _, fields in redis_client.xrange(stream)]
+        assert values == [b"first", b"0", b"1", b"2"]
+    finally:
+        proxy.close()
