@@ -320,7 +320,7 @@ def _fail_over(bench: ClusterBench, run_no: int) -> dict[str, Any]:
     rc.close()
     acked_numbers = {n for _, n, _ in producer.acked}
     lost, duplicated = len(acked_numbers - set(stored)), len(stored) - len(set(stored))
-    if lost:  # duplicates are reported, not fatal: see docs/benchmarks.md, Cluster (an open bug)
+    if lost or duplicated:
         raise RuntimeError(f"failover run: {lost} acknowledged records lost, {duplicated} duplicated")
     return {
         "acked_s": round(acked, 2),
