@@ -32,8 +32,9 @@ class PartitionEnds:
     def __init__(self, waiters: AppendWaiters, window: float = WINDOW_SECONDS) -> None:
         self._waiters = waiters
         self._window = window
-        # (topic id, partition) -> (time the read was sent, appends counted then, offset, the read)
-        self._ends: dict[tuple[uuid.UUID, int], tuple[float, int, int, PartitionRead]] = {}
+        # (topic id, partition) -> (time the read was sent, appends counted then, offset, the read, and
+        # the partition by name, as the waiters count its notices)
+        self._ends: dict[tuple[uuid.UUID, int], tuple[float, int, int, PartitionRead, TopicPartition]] = {}
 
     def mark(self, topic: Topic, partition: int) -> int:
         """Taken before the read is sent: an append that the read may have missed bumps the count."""
@@ -43,12 +44,8 @@ class PartitionEnds:
         found = self._ends.get((topic.id, partition))
         if found is None:
             return None
-        at, appends, seen_offset, read = found
-        if (
-            seen_offset != offset
-            or now - at > self._window
-            or appends != self._waiters.appends(TopicPartition(topic.name, partition))
-        ):
+        at, appends, seen_offset, read, named = found
+        if seen_offset != offset or now - at > self._window or appends != self._waiters.appends(named):
             return None
         return read
 
@@ -58,7 +55,13 @@ class PartitionEnds:
         """Keeps a read that found nothing from `offset` (callers check that it found no error either)."""
         if len(self._ends) >= MAX_ENTRIES:
             self._ends.clear()
-        self._ends[(topic.id, partition)] = (sent_at, appends, offset, read)
+        self._ends[(topic.id, partition)] = (
+            sent_at,
+            appends,
+            offset,
+            read,
+            TopicPartition(topic.name, partition),
+        )
 
     def __len__(self) -> int:
         return len(self._ends)

@@ -95,7 +95,8 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         # Listen before reading: an append landing between the read and the wait still wakes us.
         event = ctx.waiters.register(waits)
         try:
-            results, total = await _read_all(ctx, resolved, max_bytes, committed, partition_cap)
+            reading = _unsettled(ctx, plan, resolved) if plan.incremental else resolved
+            results, total = await _read_all(ctx, reading, max_bytes, committed, partition_cap)
             remaining = deadline - time.monotonic()
             has_error = any(r.error != ErrorCode.none for rs in results for r in rs)
             if total >= min_bytes or has_error or remaining <= 0 or not waits:
@@ -104,13 +105,13 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         finally:
             ctx.waiters.unregister(waits, event)
     if ctx.metrics is not None:
-        _count_out(ctx, resolved, results)
+        _count_out(ctx, reading, results)
     if plan.session is not None:
-        changed = _changed(plan, results)  # remembers what this response sends
+        changed = _changed(plan, reading, results)  # remembers what this response sends
         if plan.incremental:
             results = changed
     topics = []
-    for (fetch_topic, _), partition_results in zip(resolved, results, strict=True):
+    for (fetch_topic, _), partition_results in zip(reading, results, strict=True):
         if plan.incremental and not partition_results:
             continue
         partitions = tuple(
@@ -144,6 +145,44 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
     )
 
 
+def _unsettled(
+    ctx: BrokerContext, plan: FetchPlan, resolved: list[tuple[_FetchTopic, Topic | ErrorCode]]
+) -> list[tuple[_FetchTopic, Topic | ErrorCode]]:
+    """An incremental fetch's partitions less those whose answer can only be "unchanged": the kept
+    read at their end (partition_ends.py) still holds for their fetch offset, and its offsets are those
+    the session last sent. A consumer of many partitions finds most of them so on every fetch, and
+    the fetch then costs the partitions that moved, not all of the session's."""
+    session = plan.session
+    assert session is not None
+    ends = ctx.partition_ends
+    now = time.monotonic()
+    out: list[tuple[_FetchTopic, Topic | ErrorCode]] = []
+    for fetch_topic, topic in resolved:
+        if not isinstance(topic, Topic):
+            out.append((fetch_topic, topic))
+            continue
+        assert isinstance(fetch_topic, WantedTopic)
+        ref = fetch_topic.ref
+        moving = []
+        for p in fetch_topic.partitions:
+            offset = p.fetch_offset
+            known = (
+                ends.get(topic, p.partition, offset, now)
+                if 0 <= p.partition < topic.partitions and offset >= 0
+                else None
+            )
+            if (
+                known is None
+                or not known.first_valid_offset <= offset <= known.high_watermark
+                or session.sent(ref, p.partition)
+                != (known.high_watermark, known.log_start_offset, known.last_stable_offset)
+            ):
+                moving.append(p)
+        if moving:
+            out.append((WantedTopic(fetch_topic.topic, fetch_topic.topic_id, moving), topic))
+    return out
+
+
 def _wanted(body: FetchRequest) -> list[WantedTopic]:
     return [
         WantedTopic(
@@ -163,12 +202,17 @@ def _forgotten(body: FetchRequest) -> list[tuple[TopicRef, Sequence[int]]]:
     return out
 
 
-def _changed(plan: FetchPlan, results: list[list[_PartitionFetch]]) -> list[list[_PartitionFetch]]:
+def _changed(
+    plan: FetchPlan,
+    reading: list[tuple[_FetchTopic, Topic | ErrorCode]],
+    results: list[list[_PartitionFetch]],
+) -> list[list[_PartitionFetch]]:
     """The partitions an incremental response holds: those with records, an error, or offsets that
     changed since the session last sent them (KIP-227). Records what this response sends."""
     assert plan.session is not None
     out = []
-    for wanted, row in zip(plan.topics, results, strict=True):
+    for (wanted, _), row in zip(reading, results, strict=True):
+        assert isinstance(wanted, WantedTopic)
         ref = wanted.ref
         out.append(
             [
