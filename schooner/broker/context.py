@@ -22,6 +22,7 @@ from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
 from .fetch_sessions import FetchSessions
 from .partition_ends import PartitionEnds
+from .recent_batches import RecentBatches
 from .retry_order import RetryOrder
 from .sequencer import PartitionSequencer
 from .share_sessions import ShareSessions
@@ -51,6 +52,7 @@ class BrokerContext:
     waiters: AppendWaiters = field(default_factory=AppendWaiters)
     sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
     retry_order: RetryOrder = field(default_factory=RetryOrder)  # idempotent producers' retries in order
+    recent_batches: RecentBatches = field(default_factory=RecentBatches)  # served to fetches as appended
     # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
     entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
     # Fetch's reads of partitions at their end, reused until an append notice (partition_ends.py).

@@ -76,6 +76,7 @@ static PyObject *plain_records(PyObject *self, PyObject *arg) {
         if (p >= record_end) goto not_plain;
         p++; /* the record's attributes: unused */
         if (!get_varint(&p, record_end, &ts_delta) || !get_varint(&p, record_end, &offset_delta)) goto not_plain;
+        if (offset_delta != i) goto not_plain; /* records numbered 0, 1, ... as producers do: a fetch may return the batch as sent */
         if (!get_varint(&p, record_end, &key_len) || key_len < -1 || key_len > record_end - p) goto not_plain;
         const unsigned char *key = p;
         if (key_len > 0) p += key_len;

@@ -43,10 +43,13 @@ NO_SEQUENCE = -1
 # Offsets within the v2 batch header.
 _BASE_OFFSET_AND_LENGTH = struct.Struct(">qi")
 _CRC = struct.Struct(">I")
+_TIMESTAMP = struct.Struct(">q")
+_BASE_TIMESTAMP_OFFSET = 27
 _LEADER_EPOCH_OFFSET = 12
 _MAGIC_OFFSET = 16
 _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21
+_CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
@@ -127,6 +130,7 @@ class ProducedBatch:
     transactional_id: str | None = None
     # The common batch as columns (then `records` decodes only on demand); None for any other.
     plain: PlainRecords | None = None
+    raw: bytes = b""  # the batch as the producer sent it (v2 only; empty for a legacy message set)
 
     @property
     def checked_bytes(self) -> int:
@@ -189,6 +193,7 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
                 is_transactional=batch.is_transactional,
                 records=records,
                 size_bytes=size,
+                raw=raw,
             )
         )
         pos += size
@@ -208,12 +213,31 @@ def _plain_batch(
         records=LazyRecords(raw, count),
         size_bytes=len(raw),
         plain=PlainRecords(keyed, runs, fields, max_timestamp, max_index),
+        raw=raw,
     )
 
 
 _PRODUCER = struct.Struct(">qh")
 _PRODUCER_HEADER = struct.Struct(">qhi")  # and the base sequence (int32) after them
 _PRODUCER_OFFSET = 43  # producer id (int64) and epoch (int16) in the v2 batch header
+
+
+def as_fetched(raw: bytes, base_offset: int) -> bytes | None:
+    """A produced batch as a fetch returns it, once appended at base_offset: the offset set, the
+    partition leader epoch 0 and no producer (both as the fetch encoder writes them; the CRC, which
+    covers the producer fields, computed again). None for a batch the fetch encoder would write
+    otherwise: compressed, transactional, a control batch or LogAppendTime."""
+    attributes = raw[_ATTRIBUTES_OFFSET + 1]
+    if attributes & (_CODEC_MASK | _TRANSACTIONAL_MASK | _CONTROL_MASK | _TIMESTAMP_TYPE_MASK):
+        return None
+    if _TIMESTAMP.unpack_from(raw, _BASE_TIMESTAMP_OFFSET)[0] < 0:
+        return None  # no timestamp: the append stamps the records
+    buf = bytearray(raw)
+    _BASE_OFFSET_AND_LENGTH.pack_into(buf, 0, base_offset, len(buf) - 12)
+    struct.pack_into(">i", buf, _LEADER_EPOCH_OFFSET, 0)
+    _PRODUCER_HEADER.pack_into(buf, _PRODUCER_OFFSET, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE)
+    _CRC.pack_into(buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+    return bytes(buf)
 
 
 def producer_of(data: bytes) -> tuple[int, int] | None:

@@ -15,6 +15,7 @@ from schooner.protocol.records import (
     TIMESTAMP_LOG_APPEND_TIME,
     BatchBuilder,
     InvalidRecords,
+    as_fetched,
     read_batches,
 )
 
@@ -86,3 +87,44 @@ def test_corrupt_and_truncated_batches() -> None:
     with pytest.raises(InvalidRecords) as corrupt:
         read_batches(bytes(data))
     assert corrupt.value.error_code == 2
+
+
+def _produced(
+    records: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]], **kw: int
+) -> bytes:
+    """A batch as kafka-python's producer builds it (an idempotent producer's, by default)."""
+    options = {
+        "compression_type": 0,
+        "is_transactional": 0,
+        "producer_id": 9,
+        "producer_epoch": 1,
+        "base_sequence": 3,
+    }
+    options.update(kw)
+    builder = KafkaPythonBuilder(magic=2, batch_size=1 << 20, **options)
+    for i, (ts, key, value, headers) in enumerate(records):
+        builder.append(i, ts, key, value, headers)
+    return bytes(builder.build())
+
+
+def test_a_produced_batch_as_fetched_is_what_the_fetch_encoder_builds() -> None:
+    """Served from memory (broker/recent_batches.py), a batch must read as one the fetch encoder builds
+    from the stored entries: same bytes, so a consumer cannot tell the two apart."""
+    records = sorted(RECORDS)  # the first record's timestamp is the batch's base timestamp
+    base = 4_321
+    served = as_fetched(_produced(records), base)
+    assert served is not None
+    builder = BatchBuilder(base, CODEC_NONE)
+    for i, (ts, key, value, headers) in enumerate(records):
+        builder.append(base + i, ts, key, value, headers)
+    assert served == builder.build()
+    batch = KafkaPythonBatch(served)
+    assert batch.validate_crc() and batch.base_offset == base and batch.producer_id == -1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"compression_type": CODEC_LZ4}, {"is_transactional": 1}],
+)
+def test_batches_a_read_would_return_otherwise_are_not_served_as_sent(options: dict[str, int]) -> None:
+    assert as_fetched(_produced(RECORDS * 30, **options), 0) is None  # enough to be worth compressing

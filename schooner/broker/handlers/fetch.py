@@ -24,6 +24,7 @@ from ..fetch_codec import codec_for, encode_entries
 from ..fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, WantedTopic
 from ..partition_ends import PartitionEnds
 from ..quotas import fetch_byte_cap
+from ..recent_batches import Served
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 # Entries read per XRANGE before the partition's average size is known.
@@ -288,6 +289,7 @@ async def _read_all(
     if planned:
         # Partitions read at their end since their last append notice are not read again.
         ends = ctx.partition_ends
+        recent = ctx.recent_batches
         now = time.monotonic()
         sent: list[tuple[_PartitionFetch, Topic, _FetchPartition, int]] = []
         reads = []
@@ -295,6 +297,17 @@ async def _read_all(
         for planned_one in planned:
             result, topic, request, budget = planned_one
             offset = max(request.fetch_offset, 0)
+            served = recent.serve(topic, request.partition, request.fetch_offset, budget, now)
+            if served is not None:
+                _fill_served(result, request.fetch_offset, served)
+                if served.next_offset == served.high_watermark:  # all of it: the next fetch is at the end
+                    at_end = PartitionRead(
+                        [], served.log_start, served.high_watermark, served.log_start, served.high_watermark
+                    )
+                    ends.put(
+                        topic, request.partition, served.next_offset, served.last_at, served.notices, at_end
+                    )
+                continue
             known = ends.get(topic, request.partition, offset, now)
             if known is not None:
                 _fill(ctx, result, topic, request, known, budget)
@@ -349,6 +362,15 @@ def _keep_end(
             [], read.log_start_offset, end, read.first_valid_offset, read.last_stable_offset
         )
         ends.put(topic, request.partition, end, now, mark, at_end)
+
+
+def _fill_served(result: _PartitionFetch, offset: int, served: Served) -> None:
+    """One partition's answer from batches this broker just appended (recent_batches.py)."""
+    result.high_watermark = served.high_watermark
+    result.log_start = served.log_start
+    result.last_stable = served.high_watermark  # no transaction was open at the append
+    result.records = b"".join(served.batches)
+    result.count = served.next_offset - offset
 
 
 def _fill(

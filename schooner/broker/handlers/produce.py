@@ -16,7 +16,15 @@ from kio.static.protocol import ResponsePayload
 from ...coordinators.transaction_coordinator import Producer, TransactionError
 from ...protocol.legacy_records import read_message_set
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
-from ...protocol.records import InvalidRecords, ProducedBatch, producer_of, read_batches, sequence_head
+from ...protocol.records import (
+    CODEC_NONE,
+    InvalidRecords,
+    ProducedBatch,
+    as_fetched,
+    producer_of,
+    read_batches,
+    sequence_head,
+)
 from ...protocol.request_types import ProduceRequest
 from ...security.acls import AclOperation, ResourceType
 from ...storage.log.append import DUPLICATE, FOREIGN_ID, UNKNOWN_PARTITION, AppendResult
@@ -25,6 +33,7 @@ from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..fetch_codec import codec_for
 from ..refusals import refused
 from ..retry_order import RetryOrder, sequenced
 from ..sequencer import Turn
@@ -385,9 +394,29 @@ async def _settle(
     result = await ctx.store.settle_append(topic, partition, batch, sent)
     if result.status >= 0 and result.status != DUPLICATE:
         ctx.waiters.notify(topic.name, partition)
+        _keep_recent(ctx, topic, partition, batch, result)  # no await between: before a fetch wakes
     elif result.status == UNKNOWN_PARTITION:
         ctx.forget_topic(topic.name)  # deleted or re-created meanwhile: the next request reloads it
     return result
+
+
+def _keep_recent(
+    ctx: BrokerContext, topic: Topic, partition: int, batch: ProducedBatch, result: AppendResult
+) -> None:
+    """Keeps the appended batch for fetches (recent_batches.py) when a read would return it as sent."""
+    fetched = None
+    if (
+        batch.plain is not None  # uncompressed, CreateTime, records numbered in order (protocol/_produce.c)
+        and result.open_transactions == 0
+        and not topic.log_append_time
+        and codec_for(topic.compression_type) == CODEC_NONE
+        and result.last_offset - result.base_offset == len(batch.records) - 1
+    ):
+        fetched = as_fetched(batch.raw, result.base_offset)
+    ctx.recent_batches.appended(
+        topic, partition, result.base_offset, result.last_offset + 1, fetched, result.log_start_offset,
+        time.monotonic(), ctx.waiters.appends(TopicPartition(topic.name, partition)),
+    )  # fmt: skip
 
 
 _NOT_REPLICATED = (

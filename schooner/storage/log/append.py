@@ -43,6 +43,8 @@ class AppendResult:
     log_start_offset: int
     # With KAFKA_STORAGE_ERROR: the `*` entry ID that stops a dense topic's appends.
     foreign_id: str = ""
+    # Transactions open in the partition after this append (-1: not known).
+    open_transactions: int = -1
 
 
 class PlainRecords(Protocol):
@@ -236,4 +238,5 @@ def parse_append_reply(reply: list[Any], offsets: OffsetCodec) -> AppendResult:
         offsets.offset_of(last_ms, last_seq),
         append_ms,
         start,
+        open_transactions=int(reply[9]) if len(reply) > 9 else -1,
     )

@@ -17,7 +17,8 @@
 -- then the records in runs of one shape and timestamp: a count k, the shape (bit 1 key, 2 value,
 -- 4 headers), the timestamp, then for each of the k records the key if bit 1, the value if bit 2 and
 -- the encoded headers if bit 4.
--- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq, foreign}:
+-- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq, foreign, open}
+--   (open, the partition's open transactions after the append, only when appended):
 --   status 0 appended; 1 duplicate of a recent batch (the IDs are that batch's);
 --   -3 UNKNOWN_TOPIC_OR_PARTITION; -45 OUT_OF_ORDER_SEQUENCE_NUMBER; -47 INVALID_PRODUCER_EPOCH.
 --   -56 KAFKA_STORAGE_ERROR: a dense topic's stream holds an ID with ms > 0 (a plain `XADD key *`),
@@ -274,4 +275,4 @@ apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARG
 if ARGV[11] ~= '' then redis.call(ARGV[17] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[11], ARGV[12]) end
 
 local sms, sseq = log_start()
-return {0, base_ms, base_seq_id, last_ms, last_seq, now, sms, sseq, ''}
+return {0, base_ms, base_seq_id, last_ms, last_seq, now, sms, sseq, '', redis.call('HLEN', KEYS[8])}
