@@ -63,5 +63,26 @@ class PartitionEnds:
             TopicPartition(topic.name, partition),
         )
 
+    def put_end(
+        self,
+        topic: Topic,
+        partition: int,
+        end: int,
+        sent_at: float,
+        appends: int,
+        log_start: int,
+        first_valid: int,
+        last_stable: int,
+    ) -> None:
+        """Keeps what a read from `end` would find when `end` is the partition's high watermark: nothing."""
+        self.put(
+            topic,
+            partition,
+            end,
+            sent_at,
+            appends,
+            PartitionRead([], log_start, end, first_valid, last_stable),
+        )
+
     def __len__(self) -> int:
         return len(self._ends)

@@ -301,12 +301,10 @@ async def _read_all(
             if served is not None:
                 _fill_served(result, request.fetch_offset, served)
                 if served.next_offset == served.high_watermark:  # all of it: the next fetch is at the end
-                    at_end = PartitionRead(
-                        [], served.log_start, served.high_watermark, served.log_start, served.high_watermark
-                    )
-                    ends.put(
-                        topic, request.partition, served.next_offset, served.last_at, served.notices, at_end
-                    )
+                    ends.put_end(
+                        topic, request.partition, served.next_offset, served.last_at, served.notices,
+                        served.log_start, served.log_start, served.high_watermark,
+                    )  # fmt: skip
                 continue
             known = ends.get(topic, request.partition, offset, now)
             if known is not None:
@@ -358,10 +356,10 @@ def _keep_end(
         return
     end = topic.offsets.offset_of_id(read.entries[-1][0]) + 1
     if sent == len(read.entries) and end == read.high_watermark and read.last_stable_offset >= end:
-        at_end = PartitionRead(
-            [], read.log_start_offset, end, read.first_valid_offset, read.last_stable_offset
-        )
-        ends.put(topic, request.partition, end, now, mark, at_end)
+        ends.put_end(
+            topic, request.partition, end, now, mark, read.log_start_offset, read.first_valid_offset,
+            read.last_stable_offset,
+        )  # fmt: skip
 
 
 def _fill_served(result: _PartitionFetch, offset: int, served: Served) -> None:
