@@ -126,3 +126,14 @@ def test_compressed_log_append_time_and_trailing_bytes_are_left_to_aiokafka() ->
     assert batch_c.plain_records(raw[:-1]) is None
     count_two = raw[:57] + struct.pack(">i", 2) + raw[61:]
     assert batch_c.plain_records(count_two) is None
+
+
+def test_records_not_numbered_in_order_are_left_to_aiokafka() -> None:
+    """A plain batch may be served to fetches as sent (broker/recent_batches.py), so its records' offset
+    deltas must be 0, 1, ...; a batch numbered otherwise is decoded the general way."""
+    assert batch_c.plain_records is not None
+    builder = BatchBuilder(0, CODEC_NONE)
+    builder.append(0, BASE_TS, None, b"a", [])
+    builder.append(5, BASE_TS, None, b"b", [])  # offset delta 5 where 1 was due
+    (batch,) = read_batches(builder.build())
+    assert batch.plain is None and [r.value for r in batch.records] == [b"a", b"b"]
