@@ -1,8 +1,10 @@
-"""Keeps appends to one partition in the order their requests arrived.
+"""Keeps the writes to one partition, or to one group's offsets, in the order their requests arrived.
 
 Requests on a connection run concurrently and the Redis pool may send their scripts on different
 connections, so without this a later batch could overtake an earlier one (and an idempotent
-producer would see OUT_OF_ORDER_SEQUENCE_NUMBER). Claims are taken before the handler's first await.
+producer would see OUT_OF_ORDER_SEQUENCE_NUMBER), or an earlier offset commit could be stored over a
+later one (a restarted consumer would read records again). Claims are taken before the handler's
+first await, so tasks started in arrival order claim in that order.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ class Turn:
             self._mine.set_result(None)
         if self._sequencer._tails.get(self._key) is self._mine:
             del self._sequencer._tails[self._key]
+
+
+def group_offsets(group_id: str) -> Hashable:
+    """The key under which a group's offset writes (commit, transactional commit, delete) take turns."""
+    return ("group offsets", group_id)
 
 
 class PartitionSequencer:

@@ -28,6 +28,7 @@ from ...security.acls import ResourceType as Resource
 from ...storage.topic_partition import TopicPartition
 from ...storage.transactions.state import STATES
 from ..context import BrokerContext
+from ..sequencer import group_offsets
 from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 # KIP-588: fencing answers PRODUCER_FENCED from these versions on, INVALID_PRODUCER_EPOCH before.
@@ -175,6 +176,11 @@ async def handle_add_offsets_to_txn(ctx: BrokerContext, body: AddOffsetsToTxnReq
 
 async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -> ResponsePayload:
     """Offsets wait beside the group until the transaction ends (storage/transactions/offsets.py)."""
+    async with ctx.sequencer.claim(group_offsets(body.group_id)):  # in the order received, as commits
+        return await _txn_offset_commit(ctx, body)
+
+
+async def _txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -> ResponsePayload:
     mod = response_module_of(body)
     version = body.__version__
     producer = Producer(body.producer_id, body.producer_epoch)

@@ -21,6 +21,7 @@ from ....security.acls import ResourceType as Resource
 from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
+from ...sequencer import group_offsets
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 MAX_METADATA_BYTES = 4096
@@ -75,6 +76,13 @@ async def _topic_name(
 
 
 async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
+    # Kafka applies a group's commits in the order received; pipelined commits would otherwise race
+    # through the Redis pool and an older offset could land last.
+    async with ctx.sequencer.claim(group_offsets(body.group_id)):
+        return await _commit(ctx, body)
+
+
+async def _commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
     mod = response_module_of(body)
     generation = body.generation_id_or_member_epoch
     try:
@@ -262,6 +270,11 @@ def subscribed_topics(metadata: bytes) -> set[str]:
 
 
 async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayload:
+    async with ctx.sequencer.claim(group_offsets(body.group_id)):  # after the commits received before it
+        return await _delete(ctx, body)
+
+
+async def _delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayload:
     mod = response_module_of(body)
     code = ErrorCode.none
     subscribed: set[str] = set()
