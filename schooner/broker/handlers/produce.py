@@ -8,10 +8,10 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import ModuleType
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
+from kio.static.protocol import Entity, ResponsePayload
 
 from ...coordinators.transaction_coordinator import Producer, TransactionError
 from ...protocol.legacy_records import read_message_set
@@ -54,8 +54,15 @@ _FULL_LOG_INTERVAL_SECONDS = 10.0
 _full_logged_at = -_FULL_LOG_INTERVAL_SECONDS
 
 
+class RecordError(NamedTuple):
+    """A record that made its batch refused (KIP-467's record_errors)."""
+
+    batch_index: int  # the record's place in its batch
+    message: str
+
+
 class _PartitionResult:
-    __slots__ = ("error", "base_offset", "append_time", "log_start", "message", "unsettled")
+    __slots__ = ("error", "base_offset", "append_time", "log_start", "message", "record_errors", "unsettled")
 
     def __init__(
         self,
@@ -64,12 +71,14 @@ class _PartitionResult:
         append_time: int = -1,
         log_start: int = -1,
         message: str | None = None,
+        record_errors: Sequence[RecordError] = (),
     ) -> None:
         self.error = error
         self.base_offset = base_offset
         self.append_time = append_time
         self.log_start = log_start
         self.message = message
+        self.record_errors = record_errors  # KIP-467: which records of the batch were refused, and why
         # Sequenced batches that Redis appended, whose answer waits for acks (retry_order.py).
         self.unsettled: list[ProducedBatch] = []
 
@@ -342,10 +351,11 @@ def _foreign_entry(ctx: BrokerContext, topic: Topic, partition: int, entry_id: s
 _FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"
 
 
-def _has_null_key(batch: ProducedBatch) -> bool:
+def _keyless(batch: ProducedBatch) -> list[int]:
+    """The indexes in the batch of the records without a key."""
     if batch.plain is not None:  # all or none of a plain batch's records have keys
-        return not batch.plain.keyed
-    return any(r.key is None for r in batch.records)
+        return [] if batch.plain.keyed else list(range(len(batch.records)))
+    return [i for i, r in enumerate(batch.records) if r.key is None]
 
 
 def _decode(
@@ -373,19 +383,23 @@ def _decode(
                 message = "a transactional batch needs the request's transactional id"
                 return _PartitionResult(ErrorCode.invalid_record, message=message)
             batch.transactional_id = transactional_id
-        if topic.compacted and _has_null_key(batch):
+        if topic.compacted and (keyless := _keyless(batch)):
             # As Kafka: the compactor keeps the latest record per key, so every record needs one.
-            message = f"compacted topic {topic.name!r} refuses records without a key"
-            return _refused(topic, data.index, ErrorCode.invalid_record, message)
+            why = f"compacted topic {topic.name!r} refuses records without a key"
+            message = f"{len(keyless)} of the batch's {len(batch.records)} records refused: {why}"
+            errors = [RecordError(i, why) for i in keyless]
+            return _refused(topic, data.index, ErrorCode.invalid_record, message, errors)
     return batches
 
 
-def _refused(topic: Topic, partition: int, code: ErrorCode, message: str) -> _PartitionResult:
+def _refused(
+    topic: Topic, partition: int, code: ErrorCode, message: str, record_errors: Sequence[RecordError] = ()
+) -> _PartitionResult:
     """A batch refused for what it holds, said in the log too: a client may only retry it (refusals.py)."""
     reason = f"{topic.name}-{partition}: {code.name.upper()}: {message}"
     refused(log, "PRODUCE", reason, kind=f"{topic.name}:{code.name}", topic=topic.name, partition=partition,
             error=code.name.upper())  # fmt: skip
-    return _PartitionResult(code, message=message)
+    return _PartitionResult(code, message=message, record_errors=record_errors)
 
 
 async def _settle(
@@ -449,7 +463,7 @@ def _response(
                     base_offset=r.base_offset,
                     log_append_time=_time(r.append_time),
                     log_start_offset=r.log_start,
-                    record_errors=(),
+                    record_errors=_record_errors(mod, r.record_errors),
                     error_message=r.message,
                 )
             )
@@ -462,6 +476,15 @@ def _response(
             )
         )
     return make(mod.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _record_errors(mod: ModuleType, errors: Sequence[RecordError]) -> tuple[Entity, ...]:
+    if not errors or not hasattr(mod, "BatchIndexAndErrorMessage"):  # v8+ only
+        return ()
+    return tuple(
+        make(mod.BatchIndexAndErrorMessage, batch_index=e.batch_index, batch_index_error_message=e.message)
+        for e in errors
+    )
 
 
 def _time(ms: int) -> datetime.datetime | None:
