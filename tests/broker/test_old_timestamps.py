@@ -1,19 +1,23 @@
-"""Records with old timestamps, through real clients: retention.ms removes them only in the periodic
-retention pass, never while they are appended."""
+"""Records with old or future timestamps, through real clients: retention.ms removes old ones only in the
+periodic retention pass (never while they are appended), and KIP-937's configs refuse them at produce."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
+from kio.schema.errors import ErrorCode
 
 from tests.broker.helpers import wait
 from tests.clients import confluent_consume
+from tests.wire import call, produce_request, record_batch
 
 T = 10  # seconds for any one client call
 HOUR_MS = 3_600_000
+LONG_MAX = str(2**63 - 1)
 
 
 def _name(prefix: str) -> str:
@@ -67,3 +71,59 @@ def test_a_backfill_older_than_retention_stays_until_a_retention_pass(broker_fac
     broker_factory(log_retention_check_interval_ms=100)
     wait(lambda: _ends_and_lookups(first.bootstrap, topic, [])[0] == (2, 2), 20, "the retention pass")
     assert _ends_and_lookups(first.bootstrap, topic, [0])[1] == [-1]
+
+
+def test_kip_937_refuses_timestamps_outside_the_window(broker_factory) -> None:
+    broker = broker_factory()
+    now = int(time.time() * 1000)
+    old, new = _name("before"), _name("diff")
+    _create(broker.bootstrap, old, **{"message.timestamp.before.max.ms": str(HOUR_MS)})
+    # The deprecated config (Kafka before 4.0) bounds both sides that are left at their defaults.
+    _create(broker.bootstrap, new, **{"message.timestamp.difference.max.ms": "60000"})
+
+    refused = _produce(broker.bootstrap, old, [(b"1970", 1_000)])
+    refused += _produce(broker.bootstrap, old, [(b"next year", now + 365 * 24 * HOUR_MS)])  # after: 1 h
+    refused += _produce(broker.bootstrap, new, [(b"two minutes old", now - 120_000)])
+    assert [r.code() for r in refused] == [KafkaError.INVALID_TIMESTAMP] * 3, refused
+    # librdkafka keeps the broker's error message to itself: the wire shows it.
+    for topic, ts, config in [
+        (old, 1_000, "message.timestamp.before.max.ms"),
+        (old, now + 2 * HOUR_MS, "message.timestamp.after.max.ms"),
+        (new, now - 120_000, "message.timestamp.difference.max.ms"),
+    ]:
+        answer = call(broker.port, produce_request(topic, record_batch([b"v"], ts))).responses[0]
+        partition = answer.partition_responses[0]
+        assert partition.error_code == ErrorCode.invalid_timestamp
+        assert f"timestamp {ts}" in (partition.error_message or "") and config in partition.error_message
+
+    kept = _produce(broker.bootstrap, old, [(b"half an hour old", now - HOUR_MS // 2), (b"now", now)])
+    assert [r.offset() for r in kept] == [0, 1]  # nothing of the refused batches was appended
+    kept = _produce(broker.bootstrap, new, [(b"ten seconds ahead", now + 10_000)])
+    assert [r.offset() for r in kept] == [0]
+
+
+def test_kip_937_does_not_apply_to_log_append_time_topics(broker) -> None:
+    topic = _name("lat")
+    _create(broker.bootstrap, topic, **{"message.timestamp.type": "LogAppendTime",
+                                        "message.timestamp.before.max.ms": "0"})  # fmt: skip
+    reports = _produce(broker.bootstrap, topic, [(b"1970", 1_000)])
+    assert reports[0].error() is None and reports[0].offset() == 0
+
+
+def test_kip_937_configs_are_described_and_validated(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = _name("described")
+    _create(broker.bootstrap, topic, **{"message.timestamp.before.max.ms": "86400000"})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(T)
+    before, after = configs["message.timestamp.before.max.ms"], configs["message.timestamp.after.max.ms"]
+    assert (before.value, before.source) == ("86400000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert (after.value, after.source) == (str(HOUR_MS), ConfigSource.DEFAULT_CONFIG.value)  # Kafka 4's
+    assert {s.name for s in after.synonyms.values()} >= {"log.message.timestamp.after.max.ms"}
+    difference = configs["message.timestamp.difference.max.ms"]
+    assert (difference.value, difference.source) == (LONG_MAX, ConfigSource.DEFAULT_CONFIG.value)
+
+    bad = NewTopic(_name("bad"), 1, 1, config={"message.timestamp.after.max.ms": "-1"})
+    error = admin.create_topics([bad])[bad.topic].exception(T)
+    assert error is not None and error.args[0].code() == KafkaError.INVALID_CONFIG
+    assert "message.timestamp.after.max.ms" in error.args[0].str()

@@ -32,6 +32,7 @@ from ...storage.redis import server_info
 from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
+from ...storage.topics.timestamps import out_of_window
 from ..context import BrokerContext
 from ..fetch_codec import codec_for
 from ..refusals import refused
@@ -364,6 +365,7 @@ def _decode(
     if not batches:
         return _PartitionResult(ErrorCode.invalid_record, message="no record batch")
     limit = topic.max_message_bytes
+    now_ms = int(time.time() * 1000)
     for batch in batches:
         if batch.checked_bytes > limit:
             message = f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}"
@@ -377,6 +379,9 @@ def _decode(
             # As Kafka: the compactor keeps the latest record per key, so every record needs one.
             message = f"compacted topic {topic.name!r} refuses records without a key"
             return _refused(topic, data.index, ErrorCode.invalid_record, message)
+        outside = out_of_window(topic, batch, now_ms)  # KIP-937
+        if outside is not None:
+            return _refused(topic, data.index, ErrorCode.invalid_timestamp, outside.message)
     return batches
 
 
