@@ -4,7 +4,7 @@ Config file (TOML), all keys optional:
     host = "127.0.0.1"            port = 9092            advertise = "host:port"
     redis_url = "redis://..."     data_dir = ".data"     keyspace = "schooner"
     broker_id = 1                 default_partitions = 1 auto_create_topics = true
-    max_request_bytes = 104857600
+    max_request_bytes = 104857600  log_retention_check_interval_ms = 300000
     connections_max_idle_ms, request_timeout_ms, max_connections, max_connections_per_ip,
     max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
@@ -45,7 +45,10 @@ class Settings:
     max_request_bytes: int = 100 * 1024 * 1024
     heartbeat_ms: int = 1000
     session_ms: int = 5000  # a broker that misses heartbeats this long leaves Metadata
-    retention_check_ms: int = 30000  # how often idle partitions are trimmed
+    # Kafka's log.retention.check.interval.ms: how often the retention pass applies retention.ms and
+    # retention.bytes to every partition. Appends never apply retention.ms (a backfill stays until then).
+    log_retention_check_interval_ms: int = 300_000
+    retention_check_ms: int = 30000  # how often idle producers are expired and compacted topics compacted
     # Kafka's producer.id.expiration.ms: an idempotent producer that has not appended for this long is
     # forgotten by the sweep that runs every retention_check_ms.
     producer_id_expiration_ms: int = 86_400_000

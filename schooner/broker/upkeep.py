@@ -3,7 +3,7 @@
 - wake-ups of long-polling fetches when any broker appends (the appended channel on one Redis, the
   partitions' sharded channels on a Redis Cluster);
 - topic change notices, which drop cached topics;
-- retention, idle-producer expiry and compaction sweeps;
+- the retention pass, and the idle-producer expiry and compaction sweep;
 - group upkeep (member sessions, which broker owns which group);
 - transaction sweeps (timeouts, ends a dead broker left).
 The broker's own registration (heartbeat) is not here: a broker registers once, in the deployment's
@@ -59,7 +59,8 @@ class Upkeep:
             self.listeners.append(asyncio.create_task(self._listen_for_acl_changes()))
         self.tasks = [
             *self.listeners,
-            asyncio.create_task(self._sweep_retention()),
+            asyncio.create_task(self._apply_retention()),
+            asyncio.create_task(self._sweep_partitions()),
             asyncio.create_task(self._watch_groups()),
             asyncio.create_task(self._sweep_transactions()),
         ]
@@ -194,23 +195,36 @@ class Upkeep:
                 if not groups.redis_health.in_trouble():  # an outage is logged by the heartbeat
                     log.warning("group upkeep%s failed: %s", self._whose, exc)
 
-    async def _sweep_retention(self) -> None:
-        """Applies retention to every partition, so topics that get no writes are trimmed too, forgets
-        idempotent producers idle longer than producer_id_expiration_ms, and compacts compacted topics."""
+    async def _apply_retention(self) -> None:
+        """The retention pass, every log_retention_check_interval_ms as Kafka's: retention.ms and
+        retention.bytes on every partition. Appends do not apply retention.ms, so this is what removes
+        old records, whether or not the topic gets writes."""
+        ctx = self.ctx
+        while True:
+            await asyncio.sleep(max(self.settings.log_retention_check_interval_ms, 1) / 1000)
+            try:
+                for topic in await ctx.store.topics(ctx.topic_defaults):
+                    for p in range(topic.partitions):
+                        await ctx.store.apply_retention(topic, p)
+            except (StorageError, OSError) as exc:
+                log.warning("retention pass%s failed: %s", self._whose, exc)
+
+    async def _sweep_partitions(self) -> None:
+        """Forgets idempotent producers idle longer than producer_id_expiration_ms, and compacts
+        compacted topics, every retention_check_ms."""
         ctx, s = self.ctx, self.settings
         while True:
             await asyncio.sleep(s.retention_check_ms / 1000)
             try:
                 for topic in await ctx.store.topics(ctx.topic_defaults):
                     for p in range(topic.partitions):
-                        await ctx.store.apply_retention(topic, p)
                         await ctx.store.expire_producers(topic, p, s.producer_id_expiration_ms)
                         if topic.compacted:
                             await compact_partition(
                                 ctx.store, topic, p, s.compaction_step_entries, s.compaction_max_steps
                             )
             except (StorageError, OSError) as exc:
-                log.warning("retention sweep%s failed: %s", self._whose, exc)
+                log.warning("partition sweep%s failed: %s", self._whose, exc)
 
     async def _sweep_transactions(self) -> None:
         """Aborts timed-out transactions and completes ends a dead broker left (for the transactional

@@ -83,7 +83,7 @@ def _wait_until_accepted(port: int, topic: str, timeout: float = 30) -> Any:
 def test_full_redis_refuses_produce_retriably_serves_reads_and_recovers(
     broker_factory: Any, full_redis: redis.Redis, keyspace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broker = broker_factory(retention_check_ms=300)
+    broker = broker_factory(log_retention_check_interval_ms=300)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     topics = [NewTopic("aging", 1, 1, config={"retention.ms": "3000"}), NewTopic("bulk", 1, 1)]
     for future in admin.create_topics(topics).values():

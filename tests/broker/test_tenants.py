@@ -146,7 +146,7 @@ def test_a_new_tenants_session_starts_its_duties(broker, keyspace: str) -> None:
 
 
 def test_retention_runs_for_a_tenants_topics(broker_factory) -> None:
-    broker = broker_factory(retention_check_ms=200)
+    broker = broker_factory(log_retention_check_interval_ms=200)
     assert create_topic(broker, "a", "short", 1, **{"retention.ms": "1000"}) == ErrorCode.none
     produce(broker, "a", "short", [b"old"])
     wait(lambda: fetch(broker, "a", "short").log_start_offset == 1, 30, "the sweep trims the tenant's log")

@@ -147,6 +147,14 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
             "An idempotent producer that has not appended to a partition for this long is forgotten "
             "there (setting producer_id_expiration_ms).",
         ),
+        static(
+            "log.retention.check.interval.ms",
+            str(settings.log_retention_check_interval_ms),
+            ConfigType.LONG,
+            settings.log_retention_check_interval_ms == stock.log_retention_check_interval_ms,
+            "How often the retention pass applies retention.ms and retention.bytes to every partition "
+            "(setting log_retention_check_interval_ms).",
+        ),
     ]
     for name, definition in CONFIG_DEFS.items():
         if not definition.effective:

@@ -32,6 +32,7 @@ from ...storage.redis import server_info
 from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
+from ...storage.topics.timestamps import out_of_window
 from ..context import BrokerContext
 from ..fetch_codec import codec_for
 from ..refusals import refused
@@ -374,6 +375,7 @@ def _decode(
     if not batches:
         return _PartitionResult(ErrorCode.invalid_record, message="no record batch")
     limit = topic.max_message_bytes
+    now_ms = int(time.time() * 1000)
     for batch in batches:
         if batch.checked_bytes > limit:
             message = f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}"
@@ -389,6 +391,10 @@ def _decode(
             message = f"{len(keyless)} of the batch's {len(batch.records)} records refused: {why}"
             errors = [RecordError(i, why) for i in keyless]
             return _refused(topic, data.index, ErrorCode.invalid_record, message, errors)
+        outside = out_of_window(topic, batch, now_ms)  # KIP-937
+        if outside is not None:
+            errors = [RecordError(outside.index, outside.message)]
+            return _refused(topic, data.index, ErrorCode.invalid_timestamp, outside.message, errors)
     return batches
 
 

@@ -1,7 +1,8 @@
 """Appends to the partition log: one EVALSHA of log_append.lua per batch.
 
 The script checks the idempotent producer's sequence, assigns the entry IDs, runs the XADDs, trims for
-retention and publishes the wake-up notice, all in one round trip (see scripts/log_append.lua).
+retention.bytes (retention.ms is the retention pass's, retention.py) and publishes the wake-up notice,
+all in one round trip (see scripts/log_append.lua).
 """
 
 from __future__ import annotations

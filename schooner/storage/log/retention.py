@@ -1,4 +1,4 @@
-"""Removing old records: DeleteRecords and retention for partitions that receive no appends."""
+"""Removing old records: DeleteRecords, and the retention pass (the only place retention.ms applies)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def has_retention(topic: Topic) -> bool:
 
 
 def apply_retention(ks: Keyspace, topic: Topic, partition: int) -> Call[int]:
-    """Trims by retention.ms and retention.bytes; the reply is how many entries were removed."""
+    """The retention pass over one partition: trims by retention.ms and retention.bytes; the reply is
+    how many entries were removed."""
     args = [
         topic.retention_ms,
         topic.retention_bytes,

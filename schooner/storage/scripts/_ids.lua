@@ -69,44 +69,51 @@ local function retention_min_id(stream, tindex, dense, cutoff)
   return '0-' .. (last_dense_seq(stream) + 1)
 end
 
--- Applies retention.ms (MINID) and retention.bytes (MAXLEN from the average record size).
--- Returns the number of entries removed.
+-- retention.ms: trims by MINID the records older than now - retention_ms. Returns the number removed.
+local function trim_by_time(stream, state, tindex, retention_ms, approx, now, dense)
+  if retention_ms < 0 then return 0 end
+  local minid = retention_min_id(stream, tindex, dense, now - retention_ms)
+  if not minid then return 0 end
+  local n
+  if approx then
+    n = redis.call('XTRIM', stream, 'MINID', '~', minid)
+  else
+    n = redis.call('XTRIM', stream, 'MINID', minid)
+  end
+  if n > 0 then
+    local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+    -- With ~ some entries below minid may stay; the first remaining one bounds what is gone.
+    if approx and first then set_valid_from(state, first[1]) else set_valid_from(state, minid) end
+  end
+  return n
+end
+
+-- retention.bytes: trims by MAXLEN, the count from the average record size, never below `keep`
+-- entries. Returns the number removed.
+local function trim_by_size(stream, state, retention_bytes, approx, keep)
+  if retention_bytes < 0 then return 0 end
+  local totals = redis.call('HMGET', state, 'bytes', 'records')
+  local bytes, records = tonumber(totals[1] or 0), tonumber(totals[2] or 0)
+  if records <= 0 or bytes <= 0 then return 0 end
+  local maxlen = math.max(math.floor(retention_bytes / (bytes / records)), keep)
+  local n
+  if approx then
+    n = redis.call('XTRIM', stream, 'MAXLEN', '~', maxlen)
+  else
+    n = redis.call('XTRIM', stream, 'MAXLEN', maxlen)
+  end
+  if n > 0 then
+    local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+    if first then set_valid_from(state, first[1]) end
+  end
+  return n
+end
+
+-- The retention pass (log_retention.lua): retention.ms, then retention.bytes. Returns the number of
+-- entries removed.
 local function apply_retention(stream, state, tindex, retention_ms, retention_bytes, approx, now, dense)
-  local removed = 0
-  local minid = nil
-  if retention_ms >= 0 then minid = retention_min_id(stream, tindex, dense, now - retention_ms) end
-  if minid then
-    local n
-    if approx then
-      n = redis.call('XTRIM', stream, 'MINID', '~', minid)
-    else
-      n = redis.call('XTRIM', stream, 'MINID', minid)
-    end
-    if n > 0 then
-      local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
-      -- With ~ some entries below minid may stay; the first remaining one bounds what is gone.
-      if approx and first then set_valid_from(state, first[1]) else set_valid_from(state, minid) end
-    end
-    removed = removed + n
-  end
-  if retention_bytes >= 0 then
-    local totals = redis.call('HMGET', state, 'bytes', 'records')
-    local bytes, records = tonumber(totals[1] or 0), tonumber(totals[2] or 0)
-    if records > 0 and bytes > 0 then
-      local maxlen = math.floor(retention_bytes / (bytes / records))
-      local n
-      if approx then
-        n = redis.call('XTRIM', stream, 'MAXLEN', '~', maxlen)
-      else
-        n = redis.call('XTRIM', stream, 'MAXLEN', maxlen)
-      end
-      if n > 0 then
-        local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
-        if first then set_valid_from(state, first[1]) end
-      end
-      removed = removed + n
-    end
-  end
+  local removed = trim_by_time(stream, state, tindex, retention_ms, approx, now, dense)
+    + trim_by_size(stream, state, retention_bytes, approx, 0)
   if removed > 0 then
     trim_time_index(stream, tindex)
   end

@@ -5,8 +5,8 @@
 -- KEYS[8] open transactions: producer id -> "epoch,first entry id,transactional id"
 -- ARGV[1] sequence bits (-1: dense) ARGV[2] timestamp type (0 CreateTime, 1 LogAppendTime)
 -- ARGV[3] producer id (-1: none) ARGV[4] producer epoch   ARGV[5] base sequence
--- ARGV[6] record count n         ARGV[7] retention.ms (-1: none)   ARGV[8] retention.bytes (-1: none)
--- ARGV[9] '1' to trim with ~     ARGV[10] batch size in bytes
+-- ARGV[6] record count n         ARGV[7] retention.ms (-1: none; sizes the time index's spans only)
+-- ARGV[8] retention.bytes (-1: none)   ARGV[9] '1' to trim with ~   ARGV[10] batch size in bytes
 -- ARGV[11] channel to publish on ('' for none)   ARGV[12] message to publish
 -- ARGV[13] topic id: must equal the state hash's topic_id, so a deleted or re-created topic is refused
 -- ARGV[14] the batch's highest timestamp   ARGV[15] the 0-based index of the record that has it
@@ -270,7 +270,10 @@ if txn and redis.call('HEXISTS', KEYS[8], ARGV[3]) == 0 then
   redis.call('HSET', KEYS[8], ARGV[3], ARGV[4] .. ',' .. base_ms .. '-' .. base_seq_id .. ',' .. ARGV[16])
 end
 
-apply_retention(stream, state, tindex, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', now, dense)
+-- retention.ms is not applied here, only by the retention pass (log_retention.lua), as in Kafka: a
+-- record stamped older than retention.ms (a backfill) stays readable until that pass. retention.bytes
+-- is, since Redis memory is what it bounds, but never below this batch's n records.
+if trim_by_size(stream, state, tonumber(ARGV[8]), ARGV[9] == '1', n) > 0 then trim_time_index(stream, tindex) end
 
 if ARGV[11] ~= '' then redis.call(ARGV[17] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[11], ARGV[12]) end
 

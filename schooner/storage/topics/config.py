@@ -14,6 +14,9 @@ TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 SEQUENCE_BITS = "schooner.sequence.bits"
 OFFSET_ENCODING = "schooner.offset.encoding"
 TRIM_APPROXIMATE = "schooner.trim.approximate"
+TIMESTAMP_BEFORE_MAX_MS = "message.timestamp.before.max.ms"
+TIMESTAMP_AFTER_MAX_MS = "message.timestamp.after.max.ms"
+TIMESTAMP_DIFFERENCE_MAX_MS = "message.timestamp.difference.max.ms"
 
 
 class InvalidConfig(ValueError):
@@ -151,6 +154,12 @@ _DOC = {
     "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
     "max.message.bytes": "The largest record batch a producer may send to this topic.",
     "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
+    TIMESTAMP_BEFORE_MAX_MS: "CreateTime topics: a produced record stamped more than this before the "
+    "broker's clock is refused with INVALID_TIMESTAMP.",
+    TIMESTAMP_AFTER_MAX_MS: "CreateTime topics: a produced record stamped more than this after the "
+    "broker's clock is refused with INVALID_TIMESTAMP.",
+    TIMESTAMP_DIFFERENCE_MAX_MS: "Deprecated: the bound on either side that message.timestamp.before.max.ms "
+    "or message.timestamp.after.max.ms leaves at its default.",
     OFFSET_ENCODING: "How offsets map to entry IDs: dense (offset n is ID 0-(n+1), offsets count records) or "
     "timestamp ((ms << bits) | seq); fixed when the topic is created.",
     SEQUENCE_BITS: "Low bits of a timestamp-encoded offset holding the ID's sequence; fixed at creation.",
@@ -242,25 +251,19 @@ _DEFS = [
         synonym="log.cleaner.min.cleanable.ratio",
     ),
     ConfigDef("preallocate", "false", _boolean, False, kind=ConfigType.BOOLEAN, synonym="log.preallocate"),
+    # KIP-937, with Kafka 4.0's defaults (KIP-1030 set after to an hour); produce refuses records outside.
     ConfigDef(
-        "message.timestamp.before.max.ms",
-        LONG_MAX,
-        _long(0),
-        False,
-        synonym="log.message.timestamp.before.max.ms",
+        TIMESTAMP_BEFORE_MAX_MS, LONG_MAX, _long(0), True, synonym="log.message.timestamp.before.max.ms"
     ),
     ConfigDef(
-        "message.timestamp.after.max.ms",
-        LONG_MAX,
-        _long(0),
-        False,
-        synonym="log.message.timestamp.after.max.ms",
+        TIMESTAMP_AFTER_MAX_MS, "3600000", _long(0), True, synonym="log.message.timestamp.after.max.ms"
     ),
+    # Deprecated by KIP-937 (gone in Kafka 4.0); it works as in Kafka 3.6 to 3.9 (topics/timestamps.py).
     ConfigDef(
-        "message.timestamp.difference.max.ms",
+        TIMESTAMP_DIFFERENCE_MAX_MS,
         LONG_MAX,
         _long(0),
-        False,
+        True,
         synonym="log.message.timestamp.difference.max.ms",
     ),
     ConfigDef("leader.replication.throttled.replicas", "", _anything, False, kind=ConfigType.LIST),

@@ -130,20 +130,29 @@ def test_append_to_a_deleted_or_recreated_topic_is_refused(run) -> None:
     run(body)
 
 
-def test_retention_ms_trims_on_append_and_when_idle(run) -> None:
+def test_retention_ms_is_applied_by_the_retention_pass_never_by_an_append(run) -> None:
+    """As Kafka: records stamped long before retention.ms (a backfill) are kept by their append, read and
+    found by time, until the retention pass (log_retention.lua); it also trims partitions left idle."""
+
     async def body(redis: Any, ks: Keyspace) -> None:
-        t = await _topic(redis, ks, **{"retention.ms": "300"})
-        await _append(redis, ks, t, 0, [R(b"old", now_ms())] * 5)
-        await asyncio.sleep(0.4)
-        assert await calls.run(redis, retention.apply_retention(ks, t, 0)) == 5  # an idle partition
+        t = await _topic(redis, ks, **{"retention.ms": "500"})
+        old = await _append(redis, ks, t, 0, [R(b"1970", 1_000), R(b"1970", 2_000)])
+        assert old.log_start_offset == old.base_offset
+        read = await calls.drive(redis, log_read.read(ks, t, 0, old.base_offset, 10))
+        assert [e[1][-1] for e in read.entries] == [b"1970", b"1970"]
+        found = await calls.drive(redis, lookup.offset_for_timestamp(ks, t, 0, 1_500))
+        assert found == (old.last_offset, 2_000)
+        await asyncio.sleep(0.55)  # past retention.ms by append time too (timestamp-encoded topics)
+        fresh = await _append(redis, ks, t, 0, [R(b"fresh", now_ms())])
+        assert fresh.log_start_offset == old.base_offset  # no append trims by time
+        assert await calls.run(redis, retention.apply_retention(ks, t, 0)) == 2
+        read = await calls.drive(redis, log_read.read(ks, t, 0, 0, 10))
+        assert [e[1][-1] for e in read.entries] == [b"fresh"]
+        assert read.log_start_offset == fresh.base_offset
+        await asyncio.sleep(0.55)
+        assert await calls.run(redis, retention.apply_retention(ks, t, 0)) == 1  # an idle partition
         bounds = await calls.drive(redis, log_read.bounds(ks, t, 0))
         assert bounds.log_start_offset == bounds.high_watermark  # empty, but the watermark stays
-        await _append(redis, ks, t, 0, [R(b"a", now_ms())])
-        await asyncio.sleep(0.4)
-        r = await _append(redis, ks, t, 0, [R(b"b", now_ms())])
-        read = await calls.drive(redis, log_read.read(ks, t, 0, 0, 10))
-        assert [e[1][-1] for e in read.entries] == [b"b"]
-        assert read.log_start_offset == r.base_offset
 
     run(body)
 
@@ -154,6 +163,19 @@ def test_retention_bytes_keeps_about_that_many_bytes(run) -> None:
         for _ in range(20):
             await _append(redis, ks, t, 0, [R(b"x" * 90)], size_bytes=100)
         assert await redis.xlen(ks.stream("t", 0)) == 10
+
+    run(body)
+
+
+def test_retention_bytes_on_append_keeps_the_batch_just_appended(run) -> None:
+    """An append trims by retention.bytes (Redis memory is what it bounds), but never the batch it
+    appends, as Kafka never deletes its active segment; the retention pass then trims to the bound."""
+
+    async def body(redis: Any, ks: Keyspace) -> None:
+        t = await _topic(redis, ks, **{"retention.bytes": "1000"})
+        r = await _append(redis, ks, t, 0, [R(b"x" * 90)] * 20, size_bytes=2000)
+        assert await redis.xlen(ks.stream("t", 0)) == 20 and r.log_start_offset == r.base_offset
+        assert await calls.run(redis, retention.apply_retention(ks, t, 0)) == 10
 
     run(body)
 
@@ -287,9 +309,11 @@ def test_dense_time_retention_and_lookups_use_the_time_index(run) -> None:
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks, **{"schooner.offset.encoding": "dense", "retention.ms": "60000"})
         now = now_ms()
-        # An old batch (a backfill) is trimmed by its record time, as Kafka trims by the largest timestamp.
+        # An old batch (a backfill) is trimmed by its record time, as Kafka trims by the largest timestamp,
+        # when the retention pass runs.
         await _append(redis, ks, t, 0, [R(b"old", now - 120_000)])
         kept = await _append(redis, ks, t, 0, [R(b"new", now)])
+        assert await calls.run(redis, retention.apply_retention(ks, t, 0)) == 1
         read = await calls.drive(redis, log_read.read(ks, t, 0, 0, 10))
         assert [e[1][-1] for e in read.entries] == [b"new"] and read.log_start_offset == kept.base_offset == 1
         found = await calls.drive(redis, lookup.offset_for_timestamp(ks, t, 0, now - 1))
