@@ -102,8 +102,15 @@ def topic_config_values(
     return values
 
 
+def _unset(settings: Settings, *names: str) -> bool:
+    """Whether the operator gave none of these settings (and so Kafka would say DEFAULT_CONFIG). A value
+    unlike the default was given even where load() did not record it (Settings built in code)."""
+    stock = Settings()
+    return all(n not in settings.explicit and getattr(settings, n) == getattr(stock, n) for n in names)
+
+
 def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
-    settings, defaults, stock = ctx.settings, ctx.topic_defaults, Settings()
+    settings, defaults = ctx.settings, ctx.topic_defaults
 
     def static(
         name: str, value: str, config_type: int, is_default: bool = False, doc: str | None = None
@@ -112,13 +119,19 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
         return ConfigValue(name, value, source, True, config_type, ((name, value, source),), doc)
 
     values = [
-        static("broker.id", str(ctx.me.broker_id), ConfigType.INT),
-        static("advertised.listeners", format_endpoints(ctx.me.endpoints), ConfigType.LIST),
+        # An id allocated from Redis, and addresses derived from the listeners, were not set.
+        static("broker.id", str(ctx.me.broker_id), ConfigType.INT, _unset(settings, "broker_id")),
+        static(
+            "advertised.listeners",
+            format_endpoints(ctx.me.endpoints),
+            ConfigType.LIST,
+            _unset(settings, "advertise", "advertised_listeners"),
+        ),
         static(
             "num.partitions",
             str(settings.default_partitions),
             ConfigType.INT,
-            settings.default_partitions == stock.default_partitions,
+            _unset(settings, "default_partitions"),
         ),
         static(
             "default.replication.factor",
@@ -131,19 +144,19 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
             "auto.create.topics.enable",
             str(settings.auto_create_topics).lower(),
             ConfigType.BOOLEAN,
-            settings.auto_create_topics == stock.auto_create_topics,
+            _unset(settings, "auto_create_topics"),
         ),
         static(
             "socket.request.max.bytes",
             str(settings.max_request_bytes),
             ConfigType.INT,
-            settings.max_request_bytes == stock.max_request_bytes,
+            _unset(settings, "max_request_bytes"),
         ),
         static(
             "producer.id.expiration.ms",
             str(settings.producer_id_expiration_ms),
             ConfigType.INT,
-            settings.producer_id_expiration_ms == stock.producer_id_expiration_ms,
+            _unset(settings, "producer_id_expiration_ms"),
             "An idempotent producer that has not appended to a partition for this long is forgotten "
             "there (setting producer_id_expiration_ms).",
         ),
