@@ -35,6 +35,7 @@ from ...storage.topics.config import (
 )
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
+from ..internal_topics import READ_ONLY, internal_topic, is_internal
 from ..refusals import refused
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .group_configs import GROUP, Change, alter_group, describe_group
@@ -238,7 +239,7 @@ async def _describe_resource(
         if not valid_topic_name(name):
             return ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal", []
         try:
-            topic = await ctx.topic(name)
+            topic = internal_topic(name, ctx.topic_defaults) or await ctx.topic(name)
         except STORAGE_ERRORS as exc:
             return ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}", []
         if topic is None:
@@ -369,6 +370,8 @@ async def _alter_topic(
     repeated = sorted(n for n, count in Counter(c.name for c in resource.configs).items() if count > 1)
     if repeated:
         return ErrorCode.invalid_request, f"Duplicate config keys: {', '.join(repeated)}"
+    if is_internal(name):
+        return ErrorCode.invalid_request, f"Topic {name!r} is an {READ_ONLY}"
     ctx.forget_topic(name)
     topic = await ctx.topic(name)
     if topic is None:
