@@ -145,6 +145,9 @@ class Settings:
     # Broker processes on this host (docs/operations.md, "Several processes on one host"): each its own
     # broker on the next port, over the same Redis; ops/processes.py starts and stops them together.
     processes: int = 1
+    # The settings the operator gave (config file, environment, flags), which load() fills in: Kafka
+    # reports those as STATIC_BROKER_CONFIG even when they equal the default. Not a setting itself.
+    explicit: frozenset[str] = frozenset()
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:
@@ -217,7 +220,7 @@ class Listener:
         return cls(protocol, host.strip("[]"), int(port))
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name != "explicit"}
 _TOPIC_ENV_PREFIX = "SCHOONER_TOPIC_"
 
 
@@ -264,6 +267,6 @@ def load(
     for name, value in (overrides or {}).items():
         if value is not None:
             values[name] = value
-    settings = Settings(**values)
+    settings = Settings(**values, explicit=frozenset(values))
     settings.topic_defaults.update(topic_defaults)
     return settings

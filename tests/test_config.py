@@ -48,3 +48,11 @@ def test_producer_id_expiration_from_default_file_env_and_flag(tmp_path: Path) -
     assert config.load(path, env=env, overrides=flags).producer_id_expiration_ms == 1000
     usage = CliRunner().invoke(cli.main, ["broker", "--help"]).output
     assert "--producer-id-expiration-ms" in usage
+
+
+def test_load_records_the_settings_the_operator_gave(tmp_path: Path) -> None:
+    file = tmp_path / "schooner.toml"
+    file.write_text("default_partitions = 1\n")
+    settings = config.load(file, env={"SCHOONER_PORT": "9092"}, overrides={"host": "0.0.0.0", "rack": None})
+    assert settings.explicit == {"default_partitions", "port", "host"}  # even at their default values
+    assert config.Settings().explicit == frozenset()

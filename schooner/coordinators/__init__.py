@@ -1,5 +1,6 @@
-"""Coordinators: the broker's Kafka consumer groups (and, later, transactions). Group state lives in
-Redis, through schooner.storage.groups.
+"""Coordinators: the broker's Kafka groups (classic, KIP-848 consumer and KIP-932 share groups), their
+group configs, and transactions. All their state lives in Redis, through schooner.storage.groups and
+schooner.storage.transactions.
 
 The map, pure rules first:
 - classic_model.py, classic_group.py: the classic group's data, and its state machine with no I/O
@@ -13,4 +14,9 @@ The map, pure rules first:
   requests under a group's lock and does the I/O; all hold the one GroupOwnership.
 - group_coordinator.py: GroupCoordinator, the facade the broker knows as ctx.groups.
 - redis_health.py: whether this broker reaches Redis (member sessions do not lapse while it cannot).
+- group_config_defs.py: the group configs (the GROUP config resource), one table of names, defaults,
+  bounds and checks; pure. group_configs.py: GroupConfigs, each group's configs as the broker sees
+  them, cached for the data path and changed by the admin APIs.
+- transaction_coordinator.py: TransactionCoordinator (ctx.transactions), transactional ids, their
+  producer ids and epochs, and the two-phase end of a transaction.
 """

@@ -224,8 +224,8 @@ def filter_from_wire(
     ]  # fmt: skip
     if unknown:
         raise InvalidAcl(f"The filter contains UNKNOWN elements: {', '.join(unknown)}")
-    if principal is not None and principal != "":
-        check_principal(principal)
+    # A principal filter is compared as a string, as Kafka does: one that is not "Type:name" (such as
+    # "*") is no error, it just matches no stored binding, whose principals all have that form.
     return AclFilter(rtype, name, pattern, principal or None, host or None, op, perm)
 
 

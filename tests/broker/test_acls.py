@@ -114,6 +114,25 @@ def test_create_describe_and_delete_round_trip_with_filters(manager: Secured) ->
     assert {SET[3], SET[4]} <= described(admin, ANY)
 
 
+def test_a_principal_filter_is_compared_as_a_string(manager: Secured) -> None:
+    """A filter principal such as "*" is no error (Kafka does not parse filters): it matches no binding,
+    while "User:*" matches the bindings for every user."""
+    admin = manager.admin()
+    everyone = binding(ResourceType.TOPIC, "shared", AclOperation.READ, principal="User:*")
+    created = admin.create_acls([everyone, SET[0]], request_timeout=T)
+    assert [error_of(f) for f in created.values()] == [0, 0]
+
+    def by_principal(principal: str) -> AclBindingFilter:
+        return AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, principal, None,
+                                AclOperation.ANY, AclPermissionType.ANY)  # fmt: skip
+
+    assert described(admin, by_principal("*")) == set()
+    assert described(admin, by_principal("User:*")) == {everyone}
+    deleted = admin.delete_acls([by_principal("*")], request_timeout=T)
+    assert [f.result(T) for f in deleted.values()] == [[]]
+    assert {everyone, SET[0]} <= described(admin, ANY)
+
+
 def test_kafka_python_manages_acls_too(manager: Secured) -> None:
     client = KafkaAdminClient(bootstrap_servers=manager.bootstrap, request_timeout_ms=T * 1000)
     try:

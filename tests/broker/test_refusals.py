@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import socket
 import struct
@@ -15,6 +16,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest, TopicRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from schooner.broker import refusals
@@ -132,6 +134,28 @@ def test_find_coordinator_for_an_unknown_key_type_is_logged(
     (record,) = _refusals(caplog, "FIND_COORDINATOR")
     assert record.client_id == "odd-finder" and record.key_type == 5  # type: ignore[attr-defined]
     assert "key type 5" in record.getMessage()
+
+
+def test_a_join_refused_for_its_session_timeout_is_logged(
+    broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="schooner.broker")
+    join = JoinGroupRequest(
+        group_id="short-lived",
+        session_timeout=datetime.timedelta(milliseconds=10),  # below group_min_session_ms (6000)
+        rebalance_timeout=datetime.timedelta(milliseconds=10),
+        member_id="",
+        protocol_type="consumer",
+        protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+    )
+    with connect(broker.port) as sock:
+        response = _send(sock, join, "hasty-joiner")
+    assert response.error_code == ErrorCode.invalid_session_timeout
+    (record,) = _refusals(caplog, "JOIN_GROUP")
+    assert record.levelno == logging.INFO
+    assert record.client_id == "hasty-joiner" and record.group == "short-lived"  # type: ignore[attr-defined]
+    assert record.error == "INVALID_SESSION_TIMEOUT"  # type: ignore[attr-defined]
+    assert "10 ms" in record.reason and "6000" in record.reason  # type: ignore[attr-defined]
 
 
 def test_repeats_are_suppressed_then_counted(

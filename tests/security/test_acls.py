@@ -258,5 +258,9 @@ def test_filters_from_the_wire() -> None:
                 (77, None, 1, None, None, 1, 1)]:  # fmt: skip
         with pytest.raises(InvalidAcl, match="UNKNOWN"):
             filter_from_wire(*bad)
-    with pytest.raises(InvalidAcl, match="principal"):
-        filter_from_wire(1, None, 1, "bob", None, 1, 1)
+    # Kafka compares a principal filter as a string: one without a type is no error, and matches only
+    # a binding whose principal is that very string (which CreateAcls never stores).
+    bare = filter_from_wire(1, None, 1, "*", None, 1, 1)
+    assert bare == AclFilter(principal="*")
+    wildcard = AclBinding(T, "orders", PatternType.LITERAL, "User:*", "*", Op.READ, PermissionType.ALLOW)
+    assert not bare.matches(wildcard) and filter_from_wire(1, None, 1, "User:*", None, 1, 1).matches(wildcard)

@@ -35,6 +35,7 @@ from ...storage.topics.config import (
 )
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
+from ..internal_topics import READ_ONLY, internal_topic, is_internal
 from ..refusals import refused
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .group_configs import GROUP, Change, alter_group, describe_group
@@ -102,8 +103,15 @@ def topic_config_values(
     return values
 
 
+def _unset(settings: Settings, *names: str) -> bool:
+    """Whether the operator gave none of these settings (and so Kafka would say DEFAULT_CONFIG). A value
+    unlike the default was given even where load() did not record it (Settings built in code)."""
+    stock = Settings()
+    return all(n not in settings.explicit and getattr(settings, n) == getattr(stock, n) for n in names)
+
+
 def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
-    settings, defaults, stock = ctx.settings, ctx.topic_defaults, Settings()
+    settings, defaults = ctx.settings, ctx.topic_defaults
 
     def static(
         name: str, value: str, config_type: int, is_default: bool = False, doc: str | None = None
@@ -112,13 +120,19 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
         return ConfigValue(name, value, source, True, config_type, ((name, value, source),), doc)
 
     values = [
-        static("broker.id", str(ctx.me.broker_id), ConfigType.INT),
-        static("advertised.listeners", format_endpoints(ctx.me.endpoints), ConfigType.LIST),
+        # An id allocated from Redis, and addresses derived from the listeners, were not set.
+        static("broker.id", str(ctx.me.broker_id), ConfigType.INT, _unset(settings, "broker_id")),
+        static(
+            "advertised.listeners",
+            format_endpoints(ctx.me.endpoints),
+            ConfigType.LIST,
+            _unset(settings, "advertise", "advertised_listeners"),
+        ),
         static(
             "num.partitions",
             str(settings.default_partitions),
             ConfigType.INT,
-            settings.default_partitions == stock.default_partitions,
+            _unset(settings, "default_partitions"),
         ),
         static(
             "default.replication.factor",
@@ -131,19 +145,19 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
             "auto.create.topics.enable",
             str(settings.auto_create_topics).lower(),
             ConfigType.BOOLEAN,
-            settings.auto_create_topics == stock.auto_create_topics,
+            _unset(settings, "auto_create_topics"),
         ),
         static(
             "socket.request.max.bytes",
             str(settings.max_request_bytes),
             ConfigType.INT,
-            settings.max_request_bytes == stock.max_request_bytes,
+            _unset(settings, "max_request_bytes"),
         ),
         static(
             "producer.id.expiration.ms",
             str(settings.producer_id_expiration_ms),
             ConfigType.INT,
-            settings.producer_id_expiration_ms == stock.producer_id_expiration_ms,
+            _unset(settings, "producer_id_expiration_ms"),
             "An idempotent producer that has not appended to a partition for this long is forgotten "
             "there (setting producer_id_expiration_ms).",
         ),
@@ -151,7 +165,7 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
             "log.retention.check.interval.ms",
             str(settings.log_retention_check_interval_ms),
             ConfigType.LONG,
-            settings.log_retention_check_interval_ms == stock.log_retention_check_interval_ms,
+            _unset(settings, "log_retention_check_interval_ms"),
             "How often the retention pass applies retention.ms and retention.bytes to every partition "
             "(setting log_retention_check_interval_ms).",
         ),
@@ -233,7 +247,7 @@ async def _describe_resource(
         if not valid_topic_name(name):
             return ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal", []
         try:
-            topic = await ctx.topic(name)
+            topic = internal_topic(name, ctx.topic_defaults) or await ctx.topic(name)
         except STORAGE_ERRORS as exc:
             return ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}", []
         if topic is None:
@@ -364,6 +378,8 @@ async def _alter_topic(
     repeated = sorted(n for n, count in Counter(c.name for c in resource.configs).items() if count > 1)
     if repeated:
         return ErrorCode.invalid_request, f"Duplicate config keys: {', '.join(repeated)}"
+    if is_internal(name):
+        return ErrorCode.invalid_request, f"Topic {name!r} is an {READ_ONLY}"
     ctx.forget_topic(name)
     topic = await ctx.topic(name)
     if topic is None:

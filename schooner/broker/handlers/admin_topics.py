@@ -18,6 +18,7 @@ from ...security.acls import AclOperation, ResourceType
 from ...storage.topics.config import InvalidConfig, check_together, effective, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic, fixed_configs
 from ..context import BrokerContext
+from ..internal_topics import READ_ONLY, internal_topic_by_id, is_internal
 from ..refusals import refused
 from .admin_configs import check_config, topic_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_create_topic
@@ -169,6 +170,8 @@ async def _create_one(
     if not valid_topic_name(name):
         illegal = f"Topic name {name!r} is illegal: use 1 to 249 of [a-zA-Z0-9._-], and not '.' or '..'"
         return _create_error(mod, name, ErrorCode.invalid_topic_exception, illegal)
+    if is_internal(name):  # it exists, as in Kafka, though Redis holds no such topic
+        return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' is an {READ_ONLY}.")
     code, message, partitions = await _partition_count(ctx, requested)
     if code != ErrorCode.none:
         return _create_error(mod, name, code, message)
@@ -316,6 +319,9 @@ async def _delete_one(
 ) -> tuple[str | None, uuid.UUID | None, Outcome]:
     if name is None:
         assert topic_id is not None
+        internal = internal_topic_by_id(topic_id, ctx.topic_defaults)
+        if internal is not None:
+            return None, topic_id, (ErrorCode.invalid_request, f"Topic '{internal.name}' is an {READ_ONLY}.")
         topic = await ctx.topic_by_id(topic_id)
         if topic is None:
             return None, topic_id, (ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist.")
@@ -329,6 +335,8 @@ async def _delete_one(
             return name, None, unknown
         ctx.forget_topic(name)
         topic = await ctx.topic(name)
+        if topic is None and is_internal(name):  # (a stored one, left by an older version, may go)
+            return name, None, (ErrorCode.invalid_request, f"Topic '{name}' is an {READ_ONLY}.")
         if topic is None:
             return name, None, unknown
     try:
@@ -374,6 +382,8 @@ async def _grow(ctx: BrokerContext, requested: _PartitionsTopic, validate_only: 
     unknown = (ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
     if not valid_topic_name(name):
         return unknown
+    if is_internal(name):
+        return ErrorCode.invalid_request, f"Topic '{name}' is an {READ_ONLY}."
     ctx.forget_topic(name)
     topic = await ctx.topic(name)
     if topic is None:

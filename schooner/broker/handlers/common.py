@@ -14,6 +14,7 @@ from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..internal_topics import READ_ONLY, internal_topic, internal_topic_by_id, is_internal
 from ..refusals import refused
 from ..session import SESSION
 
@@ -41,11 +42,21 @@ async def resolve_topic(
     op: AclOperation | None = None,
 ) -> Topic | ErrorCode:
     """A request's topic: by name, or by id when the request names none (the versions with topic ids).
-    A Kafka code when there is no such topic, or `unavailable` when Redis cannot say. With `op`, the
-    request's principal must be allowed it on the topic (TOPIC_AUTHORIZATION_FAILED otherwise); a name
-    is checked before it is looked up, so a denied client cannot learn which topics exist."""
+    Kafka's internal topics are found too (internal_topics.py), and refused (INVALID_TOPIC_EXCEPTION)
+    to a WRITE or DELETE. A Kafka code when there is no such topic, or `unavailable` when Redis cannot
+    say. With `op`, the request's principal must be allowed it on the topic (TOPIC_AUTHORIZATION_FAILED
+    otherwise); a name is checked before it is looked up, so a denied client cannot learn which topics
+    exist."""
     if op is not None and name is not None and not await ctx.authorizer.allowed(op, ResourceType.TOPIC, name):
         return ErrorCode.topic_authorization_failed
+    internal = internal_topic(name, ctx.topic_defaults) or (
+        internal_topic_by_id(topic_id, ctx.topic_defaults) if name is None else None
+    )
+    if internal is not None:
+        if op is not None and not await ctx.authorizer.allowed(op, ResourceType.TOPIC, internal.name):
+            return ErrorCode.topic_authorization_failed
+        # Kafka refuses clients' appends to (and record deletions from) internal topics this way.
+        return ErrorCode.invalid_topic_exception if op in _CHANGES else internal
     try:
         if name is None:
             found = await ctx.topic_by_id(topic_id) if topic_id is not None else None
@@ -58,6 +69,9 @@ async def resolve_topic(
         return found if found is not None else ErrorCode.unknown_topic_or_partition
     except STORAGE_ERRORS:
         return unavailable
+
+
+_CHANGES = (AclOperation.WRITE, AclOperation.DELETE)
 
 
 async def resolve_partition(
@@ -101,6 +115,9 @@ async def topic_for_write(
     """The topic, created with the default partition count when auto-creation is on (and, unless the
     broker writes on its own behalf, the request's principal may create it). `api` names the request
     in the log line of a refused auto-creation."""
+    if is_internal(name):  # never written, never created (a leftover stored one included)
+        refused(log, api, f"topic {name!r} is an {READ_ONLY}", topic=name, error="INVALID_TOPIC_EXCEPTION")
+        return None
     topic = await ctx.topic(name)
     if topic is not None or not ctx.settings.auto_create_topics:
         return topic

@@ -17,6 +17,7 @@ from ...storage.cluster import BrokerInfo
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..internal_topics import internal_topic, internal_topic_by_id, internal_topics, is_internal
 from .common import (
     LOG_UNAVAILABLE,
     NO_THROTTLE,
@@ -49,7 +50,10 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
     results = []
     try:
         if body.topics is None or (version == 0 and not body.topics):
-            every = await all_topics(ctx)
+            # Kafka's internal topics are listed too (a stored topic of such a name, which older
+            # versions could auto-create, is hidden behind them).
+            stored = [t for t in await all_topics(ctx) if not is_internal(t.name)]
+            every = stored + internal_topics(ctx.topic_defaults)
             # A listing leaves out the topics the principal may not describe.
             shown = await ctx.authorizer.allowed_names(
                 Op.DESCRIBE, ResourceType.TOPIC, [t.name for t in every]
@@ -63,7 +67,8 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
                 name: str | None = requested.name
                 topic_id = getattr(requested, "topic_id", None)
                 if name is None and topic_id is not None and str(topic_id) != ZERO_UUID:
-                    found = await ctx.topic_by_id(topic_id)
+                    found = internal_topic_by_id(topic_id, ctx.topic_defaults)
+                    found = found or await ctx.topic_by_id(topic_id)
                     wanted.append((None if found is None else found.name, found or topic_id))
                     continue
                 wanted.append((name, None))
@@ -133,7 +138,7 @@ async def _topic_entry(
             name = None
             return error(ErrorCode.topic_authorization_failed, found.id)
         return error(ErrorCode.topic_authorization_failed)
-    topic = found if isinstance(found, Topic) else None
+    topic = found if isinstance(found, Topic) else internal_topic(name, ctx.topic_defaults)
     if topic is None:
         if not valid_topic_name(name):
             return error(ErrorCode.invalid_topic_exception)
@@ -160,7 +165,7 @@ async def _topic_entry(
     values: dict[str, Any] = dict(
         error_code=ErrorCode.none,
         name=topic.name,
-        is_internal=False,
+        is_internal=is_internal(topic.name),
         partitions=tuple(partitions),
         topic_authorized_operations=(
             await ctx.authorizer.operations(ResourceType.TOPIC, topic.name)

@@ -35,6 +35,7 @@ from ...storage.topics.metadata import Topic
 from ...storage.topics.timestamps import out_of_window
 from ..context import BrokerContext
 from ..fetch_codec import codec_for
+from ..internal_topics import is_internal
 from ..refusals import refused
 from ..retry_order import RetryOrder, sequenced
 from ..sequencer import Turn
@@ -183,6 +184,8 @@ async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorC
         found = await topic_for_write(ctx, name, api="PRODUCE")
     except STORAGE_ERRORS:
         return LOG_UNAVAILABLE
+    if found is None and is_internal(name):  # Kafka's answer to a client's append to one
+        return ErrorCode.invalid_topic_exception
     return found if found is not None else ErrorCode.unknown_topic_or_partition
 
 

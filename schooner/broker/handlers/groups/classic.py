@@ -147,6 +147,8 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
         code, values = ErrorCode.group_authorization_failed, None
     except STORAGE_ERRORS:
         code, values = GROUPS_UNAVAILABLE, None
+    if code == ErrorCode.invalid_session_timeout:
+        _log_session_refusal(ctx, body.group_id, session_ms)
     members = tuple(
         make(mod.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=md)
         for m, i, md in (values.members if values else [])
@@ -163,6 +165,17 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
         member_id=values.member_id if values else body.member_id,
         members=members,
     )
+
+
+def _log_session_refusal(ctx: BrokerContext, group_id: str, session_ms: int) -> None:
+    """The client's consumer just fails its join; only the broker's log can say which bound it broke."""
+    low, high = ctx.settings.group_min_session_ms, ctx.settings.group_max_session_ms
+    reason = (
+        f"group {group_id!r}: session timeout {session_ms} ms is outside the broker's bounds "
+        f"[{low}, {high}] ms (group_min_session_ms, group_max_session_ms)"
+    )
+    error = "INVALID_SESSION_TIMEOUT"
+    refused(log, "JOIN_GROUP", reason, kind="session timeout", group=group_id, error=error)
 
 
 async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> ResponsePayload:

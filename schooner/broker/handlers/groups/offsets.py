@@ -21,6 +21,7 @@ from ....security.acls import ResourceType as Resource
 from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
+from ...internal_topics import internal_topic
 from ...sequencer import group_offsets
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
@@ -72,7 +73,10 @@ async def _topic_name(
         return (found.name if found else None), found
     if name and op is not None and not await ctx.authorizer.allowed(op, Resource.TOPIC, name):
         return name, ErrorCode.topic_authorization_failed
-    return name, (await ctx.topic(name) if name else None)
+    if not name:
+        return name, None
+    # Committed offsets of an internal topic's partitions are kept like any others (internal_topics.py).
+    return name, internal_topic(name, ctx.topic_defaults) or await ctx.topic(name)
 
 
 async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
