@@ -5,6 +5,7 @@ Config file (TOML), all keys optional:
     redis_url = "redis://..."     data_dir = ".data"     keyspace = "schooner"
     broker_id = 1                 default_partitions = 1 auto_create_topics = true
     max_request_bytes = 104857600  log_retention_check_interval_ms = 300000
+    max_decompressed_batch_bytes = 0
     connections_max_idle_ms, request_timeout_ms, max_connections, max_connections_per_ip,
     max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
@@ -43,6 +44,10 @@ class Settings:
     default_partitions: int = 1
     auto_create_topics: bool = True
     max_request_bytes: int = 100 * 1024 * 1024
+    # The most a compressed batch (or a legacy message set's wrappers) may inflate to; more is refused
+    # with MESSAGE_TOO_LARGE, since max.message.bytes limits the compressed size only. 0: eight times
+    # the topic's max.message.bytes (protocol/inflate.py).
+    max_decompressed_batch_bytes: int = 0
     heartbeat_ms: int = 1000
     session_ms: int = 5000  # a broker that misses heartbeats this long leaves Metadata
     # Kafka's log.retention.check.interval.ms: how often the retention pass applies retention.ms and

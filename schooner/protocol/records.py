@@ -16,6 +16,7 @@ from aiokafka.record._crecords.cutil import crc32c_cython
 from crc32c import crc32c
 
 from .batch_c import plain_records
+from .inflate import DEFAULT_LIMIT, Corrupt, TooLarge, inflate
 
 CODEC_NONE = 0
 CODEC_GZIP = 1
@@ -70,6 +71,7 @@ class InvalidRecords(Exception):
 
 
 CORRUPT_MESSAGE = 2
+MESSAGE_TOO_LARGE = 10
 UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
 INVALID_RECORD = 87
 
@@ -144,10 +146,11 @@ class ProducedBatch:
         return (self.base_sequence + len(self.records) - 1) % (2**31)
 
 
-def read_batches(data: bytes) -> list[ProducedBatch]:
+def read_batches(data: bytes, max_inflated_bytes: int = DEFAULT_LIMIT) -> list[ProducedBatch]:
     """Splits a produce payload into batches and decodes their records.
 
-    Raises InvalidRecords for truncated data, a bad CRC, an old magic, or a control batch.
+    Raises InvalidRecords for truncated data, a bad CRC, an old magic, a control batch, or a compressed
+    batch whose records inflate past max_inflated_bytes (MESSAGE_TOO_LARGE).
     """
     batches: list[ProducedBatch] = []
     pos = 0
@@ -175,7 +178,8 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
             batches.append(_plain_batch(raw, columns))
             pos += size
             continue
-        batch = DefaultRecordBatch(raw)
+        codec = raw[_ATTRIBUTES_OFFSET + 1] & _CODEC_MASK
+        batch = DefaultRecordBatch(raw if codec == CODEC_NONE else _inflated(raw, codec, max_inflated_bytes))
         if batch.is_control_batch:
             raise InvalidRecords(INVALID_RECORD, "clients may not produce control batches")
         try:
@@ -198,6 +202,21 @@ def read_batches(data: bytes) -> list[ProducedBatch]:
         )
         pos += size
     return batches
+
+
+def _inflated(raw: bytes, codec: int, limit: int) -> bytes | bytearray:
+    """A compressed batch as aiokafka reads an uncompressed one: its header with no codec, then its
+    records decompressed, at most `limit` bytes of them (aiokafka would inflate them all, unbounded).
+    Only for reading: the length field still gives the compressed size, which aiokafka does not use."""
+    head = bytearray(raw[:_MIN_BATCH_SIZE])
+    head[_ATTRIBUTES_OFFSET + 1] &= ~_CODEC_MASK
+    try:
+        return inflate(codec, memoryview(raw)[_MIN_BATCH_SIZE:], limit, bytes(head))
+    except TooLarge as exc:
+        message = f"compressed record batch: its {exc} (the broker's max_decompressed_batch_bytes)"
+        raise InvalidRecords(MESSAGE_TOO_LARGE, message) from exc
+    except Corrupt as exc:
+        raise InvalidRecords(CORRUPT_MESSAGE, f"cannot decompress records: {exc}") from exc
 
 
 def _plain_batch(

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
 from ...coordinators.transaction_coordinator import Producer, TransactionError
+from ...protocol.inflate import decompressed_limit
 from ...protocol.legacy_records import read_message_set
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.records import (
@@ -256,7 +257,7 @@ async def _in_turn(
 ) -> _PartitionResult:
     """Decodes, then sends the appends in this partition's turn; the replies are awaited after it, so
     the next request's batches go out while Redis runs these (the lane keeps them in order)."""
-    prepared = _decode(topic, data, legacy_ms, transactional_id)
+    prepared = _decode(topic, data, legacy_ms, transactional_id, ctx.settings.max_decompressed_batch_bytes)
     async with turn:  # even a refused batch waits its turn, so that later ones cannot overtake
         if isinstance(prepared, _PartitionResult):
             return prepared
@@ -363,16 +364,22 @@ def _keyless(batch: ProducedBatch) -> list[int]:
 
 
 def _decode(
-    topic: Topic | ErrorCode, data: _PartitionData, legacy_ms: int | None, transactional_id: str | None
+    topic: Topic | ErrorCode,
+    data: _PartitionData,
+    legacy_ms: int | None,
+    transactional_id: str | None,
+    max_decompressed: int,
 ) -> list[ProducedBatch] | _PartitionResult:
-    """The partition's batches; legacy_ms (v0-v2 only) stamps legacy records that have no timestamp."""
+    """The partition's batches; legacy_ms (v0-v2 only) stamps legacy records that have no timestamp.
+    max_decompressed: the broker's setting, 0 for a multiple of the topic's max.message.bytes."""
     if isinstance(topic, ErrorCode):
         return _PartitionResult(topic)
     if not 0 <= data.index < topic.partitions:
         return _PartitionResult(ErrorCode.unknown_topic_or_partition)
+    bound = decompressed_limit(max_decompressed, topic.max_message_bytes)
     try:
         raw = data.records or b""
-        batches = read_batches(raw) if legacy_ms is None else read_message_set(raw, legacy_ms)
+        batches = read_batches(raw, bound) if legacy_ms is None else read_message_set(raw, legacy_ms, bound)
     except InvalidRecords as exc:
         return _refused(topic, data.index, ErrorCode(exc.error_code), str(exc))
     if not batches:
