@@ -7,7 +7,8 @@ Config file (TOML), all keys optional:
     max_request_bytes = 104857600  log_retention_check_interval_ms = 300000
     max_decompressed_batch_bytes = 0
     connections_max_idle_ms, request_timeout_ms, max_connections, max_connections_per_ip,
-    max_in_flight_requests, max_in_flight_bytes, shutdown_timeout_ms, redis_timeout_ms,
+    max_in_flight_requests, max_in_flight_bytes, max_queued_response_bytes, fetch_max_wait_cap_ms,
+    shutdown_timeout_ms, redis_timeout_ms,
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
     log_format = "text"            # or "json"
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
@@ -69,6 +70,11 @@ class Settings:
     max_connections_per_ip: int = 2_000
     max_in_flight_requests: int = 64  # per connection: requests read but not yet answered
     max_in_flight_bytes: int = 128 * 1024 * 1024  # per connection: bytes of those requests
+    # Per connection: bytes of responses computed but not yet taken by the client; above it the broker
+    # starts no more of its requests (limits.py says why 16 MiB).
+    max_queued_response_bytes: int = 16 * 1024 * 1024
+    # The longest a Fetch or ShareFetch waits for min_bytes, whatever max_wait_ms it asks for.
+    fetch_max_wait_cap_ms: int = 10_000
     shutdown_timeout_ms: int = 30_000  # SIGTERM: how long in-flight requests may take to finish
     # Redis
     redis_timeout_ms: int = 10_000  # a Redis round trip that takes longer fails (retriable to clients)

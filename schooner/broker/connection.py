@@ -4,12 +4,16 @@ What one connection may cost is bounded (limits.py):
 - at most `max_in_flight_requests` requests and `max_in_flight_bytes` of their frames are held (read but
   not yet answered); at either limit the connection stops reading until responses go out. A single
   request larger than the byte limit is still served, alone;
+- at most `max_queued_response_bytes` of responses computed but not taken by the client
+  (response_budget.py): above it no more requests start and nothing is read until the client takes some;
 - nothing in flight and no bytes received for `connections_max_idle_ms`: the connection is closed;
 - a frame that started arriving but is not complete within `request_timeout_ms` closes the connection,
   and so does a response the client does not take within that time.
 A client over its quota (quotas.py) is muted: nothing is read from it until Session.throttled_until
 (KIP-219), and a response of a version older than KIP-219 waits until then before it goes out.
 drain() stops reading; the requests already read are still answered, then the connection closes.
+When the client closes its end (or the connection fails), its waiting Fetch and ShareFetch requests are
+cancelled: they only read, and nobody will take their answers. Other requests finish.
 SASL (authentication.py) gates each request before its handler runs, and serves its own requests alone.
 """
 
@@ -36,15 +40,20 @@ from .handlers.api_versions import unsupported_version_response
 from .limits import ConnectionStats, Limits, Notices
 from .quotas import client_throttles
 from .refusals import refused
+from .response_budget import ResponseBudget, reservation
 from .session import SESSION, Session
+from .watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
 # Runs a request's handler (dispatch.py): the response, or NO_RESPONSE when none is due.
 Dispatch = Callable[[Request], Awaitable[Answer]]
 READ_CHUNK = 1 << 16
-# A request held: its header, what produces its response body, its frame size.
-_Held = tuple[RequestHeader, asyncio.Future[Answer], int]
+# A request held: its header, what produces its encoded response (None: nothing to send), its frame size.
+_Out = bytes | None
+_Held = tuple[RequestHeader, asyncio.Future[_Out], int]
+# Their answers are only reads, long-polled: cancelled when the client leaves.
+_CANCELLABLE = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
 
 _IDLE = "idle"
 _INCOMPLETE_FRAME = "incomplete frame"
@@ -71,27 +80,28 @@ class Connection:
         self._notices = notices
         self._loop = asyncio.get_running_loop()
         self._decoder = FrameDecoder(authentication.frame_limit(session, limits))
-        self._alone: asyncio.Future[Answer] | None = None  # a request served alone (SASL), until answered
+        self._alone: asyncio.Future[_Out] | None = None  # a request served alone (SASL), until answered
         self._alone_api = ""  # its API's name, for the log
         self._pending: asyncio.Queue[_Held | None] = asyncio.Queue()  # bounded by the in-flight limits
         self.peer = writer.get_extra_info("peername")
         self._host = f"/{self.peer[0]}" if isinstance(self.peer, tuple) else "/unknown"
         self.held_requests = 0
         self.held_bytes = 0
-        self._room = asyncio.Event()  # set when a held request is answered
+        self._room = asyncio.Event()  # set when a held request is answered, or response bytes taken
+        self._responses = ResponseBudget(limits.max_queued_response_bytes, stats, self._wake)
+        self._waits: set[asyncio.Future[_Out]] = set()  # fetches still computing (or waiting for data)
+        self._abandoned = False  # the client left: its waiting fetches were cancelled
         self._paused = False  # reading waits for room: our choice, so no frame deadline runs
         self._draining = False
         self._closed = False  # the transport is closed or broken: nothing more goes out
         self._read_task: asyncio.Task[None] | None = None
-        # The watchdog: one timer, armed no later than the earliest deadline, re-checked when it fires.
         self._last_activity = self._loop.time()
         self._frame_started: float | None = None
         self._write_started: float | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0
+        self._watchdog = Watchdog(self._loop, self._deadline, self._expire, limits.idle_seconds)
 
     async def serve(self) -> None:
-        self._arm(self._loop.time() + self._limits.idle_seconds)
+        self._watchdog.arm(self._loop.time() + self._limits.idle_seconds)
         responder = self._loop.create_task(self._respond())
         self._read_task = self._loop.create_task(self._read_requests())
         try:
@@ -108,8 +118,7 @@ class Connection:
             await responder
         finally:
             self._closed = True
-            if self._timer is not None:
-                self._timer.cancel()
+            self._watchdog.stop()
             self._read_task.cancel()
             responder.cancel()
             self._close_transport()
@@ -127,8 +136,9 @@ class Connection:
             try:
                 data = await self._reader.read(READ_CHUNK)
             except (ConnectionError, OSError):
-                return
+                data = b""
             if not data:
+                self._abandon()
                 return
             now = self._loop.time()
             self._last_activity = now
@@ -141,7 +151,7 @@ class Connection:
                 # A frame is under way: it started in this chunk unless it was already waiting.
                 if frames or self._frame_started is None:
                     self._frame_started = now
-                    self._arm_by(now + self._limits.request_timeout_seconds)
+                    self._watchdog.arm_by(now + self._limits.request_timeout_seconds)
             else:
                 self._frame_started = None
             # Frames already split off this chunk wait here: at most one read beyond the limits.
@@ -154,8 +164,17 @@ class Connection:
                     await self._mute()
                     if self._closed:
                         return
-                if not self._dispatch(raw):
+                request = self._decode(raw)
+                if request is False:
                     return
+                if isinstance(request, Request):
+                    reserve = reservation(request, self._limits.max_queued_response_bytes)
+                    if not self._responses.fits(reserve):
+                        await self._wait_for_responses(reserve)
+                        if self._closed:
+                            return
+                    if not self._start(request, len(raw), reserve):
+                        return
                 if self._alone is not None and not await self._settle_alone():
                     return
 
@@ -169,15 +188,27 @@ class Connection:
 
     async def _wait_for_room(self, size: int) -> None:
         """Backpressure: no reading until enough held requests are answered."""
-        self._paused = True
         self._stats.backpressure_pauses += 1
+        await self._wait_until(lambda: self._has_room(size))
+
+    async def _wait_for_responses(self, reserve: int) -> None:
+        """Backpressure: no request starts (so none is read) until the client takes queued responses."""
+        self._stats.response_pauses += 1
+        await self._wait_until(lambda: self._responses.fits(reserve))
+
+    async def _wait_until(self, ready: Callable[[], bool]) -> None:
+        self._paused = True
         try:
-            while not self._has_room(size) and not self._closed:
+            while not ready() and not self._closed:
                 self._room.clear()
                 await self._room.wait()
         finally:
             self._paused = False
         self._restart_frame_clock()
+
+    def _wake(self) -> None:
+        if self._paused:
+            self._room.set()
 
     async def _mute(self) -> None:
         """KIP-219: no reading while the client's quota throttles it."""
@@ -193,10 +224,11 @@ class Connection:
         if self._frame_started is not None:
             # The client could not send while we did not read; its frame's time starts again now.
             self._frame_started = self._loop.time()
-            self._arm_by(self._frame_started + self._limits.request_timeout_seconds)
+            self._watchdog.arm_by(self._frame_started + self._limits.request_timeout_seconds)
 
-    def _dispatch(self, raw: bytes) -> bool:
-        """Starts the request's handler; False when the frame closes the connection."""
+    def _decode(self, raw: bytes) -> Request | bool:
+        """The request to start; True when it is answered already, False when the frame closes the
+        connection."""
         try:
             request = authentication.unframed_request(self.session, raw) or decode_request(raw)
         except UnsupportedRequest as exc:
@@ -207,21 +239,31 @@ class Connection:
                 return False
             # KIP-511: answer an unknown ApiVersions version with v0 and our ranges.
             header = RequestHeader(exc.api_key, 0, exc.correlation_id, None)
-            done: asyncio.Future[Answer] = self._loop.create_future()
-            done.set_result(unsupported_version_response())
+            data = encode_response(header, unsupported_version_response())
+            self._responses.settle(0, len(data))
+            done: asyncio.Future[_Out] = self._loop.create_future()
+            done.set_result(data)
             self._hold(header, done, len(raw))
             return True
         except ProtocolError as exc:
             self._notices.log(logging.INFO, "bad input", "closing %s: %s", self.peer, exc)
             return False
+        return request
+
+    def _start(self, request: Request, size: int, reserve: int) -> bool:
+        """Starts the request's handler; False when the request closes the connection."""
         header = request.header
         CLIENT.set((header.client_id or "", self._host))
         why = authentication.refusal(self.session, header.api_key, self._loop.time())
         if why is not None:
             refused(log, _name(header), f"{why}; closing the connection", session=self.session)
             return False
-        answer = asyncio.ensure_future(self._handle(request))
-        self._hold(header, answer, len(raw))
+        self._responses.reserve(reserve)
+        answer = asyncio.ensure_future(self._compute(request, reserve))
+        if header.api_key in _CANCELLABLE:
+            self._waits.add(answer)
+            answer.add_done_callback(self._waits.discard)
+        self._hold(header, answer, size)
         if authentication.served_alone(self.session, header.api_key):
             self._alone = answer
             self._alone_api = _name(header)
@@ -242,7 +284,40 @@ class Connection:
         self._decoder.max_frame_bytes = authentication.frame_limit(self.session, self._limits)
         return not self._closed
 
-    def _hold(self, header: RequestHeader, answer: asyncio.Future[Answer], size: int) -> None:
+    async def _compute(self, request: Request, reserve: int) -> _Out:
+        """Runs the handler and encodes its response here, so its size counts as soon as it exists."""
+        size = 0
+        try:
+            body = await self._handle(request)
+            if body is NO_RESPONSE:  # acks=0 produce: the client reads no reply
+                return None
+            try:
+                if request.header is authentication.UNFRAMED:
+                    data = authentication.encode_unframed(body)  # None: a failed bare token gets no answer
+                else:
+                    data = encode_response(request.header, body)
+            except Exception as exc:
+                raise _Unencodable from exc
+            size = len(data) if data is not None else 0
+            return data
+        finally:
+            self._responses.settle(reserve, size)
+
+    def _abandon(self) -> None:
+        """The client is gone: its waiting fetches stop now rather than at their max wait."""
+        self._abandoned = True
+        for answer in list(self._waits):
+            if answer.cancel():
+                self._stats.abandoned_requests += 1
+
+    def _dropped(self, answer: asyncio.Future[_Out]) -> None:
+        """A held answer that will not be written: its bytes no longer count."""
+        if answer.cancel() or answer.cancelled() or answer.exception() is not None:
+            return
+        data = answer.result()
+        self._responses.taken(len(data) if data is not None else 0)
+
+    def _hold(self, header: RequestHeader, answer: asyncio.Future[_Out], size: int) -> None:
         self.held_requests += 1
         self.held_bytes += size
         st = self._stats
@@ -279,20 +354,25 @@ class Connection:
             while not self._pending.empty():
                 left = self._pending.get_nowait()
                 if left is not None:
-                    left[1].cancel()
+                    self._dropped(left[1])
                     self._release(left[2])
 
-    async def _answer(self, header: RequestHeader, answer: asyncio.Future[Answer]) -> None:
+    async def _answer(self, header: RequestHeader, answer: asyncio.Future[_Out]) -> None:
         if self._closed:
-            answer.cancel()  # nobody will read it
+            self._dropped(answer)  # nobody will read it
             return
         try:
-            body = await answer
+            data = await answer
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise
-            log.error("handler for %s v%d was cancelled", _name(header), header.api_version)
+            if not self._abandoned:  # else we cancelled it: its client has gone
+                log.error("handler for %s v%d was cancelled", _name(header), header.api_version)
+                self._fail()
+            return
+        except _Unencodable:
+            log.exception("cannot encode %s v%d response", _name(header), header.api_version)
             self._fail()
             return
         except Exception:
@@ -300,8 +380,14 @@ class Connection:
             log.exception("handler for %s v%d failed", _name(header), header.api_version)
             self._fail()
             return
-        if body is NO_RESPONSE:  # acks=0 produce: the client reads no reply
+        if data is None:
             return
+        try:
+            await self._write(header, data)
+        finally:
+            self._responses.taken(len(data))
+
+    async def _write(self, header: RequestHeader, data: bytes) -> None:
         if self.session.throttled_until > self._loop.time() and not client_throttles(
             header.api_key, header.api_version
         ):
@@ -309,24 +395,12 @@ class Connection:
             await asyncio.sleep(self.session.throttled_until - self._loop.time())
             if self._closed:
                 return
-        try:
-            if header is authentication.UNFRAMED:
-                unframed = authentication.encode_unframed(body)
-                if unframed is None:  # a failed bare token gets no answer: the connection closes
-                    return
-                data = unframed
-            else:
-                data = encode_response(header, body)
-        except Exception:
-            log.exception("cannot encode %s v%d response", _name(header), header.api_version)
-            self._fail()
-            return
         self._writer.write(data)
         self._write_started = now = self._loop.time()
-        self._arm_by(now + self._limits.request_timeout_seconds)
+        self._watchdog.arm_by(now + self._limits.request_timeout_seconds)
         try:
-            # Waits only while the socket's send buffer is full: a client that does not read its
-            # responses stops being answered, so stops being read, so costs no more memory.
+            # Waits while the transport holds more than its high-water mark: the response still counts
+            # as queued until then, so a client that does not read stops being read.
             await self._writer.drain()
         except (ConnectionError, OSError):
             self._fail()
@@ -336,6 +410,8 @@ class Connection:
     def _fail(self, abort: bool = False) -> None:
         """Closes after a failure or a timeout: nothing more is read or answered."""
         self._closed = True
+        self._watchdog.stop()
+        self._abandon()
         self._room.set()
         if self._read_task is not None:
             self._read_task.cancel()
@@ -356,18 +432,7 @@ class Connection:
             # close() waits for the buffer to go out; a client that never reads must not keep it.
             self._loop.call_later(self._limits.request_timeout_seconds, transport.abort)
 
-    # -- the watchdog -----------------------------------------------------------------------------
-    def _arm(self, at: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = at
-        self._timer = self._loop.call_at(at, self._check_deadlines)
-
-    def _arm_by(self, at: float) -> None:
-        """A deadline may now come earlier than the timer: make the timer fire by then."""
-        if at < self._timer_at:
-            self._arm(at)
-
+    # -- the watchdog's deadlines ---------------------------------------------------------------
     def _deadline(self) -> tuple[float, str] | None:
         """The earliest deadline in force, with its kind, or None while waiting on our own work."""
         timeout = self._limits.request_timeout_seconds
@@ -384,20 +449,6 @@ class Connection:
             if found is None or at < found[0]:
                 found = (at, _IDLE)
         return found
-
-    def _check_deadlines(self) -> None:
-        self._timer = None
-        if self._closed:
-            return
-        now = self._loop.time()
-        found = self._deadline()
-        if found is None:
-            # Every later deadline is either at least this far off or armed for when it starts.
-            self._arm(now + self._limits.idle_seconds)
-        elif now >= found[0]:
-            self._expire(found[1])
-        else:
-            self._arm(found[0])
 
     def _expire(self, kind: str) -> None:
         st = self._stats
@@ -426,6 +477,10 @@ def unsupported_reason(exc: UnsupportedRequest) -> str:
         f"API key {exc.api_key} v{exc.api_version} is not served by this broker (ApiVersions does not "
         "advertise it); closing the connection"
     )
+
+
+class _Unencodable(Exception):
+    """A handler's response that cannot be encoded (the handler itself ran)."""
 
 
 def _name(header: RequestHeader) -> str:

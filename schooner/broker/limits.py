@@ -22,6 +22,10 @@ class Limits:
     request_timeout_seconds: float = 30.0
     max_in_flight_requests: int = 64
     max_in_flight_bytes: int = 128 * 1024 * 1024
+    # Responses computed but not yet taken by the client (response_budget.py). Kafka holds one response
+    # per connection; 16 MiB lets a few ordinary fetches (1 MiB a partition) overlap, while one larger
+    # response (a consumer's 50 MiB fetch.max.bytes) is still served, alone.
+    max_queued_response_bytes: int = 16 * 1024 * 1024
     sasl_max_receive_bytes: int = 524_288  # the largest frame before SASL authentication
     failed_authentication_delay_seconds: float = 0.1  # the close after a failed authentication waits
 
@@ -33,6 +37,7 @@ class Limits:
             request_timeout_seconds=s.request_timeout_ms / 1000,
             max_in_flight_requests=s.max_in_flight_requests,
             max_in_flight_bytes=s.max_in_flight_bytes,
+            max_queued_response_bytes=s.max_queued_response_bytes,
             sasl_max_receive_bytes=s.sasl_max_receive_bytes,
             failed_authentication_delay_seconds=s.connection_failed_authentication_delay_ms / 1000,
         )
@@ -48,6 +53,10 @@ class ConnectionStats:
     peak_held_requests: int = 0  # the most any one connection has held at once
     peak_held_bytes: int = 0  # above the limit only for a single larger request, held alone
     backpressure_pauses: int = 0  # times a connection stopped reading because it held its limit
+    queued_response_bytes: int = 0  # responses computed but not yet taken by their clients, now
+    peak_queued_response_bytes: int = 0  # the most any one connection has queued at once
+    response_pauses: int = 0  # times a connection stopped reading because its client did not take them
+    abandoned_requests: int = 0  # waiting fetches cancelled because their connection closed
     refused: int = 0  # connections closed on arrival: over a cap, or the broker is stopping
     closed_idle: int = 0
     closed_incomplete_frame: int = 0

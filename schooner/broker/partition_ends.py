@@ -9,8 +9,8 @@ An entry is kept only for a read that found no records and no error. It is reuse
 same offset while the partition has had no append notice since the read was sent (AppendWaiters counts
 them: this broker's appends, and the append scripts' notices from any broker) and for at most
 `window` seconds: writers that publish no notice (plain Redis clients, retention's trims, a Redis
-Cluster notice that arrived before its subscription) are seen at most that much later, as a parked
-fetch's poll would see them.
+Cluster notice that arrived before its subscription) are seen at most that much later by fetches that
+do not wait; waiting fetches are woken by the look at their partitions' last IDs (waiters.py).
 """
 
 from __future__ import annotations

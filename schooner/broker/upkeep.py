@@ -1,7 +1,8 @@
 """What a broker keeps running for one keyspace: the deployment's, and each tenant's (broker/tenants.py).
 
 - wake-ups of long-polling fetches when any broker appends (the appended channel on one Redis, the
-  partitions' sharded channels on a Redis Cluster);
+  partitions' sharded channels on a Redis Cluster), and the look at the partitions they wait on that
+  finds other appends (waiters.py);
 - topic change notices, which drop cached topics;
 - the retention pass, and the idle-producer expiry and compaction sweep;
 - group upkeep (member sessions, which broker owns which group);
@@ -25,6 +26,7 @@ from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError, mark_topology_stale
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.notices import ChannelNotices, TopicNotices
+from . import waiters as waiters_module
 from .compactor import compact_partition
 from .context import BrokerContext
 
@@ -54,6 +56,7 @@ class Upkeep:
         self.listeners = [
             asyncio.create_task(self._listen_for_appends()),
             asyncio.create_task(self._listen_for_topic_changes()),
+            asyncio.create_task(self._look_at_waited_partitions()),
         ]
         if s.authorizer:  # this keyspace's ACLs: a change applies at once, not at the next version check
             self.listeners.append(asyncio.create_task(self._listen_for_acl_changes()))
@@ -90,6 +93,22 @@ class Upkeep:
             lambda quiet: AppendNotices(ctx.store.redis, ctx.ks, quiet),
             ctx.waiters.notify_text,
         )
+
+    async def _look_at_waited_partitions(self) -> None:
+        """Wakes fetches waiting on partitions that changed without a notice: one look at each waited
+        partition's last entry ID per RECHECK_SECONDS, however many fetches wait on it (waiters.py)."""
+        waiters = self.ctx.waiters
+        while True:
+            await asyncio.sleep(waiters_module.RECHECK_SECONDS)
+            waited = waiters.waited()
+            if not waited:
+                continue
+            try:
+                tips = await self.ctx.store.tips(waited)
+            except (StorageError, OSError):
+                waiters.wake_all()
+                continue
+            waiters.saw_tips(waited, tips, time.monotonic())
 
     async def _listen_for_topic_changes(self) -> None:
         """Drops a cached topic when any broker (or a storage client) creates, changes or deletes it."""
@@ -151,7 +170,7 @@ class Upkeep:
                 if self._stopping():  # stop() closed the connection under the read
                     return
                 mark_topology_stale(self.ctx.store.redis)
-                if not interrupted:  # once per outage; fetches poll meanwhile (fetch.POLL_SECONDS)
+                if not interrupted:  # once per outage; _look_at_waited_partitions wakes fetches meanwhile
                     log.warning("%s interrupted: %s", what, exc)
                 interrupted = True
                 await asyncio.sleep(0.5)

@@ -1,13 +1,23 @@
-"""Wakes long-polling fetches when a partition they wait on gets new records (from any broker)."""
+"""Wakes long-polling fetches when a partition they wait on gets new records (from any writer).
+
+A waiting fetch does not poll. It is woken by this broker's appends, by the append notices of the other
+brokers (upkeep.py), and by one look every RECHECK_SECONDS at the partitions fetches wait on: each one's
+last entry ID, one command per partition however many fetches wait on it (upkeep.py sends them). That
+look finds the entries of plain Redis writers, which publish no notice, and appends whose notice was
+lost while a subscription was down.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from ..storage.topic_partition import TopicPartition
 
 Watch = Callable[[TopicPartition], None]
+
+RECHECK_SECONDS = 0.5  # so a plain Redis writer's entry reaches a waiting fetch within about a second
+TIP_MEMORY_SECONDS = 60.0  # a partition's last ID is kept this long after its last waiter left
 
 
 def _nothing(tp: TopicPartition) -> None:
@@ -21,6 +31,10 @@ class AppendWaiters:
         self._appends: dict[TopicPartition, int] = {}
         self._first: Watch = _nothing
         self._last: Watch = _nothing
+        self.waiting = 0  # fetches registered now (waiting, or reading between waits)
+        # The last entry ID each looked-at partition had, and when it last had waiters.
+        self._tips: dict[TopicPartition, tuple[bytes | None, float]] = {}
+        self._tips_swept = 0.0
 
     def watch(self, first: Watch, last: Watch) -> None:
         """first(partition) when a partition gets its first waiter, last(partition) when its last one
@@ -48,6 +62,7 @@ class AppendWaiters:
     def register(self, partitions: Iterable[TopicPartition]) -> asyncio.Event:
         """Starts listening before the caller reads, so an append in between is not missed."""
         event = asyncio.Event()
+        self.waiting += 1
         for key in partitions:
             waiting = self._waiting.get(key)
             if waiting is None:
@@ -57,6 +72,7 @@ class AppendWaiters:
         return event
 
     def unregister(self, partitions: Iterable[TopicPartition], event: asyncio.Event) -> None:
+        self.waiting -= 1
         for key in partitions:
             waiting = self._waiting.get(key)
             if waiting is not None:
@@ -65,11 +81,38 @@ class AppendWaiters:
                     del self._waiting[key]
                     self._last(key)
 
+    def waited(self) -> list[TopicPartition]:
+        """The partitions fetches wait on now."""
+        return list(self._waiting)
+
+    def saw_tips(
+        self, partitions: Sequence[TopicPartition], tips: Sequence[bytes | None], now: float
+    ) -> None:
+        """Wakes the fetches of partitions whose last entry ID changed since the last look. A partition
+        not looked at before is woken too: it may have changed between its fetch's read and this look."""
+        for key, tip in zip(partitions, tips, strict=True):
+            seen = self._tips.get(key)
+            self._tips[key] = (tip, now)
+            if seen is None or seen[0] != tip:
+                self.notify(key.topic, key.partition)
+        if now - self._tips_swept > TIP_MEMORY_SECONDS:
+            self._tips_swept = now
+            self._tips = {k: v for k, v in self._tips.items() if now - v[1] <= TIP_MEMORY_SECONDS}
+
+    def wake_all(self) -> None:
+        """The look failed (Redis is out of reach): every waiting fetch reads again, and answers the
+        error its read meets rather than waiting on."""
+        for key in list(self._waiting):
+            self.notify(key.topic, key.partition)
+
     @staticmethod
     async def wait(event: asyncio.Event, timeout: float) -> bool:
         """Waits until a registered partition is appended to, or the timeout passes."""
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            # Not wait_for(): on Python 3.11 it drops a cancel that comes as the event is set, and a
+            # fetch whose client left would then wait on.
+            async with asyncio.timeout(timeout):
+                await event.wait()
             return True
         except TimeoutError:
             return False

@@ -223,6 +223,10 @@ class Store:
         ]
         return await self.drive(together(calls)) if calls else []
 
+    async def tips(self, partitions: Sequence[TopicPartition]) -> list[bytes | None]:
+        """Each partition's last entry ID (read.tip), one command each, all in one round trip."""
+        return await self.drive(together([read.tip(self.ks, tp.topic, tp.partition) for tp in partitions]))
+
     async def stage_txn_offsets(
         self, group_id: str, producer_id: int, offsets: Mapping[TopicPartition, tuple[int, int, str | None]]
     ) -> None:

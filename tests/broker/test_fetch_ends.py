@@ -8,7 +8,7 @@ import time
 import pytest
 import redis
 
-from schooner.broker.handlers import fetch
+from schooner.broker import waiters
 from schooner.storage.keys import Keyspace
 from tests.clients import Rec, confluent_produce
 from tests.wire import call, fetch_request
@@ -43,7 +43,7 @@ def test_a_fetch_at_the_remembered_end_reads_at_most_once(broker, redis_client: 
 def test_another_brokers_append_wakes_a_fetch_at_the_remembered_end(
     broker_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fetch, "POLL_SECONDS", 60.0)  # only a notice can end the wait early
+    monkeypatch.setattr(waiters, "RECHECK_SECONDS", 60.0)  # only a notice can end the wait early
     here, there = broker_factory(), broker_factory()
     with redis.Redis.from_url(here.redis_url) as client:
         _subscribed(client, here.settings.keyspace, brokers=2)

@@ -2,8 +2,9 @@
 through another, on partitions of every primary, through sharded pub/sub; and a broker hears the
 notices of the partitions its fetches wait on, and of no other.
 
-Fetches also look again every half second (fetch.POLL_SECONDS), so each check that a fetch was woken
-also checks that the waiting broker heard the notice, and that the wake came well before that."""
+The broker also looks at the partitions its fetches wait on every half second (waiters.RECHECK_SECONDS),
+so each check that a fetch was woken also checks that the waiting broker heard the notice, and that the
+wake came well before that."""
 
 from __future__ import annotations
 

@@ -89,6 +89,7 @@ CASES: dict[str, Build] = {
     "log_delete_records": lambda ks, t, g: retention.delete_records(ks, t, 3, 5),
     "log_retention": lambda ks, t, g: retention.apply_retention(ks, t, 3),
     "log_read_marks": lambda ks, t, g: _sent(read.read(ks, t, 3, 0, 10, committed=True), "log_read_marks"),
+    "log_tip": lambda ks, t, g: read.tip(ks, t.name, 3),
     "log_count": lambda ks, t, g: _sent(
         lag.partition_lag(ks, _topic(t.name, "timestamp"), 3, 0), "log_count", [None, None]
     ),

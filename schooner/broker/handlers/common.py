@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -32,6 +33,12 @@ APPEND_UNANSWERED = ErrorCode.request_timed_out  # an append sent without a repl
 GROUPS_UNAVAILABLE = ErrorCode.coordinator_not_available  # group membership and committed offsets
 ADMIN_UNAVAILABLE = ErrorCode.request_timed_out  # topic and config changes (CreateTopics, AlterConfigs, ...)
 PRODUCER_IDS_UNAVAILABLE = ErrorCode.coordinator_load_in_progress  # InitProducerId
+
+
+def long_poll_deadline(ctx: BrokerContext, max_wait: datetime.timedelta) -> float:
+    """When a Fetch's or ShareFetch's wait ends (time.monotonic()): max_wait, at most fetch_max_wait_cap_ms.
+    A longer wait outlasts the client's own request timeout: it would be answered to nobody."""
+    return time.monotonic() + min(max_wait.total_seconds(), ctx.settings.fetch_max_wait_cap_ms / 1000)
 
 
 async def resolve_topic(

@@ -25,13 +25,11 @@ from ..fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, 
 from ..partition_ends import PartitionEnds
 from ..quotas import fetch_byte_cap
 from ..recent_batches import Served
-from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, long_poll_deadline, resolve_topic
 
 # Entries read per XRANGE before the partition's average size is known.
 FIRST_READ_COUNT = 100
 MAX_READ_COUNT = 10000
-# Native Redis writers do not publish append notices; a waiting fetch looks again this often.
-POLL_SECONDS = 0.5
 
 
 @dataclass(slots=True)
@@ -76,7 +74,7 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
     )
     if isinstance(plan, ErrorCode):  # the session is unknown or out of step: the client starts a new one
         return make(mod.FetchResponse, throttle_time=NO_THROTTLE, error_code=plan, session_id=0, responses=())
-    deadline = time.monotonic() + body.max_wait.total_seconds()
+    deadline = long_poll_deadline(ctx, body.max_wait)
     committed = body.isolation_level == 1
     # A consumer_byte_rate quota caps the response (and so min_bytes) at what the window allows.
     max_bytes = fetch_byte_cap(body.max_bytes)
@@ -102,7 +100,7 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
             has_error = any(r.error != ErrorCode.none for rs in results for r in rs)
             if total >= min_bytes or has_error or remaining <= 0 or not waits:
                 break
-            await ctx.waiters.wait(event, min(remaining, POLL_SECONDS))
+            await ctx.waiters.wait(event, remaining)  # woken by appends from any writer (waiters.py)
         finally:
             ctx.waiters.unregister(waits, event)
     if ctx.metrics is not None:

@@ -28,11 +28,12 @@ from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..fetch_codec import codec_for, encode_entries
 from ..share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
-from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_partition
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, long_poll_deadline, resolve_partition
 from .share_dead_letters import copy_to_topic
 
 DEFAULT_MAX_RECORDS = 500
-# Released records and lapsed locks publish no append notice: a waiting fetch looks again this often.
+# Released records and lapsed locks publish no append notice: a waiting share fetch looks again this
+# often (a Fetch does not poll: see waiters.py).
 POLL_SECONDS = 0.25
 NO_LIMIT_BYTES = 1 << 62  # acquired records are all sent: a record cut off would stay locked unseen
 
@@ -120,7 +121,7 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
             [(t.topic_id, p) for t in body.forgotten_topics_data if t.topic_id for p in t.partitions]
         )
         max_records = body.max_records if body.max_records > 0 else DEFAULT_MAX_RECORDS
-        deadline = time.monotonic() + body.max_wait.total_seconds()
+        deadline = long_poll_deadline(ctx, body.max_wait)
         if renew:
             deadline = 0.0  # a renewing request only renews
         await _fetch(ctx, session, config, max_records, deadline, results)

@@ -119,6 +119,12 @@ def bounds_of(ks: Keyspace, partitions: Sequence[tuple[Topic, int]]) -> Steps[li
     return out
 
 
+def tip(ks: Keyspace, topic: str, partition: int) -> Call[bytes | None]:
+    """The stream's last generated ID (None for a missing stream): a change means it was appended to,
+    by a broker or by a plain Redis writer. One small reply, for checks of partitions fetches wait on."""
+    return script("log_tip", [ks.stream(topic, partition)], [], parse=lambda reply: reply or None)
+
+
 def read_calls(
     ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
 ) -> list[Call[Any]]:
