@@ -6,7 +6,8 @@ It composes the three parts and routes each request to the right one:
 - ClassicCoordinator (classic_coordinator.py): JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
 - ConsumerGroupCoordinator (consumer_coordinator.py): KIP-848 ConsumerGroupHeartbeat;
 - ShareGroupCoordinator (share_coordinator.py): KIP-932 ShareGroupHeartbeat.
-Offset checks and session expiry go to whichever kind the group is.
+Offset checks are the group's own (the classic coordinator's, or an epoch-based group's); session
+expiry is the classic coordinator's or modern_coordinator.py's, shared by both epoch-based kinds.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from ..storage.store import Store
 from .classic_coordinator import ClassicCoordinator
 from .classic_model import GroupSettings, JoinRequest, JoinResult, SyncResult
 from .consumer_coordinator import ConsumerGroupCoordinator
-from .consumer_group import ConsumerGroup
 from .group_ownership import AnyGroup, GroupOwnership, NotCoordinator
+from .modern_coordinator import expire
+from .modern_group import EpochGroup
 from .redis_health import RedisHealth
 from .share_coordinator import ShareGroupCoordinator
-from .share_group import ShareGroup
 
 __all__ = ["GroupCoordinator", "GroupSettings", "JoinRequest", "NotCoordinator"]
 
@@ -100,10 +101,8 @@ class GroupCoordinator:
     ) -> ErrorCode:
         """Whether an OffsetCommit may store offsets (generation is the member epoch in a consumer group)."""
         group = await self.ownership.group(group_id)
-        if isinstance(group, ConsumerGroup):
-            return self.consumer.check_commit(group, generation, member_id, version)
-        if isinstance(group, ShareGroup):
-            return ErrorCode.group_id_not_found  # share groups have no committed offsets, as in Kafka
+        if isinstance(group, EpochGroup):
+            return group.check_commit(generation, member_id, version)
         return await self.classic.check_commit(group, generation, member_id, instance_id)
 
     async def check_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
@@ -111,8 +110,8 @@ class GroupCoordinator:
         if member_id is None and member_epoch < 0:
             return ErrorCode.none
         group = await self.ownership.group(group_id)
-        if isinstance(group, ConsumerGroup):
-            return self.consumer.check_fetch(group, member_id, member_epoch)
+        if isinstance(group, EpochGroup):
+            return group.check_fetch(member_id, member_epoch)
         return ErrorCode.none
 
     # -- upkeep -----------------------------------------------------------------------------------
@@ -123,16 +122,13 @@ class GroupCoordinator:
         if health.in_trouble():
             return
         for group in self.ownership.held():
-            if not isinstance(group, ConsumerGroup | ShareGroup):
+            if not isinstance(group, EpochGroup):
                 await self.classic.expire(group, health.back_at)
                 continue
             async with group.lock:
                 if self.ownership.holds(group):
                     with contextlib.suppress(NotCoordinator):
-                        if isinstance(group, ShareGroup):
-                            await self.share.expire(group, health.back_at)
-                        else:
-                            await self.consumer.expire(group, health.back_at)
+                        await expire(self.ownership, group, health.back_at)
 
     async def check_ownership(self) -> None:
         """Unloads groups that now hash to another broker (the live broker set changed)."""

@@ -13,18 +13,23 @@ import logging
 import time
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..storage.cluster import BrokerInfo
 from ..storage.groups.commits import Owner
 from ..storage.store import Store
 from .classic_model import Group
 from .consumer_group import ConsumerGroup
+from .modern_group import EpochGroup
 from .share_group import ShareGroup
 
 log = logging.getLogger(__name__)
 
 AnyGroup = Group | ConsumerGroup | ShareGroup
+EPOCH_KINDS: dict[str, type[ConsumerGroup] | type[ShareGroup]] = {
+    kind.KIND: kind for kind in (ConsumerGroup, ShareGroup)
+}  # the saved `type` of an epoch-based group -> its class
+Owned = Group | EpochGroup[Any]  # any group, as the parts that do not care about its kind see it
 
 
 class NotCoordinator(Exception):
@@ -72,12 +77,10 @@ class GroupOwnership:
             found = self._groups.get(group_id)
             if found is None:
                 saved = await self.store.claim_group(group_id, self.me.broker_id)
-                if saved.get("type") == "consumer":
-                    found = ConsumerGroup.from_saved(group_id, saved)
-                    log.info("coordinating consumer group %s (epoch %d)", group_id, found.group_epoch)
-                elif saved.get("type") == "share":
-                    found = ShareGroup.from_saved(group_id, saved)
-                    log.info("coordinating share group %s (epoch %d)", group_id, found.group_epoch)
+                kind = EPOCH_KINDS.get(saved.get("type", ""))
+                if kind is not None:
+                    found = kind.from_saved(group_id, saved)
+                    log.info("coordinating %s group %s (epoch %d)", found.KIND, group_id, found.group_epoch)
                 else:
                     found = Group.from_saved(group_id, saved, time.monotonic())
                     log.info("coordinating group %s (generation %d)", group_id, found.generation)
@@ -104,7 +107,7 @@ class GroupOwnership:
         """The group if this broker holds it in memory now (no Redis round trip)."""
         return self._groups.get(group_id)
 
-    def holds(self, group: AnyGroup) -> bool:
+    def holds(self, group: Owned) -> bool:
         """Whether this very group object is the one held (not dropped or replaced meanwhile)."""
         return self._groups.get(group.group_id) is group
 
@@ -120,7 +123,7 @@ class GroupOwnership:
         log.info("group %s is now a %s group", old.group_id, kind_of(new))
         return True
 
-    def forget(self, group: AnyGroup) -> None:
+    def forget(self, group: Owned) -> None:
         """Drops the group if held; the next request loads it from Redis as last saved."""
         if self.holds(group):
             self.unload(group.group_id)
@@ -143,13 +146,7 @@ class GroupOwnership:
             self.unload(group.group_id)
             raise NotCoordinator(group.group_id)
 
-    async def save_consumer(self, group: ConsumerGroup) -> None:
-        await self._save_changes(group)
-
-    async def save_share(self, group: ShareGroup) -> None:
-        await self._save_changes(group)
-
-    async def _save_changes(self, group: ConsumerGroup | ShareGroup) -> None:
+    async def save_changes(self, group: EpochGroup[Any]) -> None:
         """Writes the fields that changed; with none changed it still checks that this broker owns the
         group, so a coordinator that lost it never answers from stale state."""
         if not self.holds(group):
@@ -179,10 +176,6 @@ class GroupOwnership:
             self.unload(group_id)
 
 
-def kind_of(group: AnyGroup) -> str:
+def kind_of(group: Owned) -> str:
     """The group's type as ListGroups and the saved `type` field name it."""
-    if isinstance(group, ConsumerGroup):
-        return "consumer"
-    if isinstance(group, ShareGroup):
-        return "share"
-    return "classic"
+    return group.KIND if isinstance(group, EpochGroup) else "classic"

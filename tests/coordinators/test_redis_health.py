@@ -56,7 +56,7 @@ async def _sessions_outlast_trouble(url: str, ks: Keyspace) -> None:
         assert joined.error == ErrorCode.none
         synced = await coordinator.sync("classic", joined.generation, joined.member_id, None, {})
         assert synced.error == ErrorCode.none
-        await coordinator.consumer._consumer_group("kip848", create=True)
+        await coordinator.consumer._group("kip848", create=True)
         group = await coordinator.group("kip848")
         assert isinstance(group, ConsumerGroup)
         group.members["m"] = ConsumerMember("m", session_ms=SESSION_MS, deadline=time.monotonic())

@@ -9,10 +9,12 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.consumer_coordinator import Heartbeat, MemberTimeouts
+from schooner.coordinators.consumer_coordinator import Heartbeat
 from schooner.coordinators.group_coordinator import GroupCoordinator, NotCoordinator
-from schooner.coordinators.share_coordinator import Refusal, ShareAnswer, ShareHeartbeat
-from schooner.coordinators.share_group import JOIN_EPOCH, LEAVE_EPOCH, ShareGroup
+from schooner.coordinators.modern_coordinator import HeartbeatAnswer, MemberTimeouts, Refusal
+from schooner.coordinators.modern_group import JOIN_EPOCH, LEAVE_EPOCH
+from schooner.coordinators.share_coordinator import ShareHeartbeat
+from schooner.coordinators.share_group import ShareGroup
 from schooner.storage.keys import Keyspace
 from schooner.storage.topic_partition import TopicPartition
 from tests.coordinators.helpers import TIMEOUTS, RedisTopics, broker, coordinator, join_request
@@ -27,7 +29,7 @@ def _hb(member: str, epoch: int, group: str = "g", topics: tuple[str, ...] | Non
 
 async def _beat(
     groups: GroupCoordinator, topics: RedisTopics, hb: ShareHeartbeat, timeouts: MemberTimeouts = TIMEOUTS
-) -> ShareAnswer:
+) -> HeartbeatAnswer:
     return await groups.share.heartbeat(hb, topics, timeouts)
 
 
@@ -115,7 +117,7 @@ async def _epochs(url: str, ks: Keyspace) -> None:
     ],
 )
 def test_malformed_heartbeats_are_invalid_requests(redis_server, keyspace, hb, message) -> None:
-    async def run() -> ShareAnswer:
+    async def run() -> HeartbeatAnswer:
         topics = RedisTopics(redis_server.url, Keyspace(keyspace))
         async with coordinator(redis_server.url, Keyspace(keyspace), broker(1)) as groups:
             answer = await _beat(groups, topics, hb)
@@ -177,7 +179,7 @@ async def _kinds(url: str, ks: Keyspace) -> None:
     await topics.aclose()
 
 
-def refused_as(answer: ShareAnswer) -> Refusal:
+def refused_as(answer: HeartbeatAnswer) -> Refusal:
     return Refusal(answer.error, answer.message or "")
 
 

@@ -1,28 +1,25 @@
 """KIP-932 share group APIs: ShareGroupHeartbeat and ShareGroupDescribe.
 
 The coordinator (coordinators/share_coordinator.py) does the work; these map fields and errors.
+heartbeat.py checks and answers the heartbeats of both kinds, and describe.py describes both.
 """
 
 from __future__ import annotations
 
-import uuid
 from types import ModuleType
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
-from ....coordinators.consumer_coordinator import MemberTimeouts
-from ....coordinators.group_coordinator import NotCoordinator
+from ....coordinators.modern_coordinator import MemberTimeouts
 from ....coordinators.share_config import ShareGroupConfig, share_group_config
-from ....coordinators.share_coordinator import Refusal, ShareHeartbeat
-from ....coordinators.share_group import Assignment, ShareGroup
+from ....coordinators.share_coordinator import ShareHeartbeat
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
-from ....security.acls import OPERATIONS_OMITTED
 from ...context import CLIENT, BrokerContext
-from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
-from .consumer import BrokerTopics, answered, describe_refusal, heartbeat_refusal, heartbeat_response
+from ..common import NO_THROTTLE, STORAGE_ERRORS
+from .describe import describe_group, undescribed
+from .heartbeat import BrokerTopics, answer_heartbeat
 
 
 async def group_config(ctx: BrokerContext, group_id: str) -> ShareGroupConfig:
@@ -50,7 +47,6 @@ async def forget_share_state(ctx: BrokerContext, group_id: str) -> None:
 async def handle_share_group_heartbeat(
     ctx: BrokerContext, body: ShareGroupHeartbeatRequest
 ) -> ResponsePayload:
-    mod = response_module_of(body)
     client_id, host = CLIENT.get()
     names = body.subscribed_topic_names
     hb = ShareHeartbeat(
@@ -64,81 +60,19 @@ async def handle_share_group_heartbeat(
     )
     config = await group_config(ctx, body.group_id)
     timeouts = MemberTimeouts(config.session_timeout_ms, config.heartbeat_interval_ms)
-    refusal = await heartbeat_refusal(ctx, body.group_id, names, body)
-    heartbeat = answered(refusal) if refusal else ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts)
-    return await heartbeat_response(mod, mod.ShareGroupHeartbeatResponse, heartbeat, body, timeouts)
+    return await answer_heartbeat(
+        ctx,
+        body,
+        "ShareGroupHeartbeatResponse",
+        timeouts,
+        lambda: ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts),
+    )
 
 
 async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType, with_operations: bool) -> Entity:
-    values: dict[str, Any] = dict(
-        error_code=ErrorCode.none,
-        error_message=None,
-        group_id=group_id,
-        group_state="Dead",
-        group_epoch=-1,
-        assignment_epoch=-1,
-        assignor_name="",
-        members=(),
-        authorized_operations=OPERATIONS_OMITTED,
-    )
     if not group_id.strip():
-        values["error_code"] = ErrorCode.invalid_group_id
-        return make(mod.DescribedGroup, **values)
-    if await describe_refusal(ctx, group_id, values, with_operations):
-        return make(mod.DescribedGroup, **values)
-    try:
-        found = await ctx.groups.share.find(group_id)
-        if isinstance(found, Refusal):
-            values.update(error_code=found.error, error_message=found.message)
-            return make(mod.DescribedGroup, **values)
-        async with found.lock:
-            values.update(
-                group_state=found.state.value,
-                group_epoch=found.group_epoch,
-                assignment_epoch=found.assignment_epoch,
-                assignor_name=found.assignor,
-                members=tuple(await _describe_members(ctx, found, mod)),
-            )
-    except NotCoordinator:
-        values["error_code"] = ErrorCode.not_coordinator
-    except STORAGE_ERRORS:
-        values["error_code"] = GROUPS_UNAVAILABLE
-    return make(mod.DescribedGroup, **values)
-
-
-async def _describe_members(ctx: BrokerContext, group: ShareGroup, mod: ModuleType) -> list[Entity]:
-    names = {info.id: name for name, info in group.topics.items()}
-
-    async def assignment(parts: Assignment) -> Entity:
-        rows = []
-        for topic_id, partitions in sorted(parts.items()):
-            name = names.get(topic_id)
-            if name is None:  # a topic deleted since: look the id up, else leave the name empty
-                found = await ctx.topic_by_id(uuid.UUID(topic_id))
-                name = found.name if found else ""
-            rows.append(
-                make(
-                    mod.TopicPartitions,
-                    topic_id=uuid.UUID(topic_id),
-                    topic_name=name,
-                    partitions=tuple(sorted(partitions)),
-                )
-            )
-        return make(mod.Assignment, topic_partitions=tuple(rows))
-
-    return [
-        make(
-            mod.Member,
-            member_id=m.member_id,
-            rack_id=m.rack_id,
-            member_epoch=m.epoch,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            subscribed_topic_names=m.subscribed,
-            assignment=await assignment(m.assigned),
-        )
-        for m in group.members.values()
-    ]
+        return make(mod.DescribedGroup, **undescribed(group_id, error_code=ErrorCode.invalid_group_id))
+    return await describe_group(ctx, group_id, mod, with_operations, ctx.groups.share.find)
 
 
 async def handle_share_group_describe(ctx: BrokerContext, body: ShareGroupDescribeRequest) -> ResponsePayload:
