@@ -11,13 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]  # (topic id as text, partition)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicInfo:
-    id: str
-    partitions: int
+from .modern_group import TopicInfo, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

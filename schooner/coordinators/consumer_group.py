@@ -22,12 +22,13 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec, TopicPartition
+from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
 from .modern_group import (
     JOIN_EPOCH,
     Assignment,
     EpochGroup,
     EpochMember,
+    TopicPartition,
     grouped,
     loaded_assignment,
     loaded_member,

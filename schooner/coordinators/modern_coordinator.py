@@ -22,9 +22,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from kio.schema.errors import ErrorCode
 
 from ..storage.topics.metadata import Topic
-from .assignors import TopicInfo
 from .group_ownership import GroupOwnership
-from .modern_group import JOIN_EPOCH, LEAVE_EPOCH, Assignment, EpochGroup, EpochMember
+from .modern_group import JOIN_EPOCH, LEAVE_EPOCH, Assignment, EpochGroup, EpochMember, TopicInfo
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,17 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from .assignors import TopicInfo, TopicPartition
-
 Assignment = dict[str, set[int]]  # topic id (text) -> partitions
+TopicPartition = tuple[str, int]  # (topic id as text, partition): ids change when a topic is made again
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """A subscribed topic as the assignors see it."""
+
+    id: str
+    partitions: int
+
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1

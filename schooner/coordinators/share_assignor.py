@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from .assignors import TopicInfo, TopicPartition
+from .modern_group import TopicInfo, TopicPartition
 
 NAME = "simple"
 

@@ -16,8 +16,7 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from .assignors import TopicPartition
-from .modern_group import EpochGroup, EpochMember
+from .modern_group import EpochGroup, EpochMember, TopicPartition
 from .share_assignor import NAME as ASSIGNOR
 from .share_assignor import assign_shared
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from schooner.coordinators.assignors import TopicInfo, TopicPartition
+from schooner.coordinators.modern_group import TopicInfo, TopicPartition
 from schooner.coordinators.share_assignor import assign_shared
 from schooner.coordinators.share_group import ShareGroup, ShareGroupState, ShareMember
 
