@@ -3,7 +3,8 @@
 Layers, bottom to top: protocol, security, storage, coordinators, broker, mq, spark, ops. schooner/config.py
 (the settings) sits beside them: every layer may import it, and it imports no layer. A layer never imports one
 above it, and some import less than that (LAYER_RULES). Only storage talks to Redis, so only storage
-imports redis or hiredis. Within storage, the sub-packages have an order of their own (SUBPACKAGE_RULES).
+imports redis or hiredis. Within storage, the sub-packages have an order of their own (SUBPACKAGE_RULES), and
+so do coordinators' (COORDINATOR_RULES).
 
 Every import counts: at the top of a module, inside a function, or under TYPE_CHECKING. Relative imports
 are resolved to absolute names, and `from a import b` is read as an import of `a.b`. A rule forbids
@@ -179,6 +180,17 @@ SUBPACKAGE_RULES = [
 ]
 
 
+# Within coordinators (its package docstring draws the map): the epoch-based groups' base (modern/) names no
+# kind of group, share groups never import consumer groups, and transactions and groups are strangers.
+_GROUPS = "schooner.coordinators.groups"
+COORDINATOR_RULES = [
+    never(f"{_GROUPS}.modern", f"{_GROUPS}.classic", f"{_GROUPS}.consumer", f"{_GROUPS}.share"),
+    never(f"{_GROUPS}.share", f"{_GROUPS}.consumer"),
+    never("schooner.coordinators.transactions", _GROUPS),
+    never(_GROUPS, "schooner.coordinators.transactions"),
+]
+
+
 def unexplained(rule: Rule) -> list[str]:
     return [str(i) for i in package_imports() if breaks(rule, i) and tolerated_by(rule, i) is None]
 
@@ -196,11 +208,20 @@ def test_storage_subpackage_rule(rule: Rule) -> None:
     assert not broken, "\n".join(broken)
 
 
+@pytest.mark.parametrize("rule", COORDINATOR_RULES, ids=lambda rule: rule.name)
+def test_coordinator_subpackage_rule(rule: Rule) -> None:
+    broken = unexplained(rule)
+    assert not broken, "\n".join(broken)
+    assert any(under(m, (rule.importers,)) for m in modules()), f"no module is under {rule.importers}"
+
+
 def test_the_rule_tables_are_not_empty() -> None:
     assert len(LAYER_RULES) >= len(LAYERS) and SUBPACKAGE_RULES
 
 
-ALLOWED = [(rule, entry) for rule in LAYER_RULES + SUBPACKAGE_RULES for entry in rule.allow]
+ALLOWED = [
+    (rule, entry) for rule in LAYER_RULES + SUBPACKAGE_RULES + COORDINATOR_RULES for entry in rule.allow
+]
 
 
 def test_every_allowed_break_still_exists() -> None:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..config import Settings
-from ..coordinators.group_configs import GroupConfigs
-from ..coordinators.group_coordinator import GroupCoordinator, GroupSettings
-from ..coordinators.transaction_coordinator import TransactionCoordinator
+from ..coordinators.groups.configs import GroupConfigs
+from ..coordinators.groups.coordinator import GroupCoordinator, GroupSettings
+from ..coordinators.transactions import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.store import Store

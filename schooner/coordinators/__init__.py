@@ -2,21 +2,30 @@
 group configs, and transactions. All their state lives in Redis, through schooner.storage.groups and
 schooner.storage.transactions.
 
-The map, pure rules first:
-- classic_model.py, classic_group.py: the classic group's data, and its state machine with no I/O
-  (every transition; theory of operation in its docstring).
-- consumer_group.py, assignors.py: the KIP-848 group, its reconciliation and server assignors.
-- share_group.py, share_assignor.py: the KIP-932 share group and its "simple" assignor (several
-  members per partition, no revocation); share_config.py: a share group's configs.
-- group_ownership.py: GroupOwnership, which groups this broker coordinates: loading (claiming) them
-  from Redis, fenced saves, dropping them when they move.
-- classic_coordinator.py, consumer_coordinator.py, share_coordinator.py: each runs its protocol's
-  requests under a group's lock and does the I/O; all hold the one GroupOwnership.
-- group_coordinator.py: GroupCoordinator, the facade the broker knows as ctx.groups.
-- redis_health.py: whether this broker reaches Redis (member sessions do not lapse while it cannot).
-- group_config_defs.py: the group configs (the GROUP config resource), one table of names, defaults,
-  bounds and checks; pure. group_configs.py: GroupConfigs, each group's configs as the broker sees
-  them, cached for the data path and changed by the admin APIs.
-- transaction_coordinator.py: TransactionCoordinator (ctx.transactions), transactional ids, their
-  producer ids and epochs, and the two-phase end of a transaction.
+The map (each kind of group keeps its pure rules in group.py and its I/O in coordinator.py):
+
+    groups/
+      coordinator.py   GroupCoordinator, the facade the broker knows as ctx.groups
+      ownership.py     GroupOwnership: which groups this broker coordinates, loading (claiming) them from
+                       Redis, fenced saves, dropping them when they move; shared by every kind
+      redis_health.py  whether this broker reaches Redis (member sessions do not lapse while it cannot)
+      config_defs.py   the group configs (the GROUP config resource): one table of names, defaults,
+                       bounds and checks; pure
+      configs.py       GroupConfigs: each group's configs as the broker sees them, cached for the data
+                       path and changed by the admin APIs
+      classic/         model.py (the group's data), group.py (its state machine, with no I/O; theory of
+                       operation in its docstring), coordinator.py (JoinGroup, SyncGroup, Heartbeat, ...)
+      modern/          what KIP-848 and KIP-932 groups share, as Kafka's group/modern/: group.py
+                       (EpochMember, EpochGroup: epochs, targets, the saved form) and coordinator.py
+                       (EpochCoordinator: the heartbeat's skeleton, leaving, expiry)
+      consumer/        KIP-848: group.py (revocation, static members, regexes), assignors.py ("uniform",
+                       "range"), coordinator.py (ConsumerGroupHeartbeat)
+      share/           KIP-932: group.py (several members per partition, no revocation), assignor.py
+                       ("simple"), config.py (a share group's configs), coordinator.py (ShareGroupHeartbeat)
+    transactions.py    TransactionCoordinator (ctx.transactions): transactional ids, their producer ids
+                       and epochs, and the two-phase end of a transaction
+
+Arrows within groups/ point down: modern/ imports no kind, share/ never imports consumer/ (a consumer
+or classic coordinator only asks whether a group is a share group), and transactions.py and groups/
+import nothing of each other (tests/test_layering.py pins these).
 """

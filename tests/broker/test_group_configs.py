@@ -22,7 +22,7 @@ from kafka.admin import ConfigResource as KConfigResource
 from kafka.admin import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.group_configs import GroupConfigs
+from schooner.coordinators.groups.configs import GroupConfigs
 from schooner.protocol.apis import SUPPORTED_VERSIONS, ApiKey, request_type
 from schooner.protocol.messages import make, sibling
 from tests import wire

@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSettings, JoinRequest
-from schooner.coordinators.modern_coordinator import MemberTimeouts
+from schooner.coordinators.groups.coordinator import GroupCoordinator, GroupSettings, JoinRequest
+from schooner.coordinators.groups.modern.coordinator import MemberTimeouts
 from schooner.storage.cluster import BrokerInfo
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis import client

@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import random
 
-from schooner.coordinators.assignors import MemberSpec, range_assignor, uniform_assignor
-from schooner.coordinators.consumer_group import ConsumerGroup, ConsumerMember, MemberState
-from schooner.coordinators.modern_group import TopicInfo
+from schooner.coordinators.groups.consumer.assignors import MemberSpec, range_assignor, uniform_assignor
+from schooner.coordinators.groups.consumer.group import ConsumerGroup, ConsumerMember, MemberState
+from schooner.coordinators.groups.modern.group import TopicInfo
 
 TOPICS = {"a": TopicInfo("id-a", 7), "b": TopicInfo("id-b", 5), "c": TopicInfo("id-c", 1)}
 

@@ -10,8 +10,8 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.classic_group import Group, GroupState
-from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSettings, NotCoordinator
+from schooner.coordinators.groups.classic.group import Group, GroupState
+from schooner.coordinators.groups.coordinator import GroupCoordinator, GroupSettings, NotCoordinator
 from schooner.storage.keys import Keyspace
 from tests.coordinators.helpers import broker, coordinator, join_request, sees
 

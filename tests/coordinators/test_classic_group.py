@@ -1,4 +1,4 @@
-"""The classic group's transitions (coordinators/classic_group.py) as plain calls: no Redis, no
+"""The classic group's transitions (coordinators/groups/classic/group.py) as plain calls: no Redis, no
 event loop, time passed in. Each test checks the state a transition leaves and the effects it asks for."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.classic_group import (
+from schooner.coordinators.groups.classic.group import (
     SAVE,
     Answer,
     ArmTimer,

@@ -9,11 +9,11 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.consumer_coordinator import Heartbeat
-from schooner.coordinators.consumer_group import STATIC_LEAVE_EPOCH, ConsumerGroup
-from schooner.coordinators.group_coordinator import GroupCoordinator, NotCoordinator
-from schooner.coordinators.modern_coordinator import HeartbeatAnswer
-from schooner.coordinators.modern_group import JOIN_EPOCH, LEAVE_EPOCH, Assignment
+from schooner.coordinators.groups.consumer.coordinator import Heartbeat
+from schooner.coordinators.groups.consumer.group import STATIC_LEAVE_EPOCH, ConsumerGroup
+from schooner.coordinators.groups.coordinator import GroupCoordinator, NotCoordinator
+from schooner.coordinators.groups.modern.coordinator import HeartbeatAnswer
+from schooner.coordinators.groups.modern.group import JOIN_EPOCH, LEAVE_EPOCH, Assignment
 from schooner.storage.keys import Keyspace
 from tests.coordinators.helpers import TIMEOUTS, RedisTopics, broker, coordinator, join_request
 

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from schooner.config import Settings
-from schooner.coordinators import group_config_defs as defs
-from schooner.coordinators.share_config import share_group_config
+from schooner.coordinators.groups import config_defs as defs
+from schooner.coordinators.groups.share.config import share_group_config
 from schooner.storage.topics.config import ConfigSource, ConfigType, InvalidConfig
 
 STOCK = Settings()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from schooner.config import Settings
-from schooner.coordinators.group_configs import CACHE_SECONDS, GroupConfigs
+from schooner.coordinators.groups.configs import CACHE_SECONDS, GroupConfigs
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis import client
 from schooner.storage.store import Store

@@ -1,4 +1,4 @@
-"""Member sessions do not lapse for the coordinator's own Redis trouble (coordinators/redis_health.py),
+"""Member sessions do not lapse for the coordinator's own Redis trouble (coordinators/groups/redis_health.py),
 checked in-process against a real redis-server, with sessions of a fraction of a second."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.consumer_group import ConsumerGroup, ConsumerMember
-from schooner.coordinators.group_coordinator import GroupCoordinator, GroupSettings, JoinRequest
-from schooner.coordinators.redis_health import SLOW_SECONDS, RedisHealth
+from schooner.coordinators.groups.consumer.group import ConsumerGroup, ConsumerMember
+from schooner.coordinators.groups.coordinator import GroupCoordinator, GroupSettings, JoinRequest
+from schooner.coordinators.groups.redis_health import SLOW_SECONDS, RedisHealth
 from schooner.storage.cluster import BrokerInfo
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis import client

@@ -9,12 +9,12 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.consumer_coordinator import Heartbeat
-from schooner.coordinators.group_coordinator import GroupCoordinator, NotCoordinator
-from schooner.coordinators.modern_coordinator import HeartbeatAnswer, MemberTimeouts, Refusal
-from schooner.coordinators.modern_group import JOIN_EPOCH, LEAVE_EPOCH
-from schooner.coordinators.share_coordinator import ShareHeartbeat
-from schooner.coordinators.share_group import ShareGroup
+from schooner.coordinators.groups.consumer.coordinator import Heartbeat
+from schooner.coordinators.groups.coordinator import GroupCoordinator, NotCoordinator
+from schooner.coordinators.groups.modern.coordinator import HeartbeatAnswer, MemberTimeouts, Refusal
+from schooner.coordinators.groups.modern.group import JOIN_EPOCH, LEAVE_EPOCH
+from schooner.coordinators.groups.share.coordinator import ShareHeartbeat
+from schooner.coordinators.groups.share.group import ShareGroup
 from schooner.storage.keys import Keyspace
 from schooner.storage.topic_partition import TopicPartition
 from tests.coordinators.helpers import TIMEOUTS, RedisTopics, broker, coordinator, join_request

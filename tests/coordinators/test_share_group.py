@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from schooner.coordinators.modern_group import TopicInfo, TopicPartition
-from schooner.coordinators.share_assignor import assign_shared
-from schooner.coordinators.share_group import ShareGroup, ShareGroupState, ShareMember
+from schooner.coordinators.groups.modern.group import TopicInfo, TopicPartition
+from schooner.coordinators.groups.share.assignor import assign_shared
+from schooner.coordinators.groups.share.group import ShareGroup, ShareGroupState, ShareMember
 
 T = TopicInfo("tid", 1)
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 from kio.schema.errors import ErrorCode
 
-from schooner.coordinators.transaction_coordinator import Producer, TransactionCoordinator, TransactionError
+from schooner.coordinators.transactions import Producer, TransactionCoordinator, TransactionError
 from schooner.storage.keys import Keyspace
 from schooner.storage.log.append import RecordBatch
 from schooner.storage.log.entry import Record

@@ -1,6 +1,6 @@
 """The GROUP config resource (type 32) of DescribeConfigs, AlterConfigs and IncrementalAlterConfigs:
 admin_configs.py hands each group resource here. The configs and their rules are in
-coordinators/group_config_defs.py; ctx.group_configs reads and stores them."""
+coordinators/groups/config_defs.py; ctx.group_configs reads and stores them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
 
-from ...coordinators.group_config_defs import GROUP_CONFIG_DEFS
-from ...coordinators.group_configs import ConcurrentAlter
+from ...coordinators.groups.config_defs import GROUP_CONFIG_DEFS
+from ...coordinators.groups.configs import ConcurrentAlter
 from ...storage.topics.config import ConfigValue, InvalidConfig
 from ..context import BrokerContext
 from .common import ADMIN_UNAVAILABLE, STORAGE_ERRORS

@@ -13,7 +13,7 @@ from typing import NamedTuple, Protocol
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
-from ...coordinators.transaction_coordinator import Producer, TransactionError
+from ...coordinators.transactions import Producer, TransactionError
 from ...protocol.inflate import decompressed_limit
 from ...protocol.legacy_records import read_message_set
 from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from ...coordinators.transaction_coordinator import Producer, TransactionError
+from ...coordinators.transactions import Producer, TransactionError
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import InitProducerIdRequest
 from ...security.acls import AclOperation as Op

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ...coordinators.share_config import ShareGroupConfig
+from ...coordinators.groups.share.config import ShareGroupConfig
 from ...storage.log.append import RecordBatch
 from ...storage.log.entry import Header, Record, parse_fields
 from ...storage.topics.metadata import Topic

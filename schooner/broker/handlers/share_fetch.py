@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from ...coordinators.group_config_defs import by_duration_ms
-from ...coordinators.share_config import EARLIEST, ShareGroupConfig, share_group_config
+from ...coordinators.groups.config_defs import by_duration_ms
+from ...coordinators.groups.share.config import EARLIEST, ShareGroupConfig, share_group_config
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import ShareAcknowledgeRequest, ShareFetchRequest
 from ...security.acls import AclOperation, ResourceType

@@ -19,10 +19,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from ...coordinators.classic_model import Group
-from ...coordinators.consumer_group import ConsumerGroup
-from ...coordinators.group_coordinator import NotCoordinator
-from ...coordinators.share_group import ShareGroup
+from ...coordinators.groups.classic.model import Group
+from ...coordinators.groups.consumer.group import ConsumerGroup
+from ...coordinators.groups.coordinator import NotCoordinator
+from ...coordinators.groups.share.group import ShareGroup
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import (
     AlterShareGroupOffsetsRequest,

@@ -1,5 +1,5 @@
 """The transactional APIs: AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn,
-DescribeTransactions and ListTransactions. The coordinator (coordinators/transaction_coordinator.py)
+DescribeTransactions and ListTransactions. The coordinator (coordinators/transactions.py)
 holds the rules; these turn requests into its calls and its errors into each version's codes."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from ...coordinators.transaction_coordinator import Producer, TransactionError
+from ...coordinators.transactions import Producer, TransactionError
 from ...protocol.messages import make, response_module_of
 from ...protocol.request_types import (
     AddOffsetsToTxnRequest,

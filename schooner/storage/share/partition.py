@@ -34,7 +34,7 @@ RELEASE_MAX = 100_000  # most records one member can hold on a partition (far ab
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The group configs that govern acquisition (coordinators/share_config.py resolves them)."""
+    """The group configs that govern acquisition (coordinators/groups/share/config.py resolves them)."""
 
     lock_ms: int
     delivery_limit: int

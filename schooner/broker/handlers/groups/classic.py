@@ -10,11 +10,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from ....coordinators.classic_group import GroupState
-from ....coordinators.classic_model import Group
-from ....coordinators.group_coordinator import JoinRequest, NotCoordinator
-from ....coordinators.group_ownership import kind_of
-from ....coordinators.share_group import ShareGroup
+from ....coordinators.groups.classic.group import GroupState
+from ....coordinators.groups.classic.model import Group
+from ....coordinators.groups.coordinator import JoinRequest, NotCoordinator
+from ....coordinators.groups.ownership import kind_of
+from ....coordinators.groups.share.group import ShareGroup
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import (
     DeleteGroupsRequest,

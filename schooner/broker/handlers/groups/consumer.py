@@ -1,6 +1,6 @@
 """KIP-848 consumer group APIs: ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 
-The coordinator (coordinators/consumer_coordinator.py) does the work; these map fields and errors.
+The coordinator (coordinators/groups/consumer/coordinator.py) does the work; these map fields and errors.
 heartbeat.py checks and answers the heartbeats of both kinds, and describe.py describes both.
 """
 
@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 from kio.static.protocol import ResponsePayload
 
-from ....coordinators.consumer_coordinator import Heartbeat
-from ....coordinators.consumer_group import ConsumerMember
-from ....coordinators.modern_coordinator import MemberTimeouts
-from ....coordinators.modern_group import Assignment
+from ....coordinators.groups.consumer.coordinator import Heartbeat
+from ....coordinators.groups.consumer.group import ConsumerMember
+from ....coordinators.groups.modern.coordinator import MemberTimeouts
+from ....coordinators.groups.modern.group import Assignment
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 from ...context import CLIENT, BrokerContext

@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
-from ....coordinators.group_coordinator import NotCoordinator
-from ....coordinators.modern_coordinator import Refusal
-from ....coordinators.modern_group import Assignment, EpochGroup, EpochMember
+from ....coordinators.groups.coordinator import NotCoordinator
+from ....coordinators.groups.modern.coordinator import Refusal
+from ....coordinators.groups.modern.group import Assignment, EpochGroup, EpochMember
 from ....protocol.messages import make
 from ....security.acls import OPERATIONS_OMITTED, ResourceType
 from ....security.acls import AclOperation as Op

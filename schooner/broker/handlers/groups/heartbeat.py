@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from ....coordinators.group_coordinator import NotCoordinator
-from ....coordinators.modern_coordinator import HeartbeatAnswer, MemberTimeouts
+from ....coordinators.groups.coordinator import NotCoordinator
+from ....coordinators.groups.modern.coordinator import HeartbeatAnswer, MemberTimeouts
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ConsumerGroupHeartbeatRequest, ShareGroupHeartbeatRequest
 from ....security.acls import AclOperation as Op

@@ -10,10 +10,10 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
-from ....coordinators.classic_group import GroupState
-from ....coordinators.consumer_group import ConsumerGroup
-from ....coordinators.group_coordinator import NotCoordinator
-from ....coordinators.share_group import ShareGroup
+from ....coordinators.groups.classic.group import GroupState
+from ....coordinators.groups.consumer.group import ConsumerGroup
+from ....coordinators.groups.coordinator import NotCoordinator
+from ....coordinators.groups.share.group import ShareGroup
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
 from ....security.acls import AclOperation as Op

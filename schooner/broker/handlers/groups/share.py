@@ -1,6 +1,6 @@
 """KIP-932 share group APIs: ShareGroupHeartbeat and ShareGroupDescribe.
 
-The coordinator (coordinators/share_coordinator.py) does the work; these map fields and errors.
+The coordinator (coordinators/groups/share/coordinator.py) does the work; these map fields and errors.
 heartbeat.py checks and answers the heartbeats of both kinds, and describe.py describes both.
 """
 
@@ -11,9 +11,9 @@ from types import ModuleType
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
-from ....coordinators.modern_coordinator import MemberTimeouts
-from ....coordinators.share_config import ShareGroupConfig, share_group_config
-from ....coordinators.share_coordinator import ShareHeartbeat
+from ....coordinators.groups.modern.coordinator import MemberTimeouts
+from ....coordinators.groups.share.config import ShareGroupConfig, share_group_config
+from ....coordinators.groups.share.coordinator import ShareHeartbeat
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
 from ...context import CLIENT, BrokerContext

@@ -1,6 +1,6 @@
 """The classic consumer group's data: its members and generation, how it is saved to Redis, and the
 JoinGroup request and the JoinGroup and SyncGroup results. Queries only: every change of a group is
-a transition in classic_group.py.
+a transition in group.py.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from .modern_group import TopicInfo, TopicPartition
+from ..modern.group import TopicInfo, TopicPartition
 
 NAME = "simple"
 

@@ -5,7 +5,7 @@ A heartbeat is checked (the kind's rules), then either leaves or, under the grou
 creates its member, applies what changed, refreshes the subscribed topics' metadata, moves the group
 epoch and the target when they changed, lets the member take one step toward its target (the kind's
 reconciliation), renews its session and saves the changed fields, fenced by the owner epoch.
-consumer_coordinator.py and share_coordinator.py fill in the steps that differ: which requests are
+consumer/coordinator.py and share/coordinator.py fill in the steps that differ: which requests are
 malformed, how a member is found (static members, fencing), and how it reconciles.
 """
 
@@ -21,9 +21,9 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from ..storage.topics.metadata import Topic
-from .group_ownership import GroupOwnership
-from .modern_group import JOIN_EPOCH, LEAVE_EPOCH, Assignment, EpochGroup, EpochMember, TopicInfo
+from ....storage.topics.metadata import Topic
+from ..ownership import GroupOwnership
+from .group import JOIN_EPOCH, LEAVE_EPOCH, Assignment, EpochGroup, EpochMember, TopicInfo
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ epoch, a target assignment, and the form both take in Redis (as Kafka's `group/m
 Pure data and rules. The group epoch goes up whenever something that decides the assignment changes (a
 member joins, leaves or changes its subscription; a subscribed topic appears, grows or goes); the target
 assignment is then computed for that epoch by the kind's assignor, and the assignment epoch catches up.
-How a member moves toward its target is the kind's own: consumer_group.py revokes first and knows
-static members, share_group.py gives the target at once and lets several members read one partition.
+How a member moves toward its target is the kind's own: consumer/group.py revokes first and knows
+static members, share/group.py gives the target at once and lets several members read one partition.
 """
 
 from __future__ import annotations

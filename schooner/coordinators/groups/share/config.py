@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..config import Settings
+from ....config import Settings
 
 LATEST = "latest"
 EARLIEST = "earliest"

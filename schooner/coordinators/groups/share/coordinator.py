@@ -1,7 +1,7 @@
 """Coordination of KIP-932 share groups: ShareGroupHeartbeat, leaving, and finding a group to describe.
 
-The GroupCoordinator (group_coordinator.py) holds one of these as `.share`. The heartbeat's skeleton,
-leaving, expiry and fenced saves are modern_coordinator.py's, shared with KIP-848 consumer groups;
+The GroupCoordinator (groups/coordinator.py) holds one of these as `.share`. The heartbeat's skeleton,
+leaving, expiry and fenced saves are modern/coordinator.py's, shared with KIP-848 consumer groups;
 this module fills in the share group's steps: Kafka's request checks, and members that join by the
 id they chose and rejoin at epoch 0. There are no static members and nothing to revoke.
 
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from .classic_model import Group
-from .group_ownership import AnyGroup, GroupOwnership
-from .modern_coordinator import EpochCoordinator, HeartbeatAnswer, Refusal, fail
-from .modern_group import JOIN_EPOCH, LEAVE_EPOCH
-from .share_group import ShareGroup, ShareMember
+from ..classic.model import Group
+from ..modern.coordinator import EpochCoordinator, HeartbeatAnswer, Refusal, fail
+from ..modern.group import JOIN_EPOCH, LEAVE_EPOCH
+from ..ownership import AnyGroup, GroupOwnership
+from .group import ShareGroup, ShareMember
 
 log = logging.getLogger(__name__)
 

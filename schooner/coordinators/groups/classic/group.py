@@ -1,6 +1,6 @@
 """The classic consumer group as a state machine with no I/O. Every rule of JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, offset commits and session expiry lives here, and so does every change of
-`Group.state`. classic_coordinator.py only runs these functions and does what they return.
+`Group.state`. coordinator.py only runs these functions and does what they return.
 
 Theory of operation
 -------------------
@@ -32,7 +32,7 @@ from typing import Generic, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from .classic_model import (
+from .model import (
     Group,
     GroupSettings,
     GroupState,

@@ -2,7 +2,7 @@
 
 A broker coordinates the groups that hash to it over the live brokers. It claims a group in Redis
 before serving it (bumping the owner epoch), so a broker that lost a group can no longer save it.
-The coordinators (classic_coordinator.py, consumer_coordinator.py, share_coordinator.py) hold this
+The coordinators (coordinator.py of classic/, consumer/ and share/) hold this
 one GroupOwnership and load, save and drop groups through it; a group id is one kind at a time.
 """
 
@@ -15,13 +15,13 @@ import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ..storage.cluster import BrokerInfo
-from ..storage.groups.commits import Owner
-from ..storage.store import Store
-from .classic_model import Group
-from .consumer_group import ConsumerGroup
-from .modern_group import EpochGroup
-from .share_group import ShareGroup
+from ...storage.cluster import BrokerInfo
+from ...storage.groups.commits import Owner
+from ...storage.store import Store
+from .classic.model import Group
+from .consumer.group import ConsumerGroup
+from .modern.group import EpochGroup
+from .share.group import ShareGroup
 
 log = logging.getLogger(__name__)
 

@@ -1,13 +1,13 @@
 """The broker's group coordinator (`ctx.groups`): the one object the group handlers talk to.
 
 It composes the three parts and routes each request to the right one:
-- GroupOwnership (group_ownership.py): which groups this broker coordinates, loading them from Redis
+- GroupOwnership (ownership.py): which groups this broker coordinates, loading them from Redis
   and fenced saves;
-- ClassicCoordinator (classic_coordinator.py): JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
-- ConsumerGroupCoordinator (consumer_coordinator.py): KIP-848 ConsumerGroupHeartbeat;
-- ShareGroupCoordinator (share_coordinator.py): KIP-932 ShareGroupHeartbeat.
+- ClassicCoordinator (classic/coordinator.py): JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
+- ConsumerGroupCoordinator (consumer/coordinator.py): KIP-848 ConsumerGroupHeartbeat;
+- ShareGroupCoordinator (share/coordinator.py): KIP-932 ShareGroupHeartbeat.
 Offset checks are the group's own (the classic coordinator's, or an epoch-based group's); session
-expiry is the classic coordinator's or modern_coordinator.py's, shared by both epoch-based kinds.
+expiry is the classic coordinator's or modern/coordinator.py's, shared by both epoch-based kinds.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from collections.abc import Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
 
-from ..storage.cluster import BrokerInfo
-from ..storage.groups.commits import Owner
-from ..storage.store import Store
-from .classic_coordinator import ClassicCoordinator
-from .classic_model import GroupSettings, JoinRequest, JoinResult, SyncResult
-from .consumer_coordinator import ConsumerGroupCoordinator
-from .group_ownership import AnyGroup, GroupOwnership, NotCoordinator
-from .modern_coordinator import expire
-from .modern_group import EpochGroup
+from ...storage.cluster import BrokerInfo
+from ...storage.groups.commits import Owner
+from ...storage.store import Store
+from .classic.coordinator import ClassicCoordinator
+from .classic.model import GroupSettings, JoinRequest, JoinResult, SyncResult
+from .consumer.coordinator import ConsumerGroupCoordinator
+from .modern.coordinator import expire
+from .modern.group import EpochGroup
+from .ownership import AnyGroup, GroupOwnership, NotCoordinator
 from .redis_health import RedisHealth
-from .share_coordinator import ShareGroupCoordinator
+from .share.coordinator import ShareGroupCoordinator
 
 __all__ = ["GroupCoordinator", "GroupSettings", "JoinRequest", "NotCoordinator"]
 

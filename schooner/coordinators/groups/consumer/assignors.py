@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from .modern_group import TopicInfo, TopicPartition
+from ..modern.group import TopicInfo, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Coordination of KIP-848 consumer groups: ConsumerGroupHeartbeat, leaving, static members.
 
-The GroupCoordinator (group_coordinator.py) holds one of these. The heartbeat's skeleton, leaving,
-expiry and fenced saves are modern_coordinator.py's, shared with share groups; this module fills in
+The GroupCoordinator (groups/coordinator.py) holds one of these. The heartbeat's skeleton, leaving,
+expiry and fenced saves are modern/coordinator.py's, shared with share groups; this module fills in
 the consumer group's steps: its request checks, server assignors and regexes, static members that
 step out and rejoin under a new member id, fencing by member epoch, and revocation deadlines.
 
@@ -24,10 +24,7 @@ from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from .assignors import ASSIGNORS
-from .consumer_group import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember, MemberState, is_subset
-from .group_ownership import GroupOwnership
-from .modern_coordinator import (
+from ..modern.coordinator import (
     EpochCoordinator,
     HeartbeatAnswer,
     MemberTimeouts,
@@ -35,8 +32,11 @@ from .modern_coordinator import (
     TopicSource,
     fail,
 )
-from .modern_group import JOIN_EPOCH, LEAVE_EPOCH, Assignment
-from .share_group import ShareGroup
+from ..modern.group import JOIN_EPOCH, LEAVE_EPOCH, Assignment
+from ..ownership import GroupOwnership
+from ..share.group import ShareGroup
+from .assignors import ASSIGNORS
+from .group import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember, MemberState, is_subset
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..config import Settings
-from ..storage.topics.config import ConfigSource, ConfigType, ConfigValue, InvalidConfig, valid_topic_name
+from ...config import Settings
+from ...storage.topics.config import ConfigSource, ConfigType, ConfigValue, InvalidConfig, valid_topic_name
 
 CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"

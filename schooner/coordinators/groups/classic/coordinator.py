@@ -1,4 +1,4 @@
-"""The classic protocol's coordinator: runs classic_group.py's transitions and does their I/O.
+"""The classic protocol's coordinator: runs group.py's transitions and does their I/O.
 
 Each request takes the group's lock, runs one transition, and carries out the effects it returns in
 order: fenced saves to Redis, answers to JoinGroup and SyncGroup requests that wait (as futures
@@ -18,8 +18,10 @@ from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from . import classic_group as rules
-from .classic_group import (
+from ..ownership import AnyGroup, GroupOwnership, NotCoordinator
+from ..share.group import ShareGroup
+from . import group as rules
+from .group import (
     Answer,
     ArmTimer,
     Effect,
@@ -31,8 +33,6 @@ from .classic_group import (
     SyncResult,
     Wait,
 )
-from .group_ownership import AnyGroup, GroupOwnership, NotCoordinator
-from .share_group import ShareGroup
 
 T = TypeVar("T")
 

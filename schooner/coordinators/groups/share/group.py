@@ -1,7 +1,7 @@
 """The KIP-932 share group: members with epochs, and the group's target assignment.
 
-Pure data and rules; share_coordinator.py drives it and does the I/O. Epochs, targets and the saved
-form are modern_group.py's, shared with KIP-848 consumer groups; the assignor is share_assignor.py's.
+Pure data and rules; coordinator.py drives it and does the I/O. Epochs, targets and the saved
+form are modern/group.py's, shared with KIP-848 consumer groups; the assignor is assignor.py's.
 What differs: a share group never revokes. Records, not partitions, are what members hold, so several
 members may read one partition and a member takes its new target at its next heartbeat, with the
 target epoch. States are Kafka's: Empty without members, else Stable.
@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from .modern_group import EpochGroup, EpochMember, TopicPartition
-from .share_assignor import NAME as ASSIGNOR
-from .share_assignor import assign_shared
+from ..modern.group import EpochGroup, EpochMember, TopicPartition
+from .assignor import NAME as ASSIGNOR
+from .assignor import assign_shared
 
 
 class ShareGroupState(StrEnum):

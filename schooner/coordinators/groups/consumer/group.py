@@ -1,7 +1,7 @@
 """The KIP-848 consumer group: members with epochs, the group's target assignment, and reconciliation.
 
-Pure data and rules; consumer_coordinator.py drives it and does the I/O. Epochs, targets and the saved
-form are modern_group.py's, shared with share groups; what is the consumer group's own is below.
+Pure data and rules; coordinator.py drives it and does the I/O. Epochs, targets and the saved
+form are modern/group.py's, shared with share groups; what is the consumer group's own is below.
 
 Each member moves toward its target one safe step at a time, on its own heartbeats: partitions it
 must give up are revoked first (its epoch stays), it is only given partitions that no other member
@@ -22,8 +22,7 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
-from .modern_group import (
+from ..modern.group import (
     JOIN_EPOCH,
     Assignment,
     EpochGroup,
@@ -35,6 +34,7 @@ from .modern_group import (
     pairs,
     saved_assignment,
 )
+from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
 
 STATIC_LEAVE_EPOCH = -2  # a static member stepping out for a restart: it keeps its partitions
 

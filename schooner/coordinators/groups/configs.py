@@ -12,11 +12,11 @@ import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from ..config import Settings
-from ..storage.store import Store
-from ..storage.topics.config import ConfigValue, InvalidConfig
-from . import group_config_defs as defs
-from .share_config import ShareGroupConfig, share_group_config
+from ...config import Settings
+from ...storage.store import Store
+from ...storage.topics.config import ConfigValue, InvalidConfig
+from . import config_defs as defs
+from .share.config import ShareGroupConfig, share_group_config
 
 CACHE_SECONDS = 1.0
 PRUNE_ABOVE = 4096  # cached groups; past this, expired entries are dropped on the next read
