@@ -31,6 +31,8 @@ from ..modern.coordinator import (
     Refusal,
     TopicSource,
     fail,
+    fenced,
+    unknown_member,
 )
 from ..modern.group import JOIN_EPOCH, LEAVE_EPOCH, Assignment
 from ..ownership import GroupOwnership
@@ -187,14 +189,7 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember, H
                     return group.replace(holder, hb.member_id), False
             member = group.members.get(hb.member_id)
             if member is None:
-                if len(group.members) >= self.max_size:
-                    message = (
-                        f"The consumer group has reached its maximum capacity of {self.max_size} members."
-                    )
-                    return fail(ErrorCode.group_max_size_reached, message, hb)
-                member = group.members[hb.member_id] = ConsumerMember(hb.member_id)
-                log.info("consumer group %s: member %s joins", group.group_id, hb.member_id)
-                return member, True
+                return self._joined(group, hb, ConsumerMember(hb.member_id))
             # Epoch 0 from a known member: it has given up all its partitions and starts over.
             member.assigned, member.revoking, member.state = {}, {}, MemberState.STABLE
             member.epoch, member.previous_epoch, member.revoke_deadline = JOIN_EPOCH, LEAVE_EPOCH, None
@@ -204,16 +199,10 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember, H
             return refused
         member = group.members.get(hb.member_id)
         if member is None:
-            message = f"Member {hb.member_id} is not a member of group {group.group_id}."
-            return fail(ErrorCode.unknown_member_id, message, hb)
+            return unknown_member(hb)
         stale_but_harmless = hb.member_epoch == member.previous_epoch and is_subset(hb.owned, member.assigned)
         if hb.member_epoch > member.epoch or (hb.member_epoch < member.epoch and not stale_but_harmless):
-            message = (
-                f"The consumer group member has a member epoch ({hb.member_epoch}) other than the one known "
-                f"by the group coordinator ({member.epoch}). The member must abandon all its partitions "
-                "and rejoin."
-            )
-            return fail(ErrorCode.fenced_member_epoch, message, hb)
+            return fenced(group, member, hb)
         return member, False
 
     def _update_member(self, member: ConsumerMember, hb: Heartbeat, timeouts: MemberTimeouts) -> bool:

@@ -84,6 +84,21 @@ def fail(error: ErrorCode, message: str, hb: EpochHeartbeat) -> HeartbeatAnswer:
     return HeartbeatAnswer(error, message, hb.member_id or None, hb.member_epoch)
 
 
+def unknown_member(hb: EpochHeartbeat) -> HeartbeatAnswer:
+    message = f"Member {hb.member_id} is not a member of group {hb.group_id}."
+    return fail(ErrorCode.unknown_member_id, message, hb)
+
+
+def fenced(group: EpochGroup[Any], member: EpochMember, hb: EpochHeartbeat) -> HeartbeatAnswer:
+    """The member's epoch is not one the group can accept: it must start over (Kafka's words)."""
+    message = (
+        f"The {group.KIND} group member has a member epoch ({hb.member_epoch}) other than the one known "
+        f"by the group coordinator ({member.epoch}). The member must abandon all its partitions "
+        "and rejoin."
+    )
+    return fail(ErrorCode.fenced_member_epoch, message, hb)
+
+
 M = TypeVar("M", bound=EpochMember)
 G = TypeVar("G", bound=EpochGroup[Any])
 HB = TypeVar("HB", bound=EpochHeartbeat)
@@ -143,6 +158,15 @@ class EpochCoordinator(ABC, Generic[G, M, HB]):
     @abstractmethod
     def _reconcile(self, group: G, member: M, hb: HB) -> None:
         """Moves the member toward its target."""
+
+    def _joined(self, group: G, hb: HB, member: M) -> tuple[M, bool] | HeartbeatAnswer:
+        """A new member joins, unless the group already has max_size members."""
+        if len(group.members) >= self.max_size:
+            message = f"The {group.KIND} group has reached its maximum capacity of {self.max_size} members."
+            return fail(ErrorCode.group_max_size_reached, message, hb)
+        group.members[member.member_id] = member
+        log.info("%s group %s: member %s joins", group.KIND, group.group_id, member.member_id)
+        return member, True
 
     def _prepared(self, hb: HB) -> HB:
         """The heartbeat as the group sees it (a kind may fill in what the client left out)."""
@@ -238,10 +262,7 @@ class EpochCoordinator(ABC, Generic[G, M, HB]):
 
     def _leaving_member(self, group: G, hb: HB) -> M | HeartbeatAnswer:
         member: M | None = group.members.get(hb.member_id)
-        if member is None:
-            message = f"Member {hb.member_id} is not a member of group {hb.group_id}."
-            return fail(ErrorCode.unknown_member_id, message, hb)
-        return member
+        return unknown_member(hb) if member is None else member
 
     def _step_out(self, group: G, member: M, hb: HB) -> None:
         drop(group, [member], "left")

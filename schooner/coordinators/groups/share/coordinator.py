@@ -14,18 +14,15 @@ share group stays one until DeleteGroups removes it.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
 from ..classic.model import Group
-from ..modern.coordinator import EpochCoordinator, HeartbeatAnswer, Refusal, fail
+from ..modern.coordinator import EpochCoordinator, HeartbeatAnswer, Refusal, fail, fenced, unknown_member
 from ..modern.group import JOIN_EPOCH, LEAVE_EPOCH
 from ..ownership import AnyGroup, GroupOwnership
 from .group import ShareGroup, ShareMember
-
-log = logging.getLogger(__name__)
 
 MAX_MEMBERS = 200  # Kafka's group.share.max.size default
 
@@ -111,14 +108,8 @@ class ShareGroupCoordinator(EpochCoordinator[ShareGroup, ShareMember, ShareHeart
         member = group.members.get(hb.member_id)
         if member is None:
             if hb.member_epoch != JOIN_EPOCH:
-                message = f"Member {hb.member_id} is not a member of group {group.group_id}."
-                return fail(ErrorCode.unknown_member_id, message, hb)
-            if len(group.members) >= self.max_size:
-                message = f"The share group has reached its maximum capacity of {self.max_size} members."
-                return fail(ErrorCode.group_max_size_reached, message, hb)
-            member = group.members[hb.member_id] = ShareMember(hb.member_id)
-            log.info("share group %s: member %s joins", group.group_id, hb.member_id)
-            return member, True
+                return unknown_member(hb)
+            return self._joined(group, hb, ShareMember(hb.member_id))
         # Epoch 0 from a known member is a rejoin (a member that was fenced, or lost an answer): it
         # gets its assignment again. Otherwise the epoch must be the current one, or the previous one
         # when the answer that moved it on was lost.
@@ -126,12 +117,7 @@ class ShareGroupCoordinator(EpochCoordinator[ShareGroup, ShareMember, ShareHeart
             hb.member_epoch > member.epoch
             or (hb.member_epoch < member.epoch and hb.member_epoch != member.previous_epoch)
         ):
-            message = (
-                f"The share group member has a member epoch ({hb.member_epoch}) other than the one known "
-                f"by the group coordinator ({member.epoch}). The member must abandon all its partitions "
-                "and rejoin."
-            )
-            return fail(ErrorCode.fenced_member_epoch, message, hb)
+            return fenced(group, member, hb)
         return member, False
 
     def _reconcile(self, group: ShareGroup, member: ShareMember, hb: ShareHeartbeat) -> None:
