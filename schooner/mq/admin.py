@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schooner.storage.blocking_store import BlockingStore
+from schooner.storage.groups.lag import PartitionLag
 from schooner.storage.keys import Keyspace
 from schooner.storage.log.entry import Record
 from schooner.storage.mq import dead_letters, queue
@@ -34,13 +35,18 @@ class TopicStats:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionLag:
-    partition: int
-    messages: int  # not yet acked: undelivered + pending
-    undelivered: int
-    pending: int
-    exact: bool
-    seconds: float  # now minus the append time of the oldest entry not yet acked (0 when none)
+class QueuePartitionLag(PartitionLag):
+    """A group's lag on one partition of an MQ queue: records are the entries not yet acked, the
+    undelivered ones and those delivered but pending; seconds is now minus the append time of the
+    oldest of them (0 when none). Redis keeps no committed offset or end for it here (None)."""
+
+    undelivered: int = 0
+    pending: int = 0
+
+    @property
+    def messages(self) -> int:
+        """Not yet acked: undelivered + pending."""
+        return self.undelivered + self.pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +143,7 @@ class Admin:
         return [Ownership(p, member, expires) for p, (member, expires) in enumerate(owners)]
 
     # -- lag, pending, trimming ---------------------------------------------------------------------
-    def lag(self, topic: str, group: str) -> list[PartitionLag]:
+    def lag(self, topic: str, group: str) -> list[QueuePartitionLag]:
         t = self.topic(topic)
         lags = self.store.mq_lags(topic, range(t.partitions), group)
         now = int(time.time() * 1000)
@@ -146,7 +152,12 @@ class Admin:
             if lag is None:
                 raise LookupError(f"group {group} does not exist on {topic}:{p}")
             age = max(now - lag.oldest_unconsumed_ms, 0) / 1000 if lag.oldest_unconsumed_ms else 0.0
-            out.append(PartitionLag(p, lag.messages, lag.undelivered, lag.pending, lag.exact, age))
+            out.append(
+                QueuePartitionLag(
+                    topic, p, None, None, lag.messages, lag.exact, age,
+                    undelivered=lag.undelivered, pending=lag.pending,
+                )
+            )  # fmt: skip
         return out
 
     def pending(

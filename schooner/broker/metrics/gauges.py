@@ -99,7 +99,7 @@ async def _read_keyspace(ctx: BrokerContext, snap: Snapshot) -> None:
         snap.end_offsets.append((topic_label(tenant, topic.name), p, b.high_watermark))
     for group, lag in lags:
         g, t = topic_label(tenant, group), topic_label(tenant, lag.topic)
-        snap.lags.append((g, t, lag.partition, lag.records))
+        snap.lags.append((g, t, lag.partition, lag.records or 0))  # partition_lag always counts
         snap.lag_seconds.append((g, t, lag.partition, lag.seconds))
     for group, name, p, records in shares:
         snap.lags.append((topic_label(tenant, group), topic_label(tenant, name), p, records))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ...mq.admin import Admin, GroupStats, Ownership, PartitionLag, PendingMessage
+from ...mq.admin import Admin, GroupStats, Ownership, PendingMessage, QueuePartitionLag
 from ...storage.blocking_store import BlockingStore
 from ...storage.mq.dead_letters import DeadLetter
 from ...storage.redis.server_info import Memory
@@ -36,7 +36,7 @@ class MqTopic:
 class MqGroup:
     stats: GroupStats
     owners: list[Ownership]
-    lag: list[PartitionLag]
+    lag: list[QueuePartitionLag]
 
 
 @dataclass(frozen=True)
