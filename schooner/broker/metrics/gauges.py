@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ...storage.groups import commits, state
+from ...storage.groups import commits
 from ...storage.groups.lag import PartitionLag, partition_lag
 from ...storage.keys import Keyspace
 from ...storage.log.read import PartitionBounds, bounds_of
@@ -90,7 +90,7 @@ async def _read_keyspace(ctx: BrokerContext, snap: Snapshot) -> None:
     led = [(t, p) for t in topics for p in range(t.partitions) if ctx.leader_for(brokers, t, p) == me]
     groups = [
         g
-        for g in await store.run(state.list_ids(ctx.ks))
+        for g in await store.group_ids()
         if (await ctx.groups.coordinator_for(g)).broker_id == me
     ]
     ends, lags, shares = await store.drive(_reads(ctx.ks, led, {t.name: t for t in topics}, groups))
