@@ -203,21 +203,8 @@ class Store:
                 parallel([read.read(self.ks, t, p, o, n, committed) for t, p, o, n in reads])
             )
         # On one Redis, through the read lane: a fetch of many partitions sends two commands for each, and
-        # the lane's cost per command is a fraction of redis-py's pipeline's. The replies are read
-        # without a procedure per partition (read.read's generator costs as much as its parsing).
-        lane = self.read_lane
-        calls = [c for t, p, offset, n in reads for c in read.read_calls(self.ks, t, p, offset, n, committed)]
-        replies = await lane.drive(together(calls))
-        found = [
-            read.read_from_replies(t, offset, committed, replies[2 * i], replies[2 * i + 1])
-            for i, (t, _, offset, _) in enumerate(reads)
-        ]
-        again = [i for i, f in enumerate(found) if f is None]
-        if again:  # a stream that needs one more round trip: read again with it (rare)
-            steps = parallel([read.read(self.ks, *reads[i][:3], reads[i][3], committed) for i in again])
-            for i, r in zip(again, await lane.drive(steps), strict=True):
-                found[i] = r
-        return [f for f in found if f is not None]  # every None was replaced just above
+        # the lane's cost per command is a fraction of redis-py's pipeline's.
+        return await self.read_lane.drive(read.read_many(self.ks, reads, committed))
 
     async def stable_bounds(self, topic: Topic, partition: int) -> tuple[PartitionBounds, int]:
         """The bounds and the last stable offset."""
