@@ -38,7 +38,8 @@ class TopicStats:
 class QueuePartitionLag(PartitionLag):
     """A group's lag on one partition of an MQ queue: records are the entries not yet acked, the
     undelivered ones and those delivered but pending; seconds is now minus the append time of the
-    oldest of them (0 when none). Redis keeps no committed offset or end for it here (None)."""
+    oldest of them (0 when none). committed and end_offset are None: a queue's position is its Redis
+    consumer group, not an offset."""
 
     undelivered: int = 0
     pending: int = 0

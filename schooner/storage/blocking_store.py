@@ -6,7 +6,8 @@ drive_sync, so no caller passes a client and a keyspace to storage functions by 
 Blocking callers have no broker settings, so topics load with their own configs only (no broker
 defaults). The MQ consumer and producer build their round trips as values (mq/engine.py, a sans-IO
 state machine; producer._sending, shared with the asyncio producer) and send them through run_many
-and drive.
+and drive. Their asyncio twins send the same values with calls.run_many / calls.drive on their own
+client: a Store carries the broker's append lane, which they do not use.
 """
 
 from __future__ import annotations
