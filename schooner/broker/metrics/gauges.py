@@ -88,11 +88,7 @@ async def _read_keyspace(ctx: BrokerContext, snap: Snapshot) -> None:
     topics = await store.topics(ctx.topic_defaults)
     brokers = await ctx.live_brokers()
     led = [(t, p) for t in topics for p in range(t.partitions) if ctx.leader_for(brokers, t, p) == me]
-    groups = [
-        g
-        for g in await store.group_ids()
-        if (await ctx.groups.coordinator_for(g)).broker_id == me
-    ]
+    groups = [g for g in await store.group_ids() if (await ctx.groups.coordinator_for(g)).broker_id == me]
     ends, lags, shares = await store.drive(_reads(ctx.ks, led, {t.name: t for t in topics}, groups))
     tenant = ctx.tenant
     for (topic, p), b in zip(led, ends, strict=True):
