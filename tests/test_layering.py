@@ -165,7 +165,7 @@ LAYER_RULES = [
 ]
 
 # Within storage (its package docstring draws the map): floors redis/, keys, offsets, topic_partition ->
-# topics/, cluster -> log/ -> mq/, groups/ -> store (the broker's list of round trips); groups/ never
+# topics/, cluster -> log/ -> mq/, groups/ -> store, blocking_store (the lists of round trips); groups/ never
 # imports mq/, and log/ never imports mq/ (mq/ appends through log/, never the reverse).
 SUBPACKAGE_RULES = [
     *floors(
@@ -174,7 +174,7 @@ SUBPACKAGE_RULES = [
         ("topics", "cluster", "quotas", "security"),
         "log",
         ("mq", "groups"),
-        "store",
+        ("store", "blocking_store"),
     ),
     never("schooner.storage.groups", "schooner.storage.mq"),
 ]

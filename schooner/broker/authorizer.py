@@ -33,7 +33,6 @@ from ..security.acls import (
     operations_bits,
 )
 from ..storage.redis.calls import StorageError
-from ..storage.security import acls as acl_store
 from ..storage.store import Store
 from .refusals import peer_of
 from .session import ANONYMOUS, CLIENT, SESSION, Session
@@ -137,7 +136,7 @@ class Authorizer:
     # -- the bindings ------------------------------------------------------------------------------
     async def bindings(self) -> AclSet:
         """The bindings as Redis has them now (DescribeAcls, DeleteAcls); raises StorageError."""
-        version, acls = await self._store.drive(acl_store.load(self._store.ks))
+        version, acls = await self._store.acls()
         self._adopt(version, acls)
         return acls
 
@@ -147,12 +146,12 @@ class Authorizer:
         return self._version
 
     async def create(self, bindings: Iterable[AclBinding]) -> None:
-        await self._store.run(acl_store.add(self._store.ks, bindings))
+        await self._store.add_acls(bindings)
         self.changed()
         await self.refresh()  # the client that made the change sees it on its next request here
 
     async def delete(self, bindings: Iterable[AclBinding]) -> None:
-        await self._store.run(acl_store.remove(self._store.ks, bindings))
+        await self._store.remove_acls(bindings)
         self.changed()
         await self.refresh()
 
@@ -188,13 +187,13 @@ class Authorizer:
         started = time.monotonic()
         try:
             if self._acls is not None and not self._stale:
-                version = await self._store.run(acl_store.version(self._store.ks))
+                version = await self._store.acls_version()
                 if version == self._version:
                     self._checked_at = started
                     self._load_failed = False
                     return
             self._stale = False  # before the read: a notice arriving during it marks the cache again
-            version, acls = await self._store.drive(acl_store.load(self._store.ks))
+            version, acls = await self._store.acls()
         except _STORAGE_ERRORS as exc:
             self._checked_at = started  # try again in a second, not on every request
             if not self._load_failed:

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable
 
 from ..storage.keys import check_tenant_name
-from ..storage.security.users import tenants
 from .context import BrokerContext
 
 log = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ class Tenants:
     async def refresh(self) -> None:
         """Makes a context for every tenant named in the users hash that has none yet."""
         base = self.base
-        for name in await base.store.drive(tenants(base.ks)):
+        for name in await base.store.tenants(base.ks):
             try:
                 self.context(name)
             except ValueError as exc:

@@ -22,12 +22,9 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from ..storage.cluster import BrokerInfo
-from ..storage.redis.calls import together
 from ..storage.store import Store
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
-from ..storage.transactions import offsets as txn_offsets
-from ..storage.transactions import state as txn_state
 from ..storage.transactions.state import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -98,10 +95,10 @@ class TransactionCoordinator:
         return lock
 
     async def _load(self, transactional_id: str) -> Stored:
-        return await self.store.run(txn_state.load(self.store.ks, transactional_id))
+        return await self.store.transaction(transactional_id)
 
     async def _save(self, transactional_id: str, version: int, state: TransactionState | None) -> int:
-        saved = await self.store.drive(txn_state.save(self.store.ks, transactional_id, version, state))
+        saved = await self.store.save_transaction(transactional_id, version, state)
         if not saved:
             raise TransactionError(ErrorCode.concurrent_transactions, "changed by another broker")
         return saved
@@ -299,11 +296,7 @@ class TransactionCoordinator:
                     "transaction %r: %s marker for %s-%d refused (%d)",
                     transactional_id, "commit" if commit else "abort", topic.name, partition, r.status,
                 )  # fmt: skip
-        ks = self.store.ks
-        if s.groups:
-            await self.store.drive(
-                together([txn_offsets.end(ks, g, s.producer_id, commit) for g in s.groups])
-            )
+        await self.store.end_txn_offsets(s.groups, s.producer_id, commit)
         done = s.changed(state=COMPLETE_COMMIT if commit else COMPLETE_ABORT, partitions=(), groups=())
         version = await self._save(transactional_id, stored.version, done)
         return Stored(version, done)
@@ -313,7 +306,7 @@ class TransactionCoordinator:
         return (await self._load(transactional_id)).state
 
     async def all_ids(self) -> list[str]:
-        return await self.store.run(txn_state.ids(self.store.ks))
+        return await self.store.transactional_ids()
 
     # -- the sweep: timeouts, crashed ends, idle ids -------------------------------------------------
     async def sweep(self) -> int:
@@ -321,7 +314,7 @@ class TransactionCoordinator:
         ids this broker coordinates. Returns how many ids it changed."""
         now = int(time.time() * 1000)
         changed = 0
-        for transactional_id in await self.store.run(txn_state.ids(self.store.ks, now - 1000)):
+        for transactional_id in await self.store.transactional_ids(now - 1000):
             if (await self.coordinator_for(transactional_id)).broker_id != self.me.broker_id:
                 continue
             try:

@@ -8,14 +8,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from schooner.storage.blocking_store import BlockingStore
+from schooner.storage.groups.lag import PartitionLag
 from schooner.storage.keys import Keyspace
 from schooner.storage.log.entry import Record
-from schooner.storage.mq import admin as queue_admin
-from schooner.storage.mq import dead_letters, leases, queue, retries
+from schooner.storage.mq import dead_letters, queue
 from schooner.storage.mq.admin import GroupInfo, PartitionStats
 from schooner.storage.mq.dead_letters import DeadLetter
-from schooner.storage.redis import calls, client
-from schooner.storage.topics import metadata
+from schooner.storage.redis import client
 from schooner.storage.topics.metadata import Topic, UnknownTopic
 
 from .message import replay_headers
@@ -35,13 +35,19 @@ class TopicStats:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionLag:
-    partition: int
-    messages: int  # not yet acked: undelivered + pending
-    undelivered: int
-    pending: int
-    exact: bool
-    seconds: float  # now minus the append time of the oldest entry not yet acked (0 when none)
+class QueuePartitionLag(PartitionLag):
+    """A group's lag on one partition of an MQ queue: records are the entries not yet acked, the
+    undelivered ones and those delivered but pending; seconds is now minus the append time of the
+    oldest of them (0 when none). committed and end_offset are None: a queue's position is its Redis
+    consumer group, not an offset."""
+
+    undelivered: int = 0
+    pending: int = 0
+
+    @property
+    def messages(self) -> int:
+        """Not yet acked: undelivered + pending."""
+        return self.undelivered + self.pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,54 +88,43 @@ class Admin:
         self.ks = keyspace if isinstance(keyspace, Keyspace) else Keyspace(keyspace)
         self._owns_client = isinstance(redis, str)
         self.redis = client.connect_sync(redis) if isinstance(redis, str) else redis
+        self.store = BlockingStore(self.redis, self.ks)
 
     def close(self) -> None:
         if self._owns_client:
             self.redis.close()
 
-    def _run(self, todo: list[calls.Call[Any]]) -> list[Any]:
-        return calls.run_many_sync(self.redis, todo)
-
     def topic(self, name: str) -> Topic:
-        found = calls.run_sync(self.redis, metadata.load(self.ks, name, {}))
+        found = self.store.topic(name)
         if found is None:
             raise UnknownTopic(name)
         return found
 
     # -- topics and groups --------------------------------------------------------------------------
     def topics(self) -> list[TopicStats]:
-        return [self.topic_stats(t) for t in calls.drive_sync(self.redis, metadata.load_all(self.ks, {}))]
+        return [self.topic_stats(t) for t in self.store.topics()]
 
     def topic_stats(self, topic: Topic | str) -> TopicStats:
         t = topic if isinstance(topic, Topic) else self.topic(topic)
-        stats = calls.parallel([queue_admin.stats(self.ks, t, p) for p in range(t.partitions)])
-        return TopicStats(t.name, calls.drive_sync(self.redis, stats))
+        return TopicStats(t.name, self.store.mq_stats(t, range(t.partitions)))
 
     def create_group(self, topic: str, group: str, start: str = "latest") -> None:
         t = self.topic(topic)
         begin = {"latest": queue.LATEST, "earliest": queue.EARLIEST}[start]
-        self._run([queue.create_group(self.ks, t, p, group, begin) for p in range(t.partitions)])
-        self.redis.sadd(self.ks.mq_groups(topic), group)
+        self.store.mq_create_group(t, range(t.partitions), group, begin)
 
     def delete_group(self, topic: str, group: str) -> None:
         """Destroys the group on every partition, with its leases and member registry. A share group of
         the same name is the same queue: its share partitions go too (its members, if any, start anew)."""
         t = self.topic(topic)
-        todo: list[calls.Call[Any]] = []
-        for p in range(t.partitions):
-            todo.append(queue.destroy_group(self.ks, topic, p, group))
-            todo.append(calls.command("DEL", self.ks.mq_lease(topic, p, group)))
-            todo.append(calls.command("DEL", self.ks.share_partition(topic, p, group)))
-        todo.append(calls.command("DEL", self.ks.mq_members(topic, group)))
-        todo.append(calls.command("SREM", self.ks.mq_groups(topic), group))
-        self._run(todo)
+        self.store.mq_delete_group(topic, range(t.partitions), group)
 
     def groups(self, topic: str) -> list[GroupStats]:
         t = self.topic(topic)
-        names = calls.run_sync(self.redis, leases.groups(self.ks, topic))
-        infos = self._run([queue_admin.groups(self.ks, topic, p) for p in range(t.partitions)])
+        names = self.store.mq_group_names(topic)
+        infos = self.store.mq_groups(topic, range(t.partitions))
         names = sorted(set(names) | {g.name for per in infos for g in per})
-        shared = self._run([queue_admin.is_share_group(self.ks, topic, name) for name in names])
+        shared = self.store.mq_share_groups(topic, names)
         out = []
         for name, share in zip(names, shared, strict=True):
             members = self.members(topic, name)
@@ -139,29 +134,31 @@ class Admin:
 
     def members(self, topic: str, group: str) -> list[str]:
         now = int(time.time() * 1000)
-        registered = calls.run_sync(self.redis, leases.members(self.ks, topic, group))
+        registered = self.store.mq_members(topic, group)
         return [m for m, expires in registered if expires > now]
 
     def owners(self, topic: str, group: str) -> list[Ownership]:
         """Which member holds which partition, and for how much longer unless renewed."""
         t = self.topic(topic)
-        todo: list[calls.Call[Any]] = []
-        for p in range(t.partitions):
-            todo += [leases.holder(self.ks, topic, p, group), leases.remaining_ms(self.ks, topic, p, group)]
-        replies = self._run(todo)
-        return [Ownership(p, replies[2 * p], replies[2 * p + 1]) for p in range(t.partitions)]
+        owners = self.store.mq_owners(topic, range(t.partitions), group)
+        return [Ownership(p, member, expires) for p, (member, expires) in enumerate(owners)]
 
     # -- lag, pending, trimming ---------------------------------------------------------------------
-    def lag(self, topic: str, group: str) -> list[PartitionLag]:
+    def lag(self, topic: str, group: str) -> list[QueuePartitionLag]:
         t = self.topic(topic)
-        lags = self._run([queue_admin.lag(self.ks, topic, p, group) for p in range(t.partitions)])
+        lags = self.store.mq_lags(topic, range(t.partitions), group)
         now = int(time.time() * 1000)
         out = []
         for p, lag in enumerate(lags):
             if lag is None:
                 raise LookupError(f"group {group} does not exist on {topic}:{p}")
             age = max(now - lag.oldest_unconsumed_ms, 0) / 1000 if lag.oldest_unconsumed_ms else 0.0
-            out.append(PartitionLag(p, lag.messages, lag.undelivered, lag.pending, lag.exact, age))
+            out.append(
+                QueuePartitionLag(
+                    topic, p, None, None, lag.messages, lag.exact, age,
+                    undelivered=lag.undelivered, pending=lag.pending,
+                )
+            )  # fmt: skip
         return out
 
     def pending(
@@ -175,7 +172,7 @@ class Admin:
         for p in [partition] if partition is not None else range(t.partitions):
             start: bytes | str = "-"
             while True:
-                page = calls.run_sync(self.redis, queue.pending(self.ks, topic, p, group, start, 1000))
+                page = self.store.mq_pending(topic, p, group, start, 1000)
                 found += [
                     PendingMessage(
                         p, t.offsets.offset_of_id(e.entry_id), e.entry_id.decode(), e.consumer,
@@ -197,13 +194,12 @@ class Admin:
         group has not acked yet. Returns, per partition, (entries removed, offset trimmed up to)."""
         t = self.topic(topic)
         bound = before_offset if before_offset is not None else 2**62
-        replies = self._run([queue_admin.trim(self.ks, t, p, bound) for p in range(t.partitions)])
-        return dict(enumerate(replies))
+        return dict(enumerate(self.store.mq_trim(t, range(t.partitions), bound)))
 
     # -- retries ------------------------------------------------------------------------------------
     def retries(self, topic: str) -> list[ScheduledRetry]:
         t = self.topic(topic)
-        per = self._run([retries.scheduled(self.ks, topic, p) for p in range(t.partitions)])
+        per = self.store.scheduled_retries(topic, range(t.partitions))
         return [
             ScheduledRetry(p, rid, rid.split("/", 1)[0], due)
             for p, items in enumerate(per)
@@ -213,27 +209,24 @@ class Admin:
     def move_due_retries(self, topic: str) -> int:
         """Appends every due retry now (consumers do this themselves for the partitions they hold)."""
         t = self.topic(topic)
-        moved = calls.drive_sync(
-            self.redis, calls.parallel([retries.move_due(self.ks, t, p) for p in range(t.partitions)])
-        )
-        return sum(moved)
+        return sum(self.store.move_due_retries(t, range(t.partitions)))
 
     # -- dead letters -------------------------------------------------------------------------------
     def dead_letters(self, topic: str, *, partition: int | None = None, limit: int = 100) -> list[DeadLetter]:
         """The oldest dead letters of the topic (or one partition), oldest first."""
         t = self.topic(topic)
         parts = [partition] if partition is not None else list(range(t.partitions))
-        per = self._run([dead_letters.read(self.ks, topic, p, "-", limit) for p in parts])
+        per = self.store.dead_letters(topic, parts, "-", limit)
         merged = sorted((d for letters in per for d in letters), key=lambda d: _id_key(d.entry_id))
         return merged[:limit]
 
     def dead_letter_count(self, topic: str) -> int:
         t = self.topic(topic)
-        return sum(self._run([dead_letters.count(self.ks, topic, p) for p in range(t.partitions)]))
+        return sum(self.store.dead_letter_counts(topic, range(t.partitions)))
 
     def dead_letter(self, topic: str, letter_id: str) -> DeadLetter | None:
         p, entry_id = dead_letters.parse_letter_id(letter_id)
-        found = calls.run_sync(self.redis, dead_letters.read(self.ks, topic, p, entry_id, 1))
+        (found,) = self.store.dead_letters(topic, [p], entry_id, 1)
         return found[0] if found and found[0].entry_id == entry_id else None
 
     def replay(self, topic: str, letter_id: str, *, to_topic: str | None = None) -> bool | Sent:
@@ -248,10 +241,10 @@ class Admin:
                 letter.timestamp, letter.key, letter.value,
                 replay_headers(letter.headers, letter.group, letter.origin_offset),
             )  # fmt: skip
-            if not calls.run_sync(self.redis, dead_letters.replay_to_origin(self.ks, letter, record)):
+            if not self.store.replay_dead_letter(letter, record):
                 return False
             t = self.topic(topic)
-            calls.drive_sync(self.redis, retries.move_due(self.ks, t, letter.origin_partition))
+            self.store.move_due_retries(t, [letter.origin_partition])
             return True
         producer = Producer(self.redis, keyspace=self.ks)
         sent = producer.send_batch(
@@ -265,14 +258,13 @@ class Admin:
         for letter_id in letter_ids:
             p, entry_id = dead_letters.parse_letter_id(letter_id)
             by_partition.setdefault(p, []).append(entry_id)
-        todo = [dead_letters.delete(self.ks, topic, p, ids) for p, ids in by_partition.items()]
-        return sum(self._run(list(todo)))
+        return sum(self.store.delete_dead_letters(topic, by_partition))
 
     def purge_dead_letters(self, topic: str) -> int:
         """Drops every dead letter of the topic; returns how many there were."""
         t = self.topic(topic)
         count = self.dead_letter_count(topic)
-        self._run([dead_letters.purge(self.ks, topic, p) for p in range(t.partitions)])
+        self.store.purge_dead_letters(topic, range(t.partitions))
         return count
 
 

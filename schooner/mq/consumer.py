@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import os
@@ -23,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from schooner.storage.blocking_store import BlockingStore
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis import calls, client
 from schooner.storage.redis.calls import BlockingRedis, Redis, StorageError
@@ -170,13 +172,19 @@ class Consumer(_Base[BlockingRedis, Handler, threading.Event]):
             if self._owns_client:
                 self.redis.close()
 
+    @functools.cached_property
+    def store(self) -> BlockingStore:
+        """The client and keyspace the member's round trips go through (made on first use)."""
+        return BlockingStore(self.redis, self.ks)
+
     def drive(self, work: Work[T]) -> T:
         """Runs one engine generator to its end, answering each effect."""
         answers = _Answers(work)
+        run_many = self.store.run_many  # once: the loop every fetch passes through
         while (effect := answers.next()) is not None:
             if isinstance(effect, Batch):
                 try:
-                    answers.reply = calls.run_many_sync(self.redis, effect.calls)
+                    answers.reply = run_many(effect.calls)
                 except StorageError as exc:
                     answers.error = exc  # thrown into the engine, which decides what it means
             elif isinstance(effect, Handle):

@@ -7,6 +7,7 @@ batch in one pipelined round trip (one script call per partition and 1,000 recor
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,6 +16,7 @@ from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from schooner.storage.blocking_store import BlockingStore
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
 from schooner.storage.log.append import MAX_BATCH, UNKNOWN_PARTITION, AppendResult, RecordBatch
@@ -156,6 +158,11 @@ class Producer(_Base[BlockingRedis]):
     def _connect(self, url: str) -> BlockingRedis:
         return client.connect_sync(url)
 
+    @functools.cached_property
+    def store(self) -> BlockingStore:
+        """The client and keyspace the appends go through (made on first use)."""
+        return BlockingStore(self.redis, self.ks)
+
     def send(
         self,
         topic: str,
@@ -169,7 +176,7 @@ class Producer(_Base[BlockingRedis]):
         return self.send_batch(topic, [OutgoingMessage(value, key, headers, partition, timestamp_ms)])[0]
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage]) -> list[Sent]:
-        return calls.drive_sync(self.redis, self._sending(topic, list(messages)))
+        return self.store.drive(self._sending(topic, list(messages)))
 
     def close(self) -> None:
         if self._owns_client:

@@ -258,7 +258,7 @@ def _partition_json(p: PartitionLag) -> dict[str, Any]:
         "partition": p.partition,
         "committed": p.committed,
         "end_offset": p.end_offset,
-        "lag": p.lag,
+        "lag": p.records,
     }
 
 

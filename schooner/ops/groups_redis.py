@@ -8,22 +8,16 @@ import json
 
 import click
 
-from ..storage.groups import commits, state
-from ..storage.groups.lag import PartitionLag, partition_lag
-from ..storage.keys import Keyspace
-from ..storage.redis.calls import BlockingRedis, drive_sync, run_sync, together
-from ..storage.redis.client import connect_sync
-from ..storage.share import partition as share
-from ..storage.topics import metadata
+from ..storage.blocking_store import BlockingStore
+from ..storage.groups.lag import PartitionLag
 
 
 def list_groups(redis_url: str, keyspace: str, output: str) -> None:
     """Every group with its state, generation (a share or consumer group's epoch), member count and type."""
-    redis = connect_sync(redis_url)
-    ks = Keyspace(keyspace)
+    store = BlockingStore.connect(redis_url, keyspace)
     rows = []
-    for group_id in run_sync(redis, state.list_ids(ks)):
-        saved = run_sync(redis, state.load_state(ks, group_id))
+    for group_id in store.group_ids():
+        saved = store.group_state(group_id)
         rows.append({"group": group_id, "state": saved.get("state", "Empty"),
                      "generation": int(saved.get("generation") or 0),
                      "members": len(json.loads(saved.get("members") or "[]")),
@@ -42,8 +36,7 @@ def lag(redis_url: str, keyspace: str, group_id: str, output: str) -> None:
     On dense topics lag is end offset - committed offset; on timestamp-encoded ones, whose offsets
     have gaps, the records are counted. JSON: one object per partition per line.
     """
-    redis = connect_sync(redis_url)
-    rows = _lag_rows(redis, Keyspace(keyspace), group_id)
+    rows = _lag_rows(BlockingStore.connect(redis_url, keyspace), group_id)
     if output == "json":
         for r in rows:
             click.echo(json.dumps(_lag_json(r)))
@@ -56,12 +49,11 @@ def describe(redis_url: str, keyspace: str, group_id: str, output: str) -> None:
     start offset, the records in flight, archived and dead-lettered, and the lag (records in flight or
     not yet delivered); for a classic or consumer group what `lag` shows.
     """
-    redis = connect_sync(redis_url)
-    ks = Keyspace(keyspace)
-    saved = run_sync(redis, state.load_state(ks, group_id))
-    share_topics = run_sync(redis, share.topics(ks, group_id))
+    store = BlockingStore.connect(redis_url, keyspace)
+    saved = store.group_state(group_id)
+    share_topics = store.share_topics(group_id)
     kind = saved.get("type") or ("share" if share_topics else None)
-    lags = [] if kind == "share" else _lag_rows(redis, ks, group_id)
+    lags = [] if kind == "share" else _lag_rows(store, group_id)
     kind = kind or ("classic" if lags else None)
     if kind is None:  # a hash without a type is only a coordinator's claim on the id
         raise click.ClickException(f"no group {group_id}")
@@ -72,7 +64,7 @@ def describe(redis_url: str, keyspace: str, group_id: str, output: str) -> None:
         "generation": int(saved.get("generation") or 0),
         "members": len(json.loads(saved.get("members") or "[]")),
     }
-    shares = _share_rows(redis, ks, group_id, share_topics) if kind == "share" else []
+    shares = _share_rows(store, group_id, share_topics) if kind == "share" else []
     if output == "json":
         rows = shares if kind == "share" else [_lag_json(r) for r in lags]
         click.echo(json.dumps({**summary, "partitions": rows}))
@@ -89,14 +81,14 @@ def describe(redis_url: str, keyspace: str, group_id: str, output: str) -> None:
         click.echo(line.format(r["topic"], r["partition"], *("-" if c is None else c for c in cells)))
 
 
-def _lag_rows(redis: BlockingRedis, ks: Keyspace, group_id: str) -> list[PartitionLag]:
-    committed = drive_sync(redis, commits.fetch(ks, group_id))
-    topics = {t.name: t for t in drive_sync(redis, metadata.load_all(ks, {}))}
+def _lag_rows(store: BlockingStore, group_id: str) -> list[PartitionLag]:
+    committed = store.committed_offsets(group_id)
+    topics = {t.name: t for t in store.topics()}
     rows = []
     for (topic_name, partition), c in sorted(committed.items()):
         topic = topics.get(topic_name)
         if topic is not None:
-            rows.append(drive_sync(redis, partition_lag(ks, topic, partition, c.offset)))
+            rows.append(store.partition_lag(topic, partition, c.offset))
     return rows
 
 
@@ -116,14 +108,12 @@ def _echo_lag_table(rows: list[PartitionLag]) -> None:
         )
 
 
-def _share_rows(
-    redis: BlockingRedis, ks: Keyspace, group_id: str, names: list[str]
-) -> list[dict[str, object]]:
+def _share_rows(store: BlockingStore, group_id: str, names: list[str]) -> list[dict[str, object]]:
     """Every partition of the topics where the group has share partitions; None where it has none."""
     wanted = set(names)
-    topics = [t for t in drive_sync(redis, metadata.load_all(ks, {})) if t.name in wanted]
+    topics = [t for t in store.topics() if t.name in wanted]
     partitions = [(t, p) for t in sorted(topics, key=lambda t: t.name) for p in range(t.partitions)]
-    states = drive_sync(redis, together([share.state(ks, t, p, group_id) for t, p in partitions]))
+    states = store.share_states(partitions, group_id)
     rows: list[dict[str, object]] = []
     for (t, p), st in zip(partitions, states, strict=True):
         row: dict[str, object] = {"topic": t.name, "partition": p, "start_offset": None, "in_flight": None,

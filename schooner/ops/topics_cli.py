@@ -8,11 +8,7 @@ from typing import Any
 
 import click
 
-from ..storage.keys import Keyspace
-from ..storage.log.repair import renumber
-from ..storage.redis.calls import drive_sync, run_sync, text
-from ..storage.redis.client import connect_sync
-from ..storage.topics import metadata
+from ..storage.blocking_store import BlockingStore
 from .client_options import ClientSettings, with_client_options
 from .kafka import topics as kafka_topics
 from .output import emit, emit_object, with_output_option
@@ -141,20 +137,17 @@ def repair(topic: str, partition: int | None, redis_url: str | None, data_dir: s
     Such an entry stops produce to its partition (KAFKA_STORAGE_ERROR). Stop the partition's plain
     Redis writers first; brokers may keep running. See docs/key-layout.md.
     """
-    redis = connect_sync(redis_url_of(redis_url, data_dir))
-    ks = Keyspace(keyspace)
-    found = run_sync(redis, metadata.load(ks, topic, {}))
+    store = BlockingStore.connect(redis_url_of(redis_url, data_dir), keyspace)
+    found = store.topic(topic)
     if found is None:
         raise click.UsageError(f"no topic {topic!r} in keyspace {keyspace!r}")
     if not found.offsets.dense:
         raise click.UsageError(f"{topic} uses the timestamp encoding, where '*' entries are valid")
     for p in [partition] if partition is not None else range(found.partitions):
-        foreign = redis.hget(ks.partition_state(topic, p), "foreign_id")
-        tail = redis.xrevrange(ks.stream(topic, p), count=1)
-        if foreign is None and not (tail and not text(tail[0][0]).startswith("0-")):
+        if not store.needs_repair(topic, p):
             click.echo(f"{topic}-{p}: nothing to repair")
             continue
-        done = drive_sync(redis, renumber(ks, found, p))
+        done = store.renumber(found, p)
         click.echo(
             f"{topic}-{p}: {done.moved} entries given offsets; the log now ends at {done.high_watermark}"
         )

@@ -17,11 +17,10 @@ import click
 
 from .. import config
 from ..security.scram import DEFAULT_ITERATIONS, MECHANISMS, make_credential
-from ..storage.keys import Keyspace
-from ..storage.redis.calls import BlockingRedis, StorageError, run_sync
-from ..storage.redis.client import connect_sync
+from ..storage.blocking_store import BlockingStore
+from ..storage.redis.calls import StorageError
 from ..storage.redis.embedded import DataDirInUse, EmbeddedRedis
-from ..storage.security.users import User, all_users, delete_user, get_user, put_user
+from ..storage.security.users import User
 
 _config_option = click.option(
     "--config",
@@ -65,14 +64,14 @@ def set_user(
         credential = make_credential(mechanism, password, iterations)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    with _users_redis(config_file) as (redis, ks):
-        user = run_sync(redis, get_user(ks, name)) or User(name)
+    with _users_store(config_file) as store:
+        user = store.user(name) or User(name)
         user = replace(
             user,
             tenant=tenant if tenant is not None else user.tenant,
             credentials={**user.credentials, mechanism: credential},
         )
-        run_sync(redis, put_user(ks, user))
+        store.put_user(user)
     where = f", tenant {user.tenant}" if user.tenant else ""
     click.echo(f"{name}: {mechanism} set ({iterations} iterations){where}")
 
@@ -81,8 +80,8 @@ def set_user(
 @_config_option
 def list_users(config_file: str | None) -> None:
     """Every user, with its tenant and SCRAM mechanisms (iterations)."""
-    with _users_redis(config_file) as (redis, ks):
-        found = run_sync(redis, all_users(ks))
+    with _users_store(config_file) as store:
+        found = store.users()
     click.echo(f"{'USER':30} {'TENANT':20} MECHANISMS")
     for user in found:
         mechanisms = ", ".join(f"{m} ({c.iterations})" for m, c in sorted(user.credentials.items()))
@@ -97,40 +96,40 @@ def delete(name: str, mechanism: str | None, config_file: str | None) -> None:
     """Deletes NAME, or one of its credentials."""
     if mechanism is not None and mechanism not in MECHANISMS:
         raise click.ClickException(f"unknown mechanism {mechanism!r}: use one of {', '.join(MECHANISMS)}")
-    with _users_redis(config_file) as (redis, ks):
-        user = run_sync(redis, get_user(ks, name))
+    with _users_store(config_file) as store:
+        user = store.user(name)
         if user is None:
             raise click.ClickException(f"no user {name!r}")
         if mechanism is None:
-            run_sync(redis, delete_user(ks, name))
+            store.delete_user(name)
             click.echo(f"{name}: deleted")
             return
         if mechanism not in user.credentials:
             raise click.ClickException(f"{name} has no {mechanism} credential")
         left = {m: c for m, c in user.credentials.items() if m != mechanism}
         if left or user.tenant:
-            run_sync(redis, put_user(ks, replace(user, credentials=left)))
+            store.put_user(replace(user, credentials=left))
             click.echo(f"{name}: {mechanism} deleted")
         else:
-            run_sync(redis, delete_user(ks, name))
+            store.delete_user(name)
             click.echo(f"{name}: {mechanism} deleted, and the user with it")
 
 
 @contextmanager
-def _users_redis(config_file: str | None) -> Iterator[tuple[BlockingRedis, Keyspace]]:
-    """The deployment's Redis and base keyspace, where users live."""
+def _users_store(config_file: str | None) -> Iterator[BlockingStore]:
+    """A store on the deployment's Redis and base keyspace, where users live."""
     try:
         settings = config.load(config_file)
     except (OSError, ValueError) as exc:
         raise click.ClickException(f"cannot read the settings: {exc}") from None
     with _redis_url(settings) as url:
-        redis = connect_sync(url)
+        store = BlockingStore.connect(url, settings.keyspace)
         try:
-            yield redis, Keyspace(settings.keyspace)
+            yield store
         except (StorageError, OSError) as exc:
             raise click.ClickException(f"Redis at {url} failed: {exc}") from None
         finally:
-            redis.close()
+            store.close()
 
 
 @contextmanager

@@ -16,11 +16,8 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from ..storage.keys import Keyspace
-from ..storage.log import lookup, read
+from ..storage.blocking_store import BlockingStore
 from ..storage.log.read import PartitionBounds
-from ..storage.redis.calls import BlockingRedis, drive_sync
-from ..storage.topics import metadata
 from ..storage.topics.metadata import Topic
 from .options import EARLIEST, LATEST, OptionError, Position, Subscription, TopicPartition
 
@@ -51,10 +48,10 @@ class RangePartition(InputPartition):
         self.check_loss = check_loss  # False for a new partition read from its beginning
 
 
-def discover(redis: BlockingRedis, ks: Keyspace, sub: Subscription) -> list[tuple[Topic, int]]:
+def discover(store: BlockingStore, sub: Subscription) -> list[tuple[Topic, int]]:
     """The (topic, partition) pairs the subscription names right now, in a fixed order."""
     found = []
-    for topic in drive_sync(redis, metadata.load_all(ks, {})):
+    for topic in store.topics():
         if sub.matches(topic.name):
             found += [
                 (topic, p) for p in sub.partitions_of(topic.name, topic.partitions) if p < topic.partitions
@@ -63,14 +60,14 @@ def discover(redis: BlockingRedis, ks: Keyspace, sub: Subscription) -> list[tupl
 
 
 def load_bounds(
-    redis: BlockingRedis, ks: Keyspace, tps: Sequence[tuple[Topic, int]], committed: bool
+    store: BlockingStore, tps: Sequence[tuple[Topic, int]], committed: bool
 ) -> tuple[list[PartitionBounds], list[int]]:
     """Each partition's bounds, and where the reader's view of it ends: the last stable offset for
     read_committed (as Kafka's "latest" is for such a consumer), else the high watermark."""
     if not committed:
-        bounds = drive_sync(redis, read.bounds_of(ks, tps))
+        bounds = store.bounds_of(tps)
         return bounds, [b.high_watermark for b in bounds]
-    pairs = drive_sync(redis, read.stable_bounds_of(ks, tps))
+    pairs = store.stable_bounds_of(tps)
     return [b for b, _ in pairs], [stable for _, stable in pairs]
 
 
@@ -97,8 +94,7 @@ def from_json(data: Mapping[str, Any] | None) -> dict[TopicPartition, int]:
 
 
 def resolve(
-    redis: BlockingRedis,
-    ks: Keyspace,
+    store: BlockingStore,
     tps: Sequence[tuple[Topic, int]],
     bounds: Sequence[PartitionBounds],
     position: Position,
@@ -123,7 +119,7 @@ def resolve(
             out[key(topic, p)] = {EARLIEST: b.log_start_offset, LATEST: b.high_watermark}.get(wanted, wanted)
         else:
             ts = position.timestamp if position.kind == "timestamp" else position.timestamps[key(topic, p)]
-            found = drive_sync(redis, lookup.offset_for_timestamp(ks, topic, p, ts))
+            found = store.offset_for_timestamp(topic, p, ts)
             if found is None and strategy == "error":
                 raise OptionError(f"no record at or after timestamp {ts} in {topic.name}-{p}")
             out[key(topic, p)] = b.high_watermark if found is None else found[0]
@@ -152,8 +148,7 @@ def split(start: int, end: int, pieces: int) -> list[tuple[int, int]]:
 
 
 def plan(
-    redis: BlockingRedis,
-    ks: Keyspace,
+    store: BlockingStore,
     ranges: Iterable[tuple[Topic, int, int, int]],
     max_records: int,
     min_partitions: int = 0,
@@ -168,7 +163,7 @@ def plan(
             sizes.append(0 if s == FROM_BEGINNING else e - s)
             continue
         bits = topic.offsets.bits
-        counts = drive_sync(redis, read.entries_in_ms(ks, topic, p, probe_ms(s, e, bits), e))
+        counts = store.entries_in_ms(topic, p, probe_ms(s, e, bits), e)
         sizes.append(estimate(s, e, bits, counts))
     pieces = [
         1 if s == FROM_BEGINNING else max(1, math.ceil(n / max_records))

@@ -10,11 +10,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..storage.blocking_store import BlockingStore
 from ..storage.keys import Keyspace
-from ..storage.log import read, transactions
+from ..storage.log import transactions
 from ..storage.log.transactions import AbortedTransaction
 from ..storage.redis import client
-from ..storage.redis.calls import drive_sync, run_sync
 from .planning import DataLossError, RangePartition, data_loss_message
 from .schema import CREATE_TIME, LOG_APPEND_TIME, entries_to_batch
 
@@ -24,12 +24,13 @@ log = logging.getLogger(__name__)
 _connections: dict[str, Any] = {}
 
 
-def connection(url: str) -> Any:
-    """One blocking client per Redis URL and process: Python workers are reused across tasks."""
+def store_for(url: str, keyspace: str) -> BlockingStore:
+    """A store on one blocking client per Redis URL and process (Python workers are reused across
+    tasks); the store itself is cheap to make."""
     redis = _connections.get(url)
     if redis is None:
         redis = _connections[url] = client.connect_sync(url)
-    return redis
+    return BlockingStore(redis, Keyspace(keyspace))
 
 
 @contextmanager
@@ -57,21 +58,18 @@ def read_partition(
     committed (planning's doing), so each transaction with records in it has ended: markers are always
     dropped, and when committed the records of aborted transactions too (each page comes with the
     aborted transactions that may touch it, one sorted-set lookup in the same round trip)."""
-    redis = connection(url)
-    ks = Keyspace(keyspace)
+    store = store_for(url, keyspace)
     topic = part.topic
     p = part.partition
     ts_type = LOG_APPEND_TIME if topic.log_append_time else CREATE_TIME
     aborted: list[AbortedTransaction] = []
     with _no_gc():
         if committed:
-            entries, bounds, aborted = drive_sync(
-                redis, read.read_committed_range_and_bounds(ks, topic, p, part.start, part.end, PAGE)
+            entries, bounds, aborted = store.read_committed_range_and_bounds(
+                topic, p, part.start, part.end, PAGE
             )
         else:
-            entries, bounds = drive_sync(
-                redis, read.read_range_and_bounds(ks, topic, p, part.start, part.end, PAGE)
-            )
+            entries, bounds = store.read_range_and_bounds(topic, p, part.start, part.end, PAGE)
     if part.check_loss and part.start < bounds.first_valid_offset:
         text = data_loss_message(
             f"{topic.name}-{p}: offsets from {part.start} were to be read, but the log now "
@@ -92,11 +90,9 @@ def read_partition(
                 entries = []
             elif committed:
                 after = offsets.offset_of_id(entries[-1][0])
-                entries, aborted = drive_sync(
-                    redis, read.read_committed_range(ks, topic, p, after, part.end, PAGE, exclusive=True)
-                )
+                entries, aborted = store.read_committed_range(topic, p, after, part.end, PAGE, exclusive=True)
             else:
                 after_id = b"(" + entries[-1][0]
-                entries = run_sync(redis, read.read_range(ks, topic, p, after_id, part.end, PAGE))
+                entries = store.read_range(topic, p, after_id, part.end, PAGE)
         if batch.num_rows:
             yield batch

@@ -23,8 +23,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructType
 
-from ..storage.keys import Keyspace
-from ..storage.log import append
+from ..storage.blocking_store import BlockingStore
 from ..storage.log.append import (
     APPENDED,
     DUPLICATE,
@@ -33,12 +32,9 @@ from ..storage.log.append import (
     RecordBatch,
 )
 from ..storage.log.entry import Record
-from ..storage.redis.calls import BlockingRedis, run_sync
-from ..storage.redis.client import is_cluster
-from ..storage.topics import metadata
 from ..storage.topics.metadata import Topic
 from .options import OptionError, SinkOptions
-from .reading import connection
+from .reading import store_for
 
 log = logging.getLogger(__name__)
 
@@ -122,14 +118,14 @@ def _as_bytes(values: list[Any]) -> list[bytes | None]:
 
 
 class _Topics:
-    def __init__(self, redis: BlockingRedis, ks: Keyspace) -> None:
-        self.redis, self.ks = redis, ks
+    def __init__(self, store: BlockingStore) -> None:
+        self.store = store
         self.known: dict[str, Topic] = {}
 
     def get(self, name: str) -> Topic:
         topic = self.known.get(name)
         if topic is None:
-            topic = run_sync(self.redis, metadata.load(self.ks, name, {}))
+            topic = self.store.topic(name)
             if topic is None:
                 raise SinkError(
                     f"unknown topic {name!r} (create it first, e.g. with schooner.spark.ensure_topic)"
@@ -168,8 +164,7 @@ def group_rows(
 
 
 def append_units(
-    redis: BlockingRedis,
-    ks: Keyspace,
+    store: BlockingStore,
     topics: _Topics,
     units: dict[tuple[str, int], list[Record]],
     pid: int,
@@ -184,7 +179,7 @@ def append_units(
         for first in range(0, len(records), size):
             piece = records[first : first + size]
             batch = RecordBatch(piece, producer_id=pid, producer_epoch=epoch, base_sequence=first)
-            result = run_sync(redis, append.append(ks, topic, part, batch, sharded=is_cluster(redis)))
+            result = store.append(topic, part, batch)
             calls += 1
             if result.status == APPENDED:
                 appended += len(piece)
@@ -215,11 +210,11 @@ class SchoonerStreamWriter(DataSourceStreamArrowWriter):
         query, batch = ctx.getLocalProperty(QUERY_ID), ctx.getLocalProperty(BATCH_ID)
         if not query or batch is None:
             raise SinkError("no streaming query id or batch id in the task: is this a streaming write?")
-        redis, ks = connection(self.opts.redis_url), Keyspace(self.opts.keyspace)
-        topics = _Topics(redis, ks)
+        store = store_for(self.opts.redis_url, self.opts.keyspace)
+        topics = _Topics(store)
         units = group_rows(iterator, self.opts, topics)
         pid = producer_id(f"query:{query}", ctx.partitionId())
-        return append_units(redis, ks, topics, units, pid, int(batch))
+        return append_units(store, topics, units, pid, int(batch))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         done = [m for m in messages if isinstance(m, SinkCommit)]
@@ -242,8 +237,8 @@ class SchoonerBatchWriter(DataSourceArrowWriter):
         self.job = uuid.uuid4().hex  # made once on the driver, shipped to every task
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        redis, ks = connection(self.opts.redis_url), Keyspace(self.opts.keyspace)
-        topics = _Topics(redis, ks)
+        store = store_for(self.opts.redis_url, self.opts.keyspace)
+        topics = _Topics(store)
         units = group_rows(iterator, self.opts, topics)
         pid = producer_id(f"job:{self.job}", _task().partitionId())
-        return append_units(redis, ks, topics, units, pid, 0, chunk=BATCH_WRITE_CHUNK)
+        return append_units(store, topics, units, pid, 0, chunk=BATCH_WRITE_CHUNK)

@@ -22,10 +22,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..storage.keys import Keyspace
 from . import planning
 from .options import SourceOptions, parse_bool, parse_sink, parse_source
-from .reading import connection, read_partition
+from .reading import read_partition, store_for
 from .schema import kafka_schema
 from .sink import SchoonerBatchWriter, SchoonerStreamWriter, check_sink_schema
 from .stream_reader import SchoonerStreamReader
@@ -39,18 +38,18 @@ class SchoonerBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.opts
-        redis, ks = connection(o.redis_url), Keyspace(o.keyspace)
-        tps = planning.discover(redis, ks, o.subscription)
-        bounds, ends = planning.load_bounds(redis, ks, tps, o.committed)
+        store = store_for(o.redis_url, o.keyspace)
+        tps = planning.discover(store, o.subscription)
+        bounds, ends = planning.load_bounds(store, tps, o.committed)
         seen = planning.visible(bounds, ends)
-        start = planning.resolve(redis, ks, tps, seen, o.starting, o.timestamp_strategy)
-        end = planning.resolve(redis, ks, tps, seen, o.ending, strategy="latest")
+        start = planning.resolve(store, tps, seen, o.starting, o.timestamp_strategy)
+        end = planning.resolve(store, tps, seen, o.ending, strategy="latest")
         ranges = []
         for (t, p), stable in zip(tps, ends, strict=True):
             k = planning.key(t, p)
             # read_committed never reads at or past the LSO, also when endingOffsets names a later offset.
             ranges.append((t, p, start[k], min(end[k], stable) if o.committed else end[k]))
-        return planning.plan(redis, ks, ranges, o.max_records_per_partition, o.min_partitions)
+        return planning.plan(store, ranges, o.max_records_per_partition, o.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, planning.RangePartition):

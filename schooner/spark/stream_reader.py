@@ -21,25 +21,20 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..storage.keys import Keyspace
-from ..storage.log import read
+from ..storage.blocking_store import BlockingStore
 from ..storage.log.read import PartitionBounds
-from ..storage.redis.calls import BlockingRedis, drive_sync
-from ..storage.topics import metadata
 from ..storage.topics.metadata import Topic
 from . import planning
 from .options import SourceOptions, TopicPartition
 from .planning import FROM_BEGINNING, DataLossError, RangePartition, data_loss_message
-from .reading import PAGE, connection, read_partition
+from .reading import PAGE, read_partition, store_for
 
 log = logging.getLogger(__name__)
 
 Range = tuple[Topic, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
 
 
-def take(
-    redis: BlockingRedis, ks: Keyspace, ranges: Sequence[Range], n: int
-) -> tuple[dict[TopicPartition, int], int]:
+def take(store: BlockingStore, ranges: Sequence[Range], n: int) -> tuple[dict[TopicPartition, int], int]:
     """Ends that admit exactly n records in all (fewer if fewer are there), shared out evenly: each
     round asks every partition that still has records for an equal part of what is left.
 
@@ -56,9 +51,7 @@ def take(
         ]
         asks = [a for a in asks if a[4] > 0]
         still = []
-        for (t, p, _, e, want), (got, after) in zip(
-            asks, drive_sync(redis, read.next_ends(ks, asks)), strict=True
-        ):
+        for (t, p, _, e, want), (got, after) in zip(asks, store.next_ends(asks), strict=True):
             remaining -= got
             if got:
                 ends[planning.key(t, p)] = after
@@ -77,18 +70,16 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger = time.monotonic()  # for minOffsetsPerTrigger with maxTriggerDelay
 
     # -- driver ------------------------------------------------------------------------------------
-    def _redis(self) -> BlockingRedis:
-        return connection(self.opts.redis_url)
-
-    def _ks(self) -> Keyspace:
-        return Keyspace(self.opts.keyspace)
+    def _store(self) -> BlockingStore:
+        return store_for(self.opts.redis_url, self.opts.keyspace)
 
     def _current(
         self,
     ) -> tuple[list[tuple[Topic, int]], list[PartitionBounds], list[int], set[TopicPartition]]:
         """Subscribed partitions with their bounds and the end of the reader's view of each (the LSO for
         read_committed), and every partition that exists."""
-        topics = drive_sync(self._redis(), metadata.load_all(self._ks(), {}))
+        store = self._store()
+        topics = store.topics()
         existing = {(t.name, p) for t in topics for p in range(t.partitions)}
         sub = self.opts.subscription
         tps = [
@@ -98,15 +89,13 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p in sub.partitions_of(t.name, t.partitions)
             if p < t.partitions
         ]
-        bounds, ends = planning.load_bounds(self._redis(), self._ks(), tps, self.opts.committed)
+        bounds, ends = planning.load_bounds(store, tps, self.opts.committed)
         return tps, bounds, ends, existing
 
     def initialOffset(self) -> dict:
         tps, bounds, ends, _ = self._current()
         seen = planning.visible(bounds, ends)
-        start = planning.resolve(
-            self._redis(), self._ks(), tps, seen, self.opts.starting, self.opts.timestamp_strategy
-        )
+        start = planning.resolve(self._store(), tps, seen, self.opts.starting, self.opts.timestamp_strategy)
         return planning.to_json(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -170,11 +159,11 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             least = None  # AvailableNow must not wait for records that will never come
         counting = [(t, p, max(s, 0), e) for t, p, s, e in ranges if s <= e]
         if most:
-            ends, admitted = take(self._redis(), self._ks(), counting, most)
+            ends, admitted = take(self._store(), counting, most)
             ends.update({planning.key(t, p): e for t, p, s, e in ranges if s > e})
         else:
             ends = everything
-            admitted = take(self._redis(), self._ks(), counting, least)[1] if least else 0
+            admitted = take(self._store(), counting, least)[1] if least else 0
         waited_ms = (time.monotonic() - self._last_trigger) * 1000
         if least and admitted < least and waited_ms < self.opts.max_trigger_delay_ms:
             return None
@@ -182,7 +171,8 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, stop = planning.from_json(start), planning.from_json(end)
-        topics = {t.name: t for t in drive_sync(self._redis(), metadata.load_all(self._ks(), {}))}
+        store = self._store()
+        topics = {t.name: t for t in store.topics()}
         ranges = []
         for (name, p), e in stop.items():
             topic = topics.get(name)
@@ -196,9 +186,7 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     )
                 s = FROM_BEGINNING  # the topic was re-created: read the new log from its beginning
             ranges.append((topic, p, s, e))
-        return planning.plan(
-            self._redis(), self._ks(), ranges, self.opts.max_records_per_partition, self.opts.min_partitions
-        )
+        return planning.plan(store, ranges, self.opts.max_records_per_partition, self.opts.min_partitions)
 
     def commit(self, end: dict) -> None:
         pass  # the log keeps records by retention, not by what readers have read

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..storage.keys import Keyspace
-from ..storage.redis import client
-from ..storage.redis.calls import drive_sync, run_sync
-from ..storage.topics import metadata
+from ..storage.blocking_store import BlockingStore
 from ..storage.topics.metadata import Topic, TopicExists
 from .options import connection
 
@@ -20,17 +17,16 @@ def ensure_topic(
     options carry redis.url and keyspace, as the data source's options do.
     """
     url, keyspace = connection(options)
-    ks = Keyspace(keyspace)
-    redis = client.connect_sync(url)
+    store = BlockingStore.connect(url, keyspace)
     try:
-        found = run_sync(redis, metadata.load(ks, name, {}))
+        found = store.topic(name)
         if found is not None:
             return found
         try:
-            return drive_sync(redis, metadata.create(ks, name, partitions, dict(configs or {}), {}))
+            return store.create_topic(name, partitions, configs or {})
         except TopicExists:  # created by another process meanwhile
-            found = run_sync(redis, metadata.load(ks, name, {}))
+            found = store.topic(name)
             assert found is not None
             return found
     finally:
-        redis.close()
+        store.close()

@@ -11,6 +11,7 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)
   cluster.py brokers' registrations and the cluster-wide counters
   quotas.py  client quotas (AlterClientQuotas/DescribeClientQuotas): Kafka's rules, the change notices
+  security/  users.py (SCRAM users and their tenants), acls.py (ACL bindings)
   log/       the Kafka log, one stream per partition: entry.py (record <-> entry fields),
              append.py, read.py, lookup.py (by time), retention.py, producers.py (idempotent
              producers' state: DescribeProducers and expiry), sizes.py (DescribeLogDirs),
@@ -22,6 +23,7 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   share/     share groups (KIP-932): partition.py, share partitions on Redis consumer groups
   mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace
+  blocking_store.py  BlockingStore: the same for the blocking callers (the MQ library, Spark, the CLI)
 
 Rules: mq/ may import log/ (retries and dead-letter replays append), never the reverse; groups/
 never imports mq/; nothing here imports a layer above storage. tests/test_layering.py pins them.
@@ -29,10 +31,12 @@ never imports mq/; nothing here imports a layer above storage. tests/test_layeri
 The round-trip idiom: every public function returns a Call (one command or script, with the parser
 of its reply) or Steps (a generator that yields the Calls of each round trip and is sent their
 replies). It is written once and run by whichever runner fits: calls.run / calls.drive from
-asyncio, calls.run_sync / calls.drive_sync from blocking code (the MQ library, Spark, the CLI),
-PipelinedLane.send_call on the broker's append lane, or a Store method. A Lua script is
+asyncio, calls.run_sync / calls.drive_sync from blocking code, PipelinedLane.send_call on the
+broker's append lane. Callers above storage use a Store method (the broker) or a BlockingStore method
+(the MQ library, Spark, the CLI), not the runners. A Lua script is
 scripts/<concern>_<verb>.lua with a KEYS/ARGV header, called by name through script().
 
 A new API: its handler goes in broker/handlers, its round trips in the sub-package of its concern
-(a Call or Steps function, plus a Store method when the broker calls it), its script in scripts/.
+(a Call or Steps function, plus a Store method when the broker calls it, a BlockingStore method when a
+blocking caller does), its script in scripts/.
 """

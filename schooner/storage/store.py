@@ -1,6 +1,12 @@
 """Store: every round trip the broker and its coordinators make, as one list (in the manner of Tansu's
 Storage trait). Each method runs a Call or Steps written once in the sub-packages; blocking callers
-(the MQ library, the Spark data source, the CLI) run those same values with run_sync / drive_sync.
+(the MQ library, the Spark data source, the CLI) have the same in BlockingStore (blocking_store.py).
+
+Known exceptions, which run their own composition through Store.run / Store.drive:
+- broker/metrics/gauges.py `_reads`: the metrics' reading of a keyspace, end offsets, committed offsets,
+  lag and share partitions of many groups interleaved in two round trips (a method would only move it);
+- broker/handlers/scram_users.py: the put_user / delete_user Calls it builds from an
+  AlterUserScramCredentials request, sent together in one round trip.
 """
 
 from __future__ import annotations
@@ -39,11 +45,17 @@ from .redis.client import is_cluster
 from .redis.cluster_lanes import ClusterLanes
 from .redis.lane import PipelinedLane
 from .redis.server_info import ACKS_ALL_TIMEOUT_MS, Memory
+from .security import acls as acl_store
+from .security import users as user_store
+from .security.acls import AclBinding, AclSet
+from .security.users import User
 from .share import partition as share
 from .topic_partition import TopicPartition
 from .topics import metadata
 from .topics.metadata import Topic
 from .transactions import offsets as txn_offsets
+from .transactions import state as txn_state
+from .transactions.state import Stored, TransactionState
 
 T = TypeVar("T")
 
@@ -191,21 +203,8 @@ class Store:
                 parallel([read.read(self.ks, t, p, o, n, committed) for t, p, o, n in reads])
             )
         # On one Redis, through the read lane: a fetch of many partitions sends two commands for each, and
-        # the lane's cost per command is a fraction of redis-py's pipeline's. The replies are read
-        # without a procedure per partition (read.read's generator costs as much as its parsing).
-        lane = self.read_lane
-        calls = [c for t, p, offset, n in reads for c in read.read_calls(self.ks, t, p, offset, n, committed)]
-        replies = await lane.drive(together(calls))
-        found = [
-            read.read_from_replies(t, offset, committed, replies[2 * i], replies[2 * i + 1])
-            for i, (t, _, offset, _) in enumerate(reads)
-        ]
-        again = [i for i, f in enumerate(found) if f is None]
-        if again:  # a stream that needs one more round trip: read again with it (rare)
-            steps = parallel([read.read(self.ks, *reads[i][:3], reads[i][3], committed) for i in again])
-            for i, r in zip(again, await lane.drive(steps), strict=True):
-                found[i] = r
-        return [f for f in found if f is not None]  # every None was replaced just above
+        # the lane's cost per command is a fraction of redis-py's pipeline's.
+        return await self.read_lane.drive(read.read_many(self.ks, reads, committed))
 
     async def stable_bounds(self, topic: Topic, partition: int) -> tuple[PartitionBounds, int]:
         """The bounds and the last stable offset."""
@@ -232,6 +231,12 @@ class Store:
     ) -> None:
         """TxnOffsetCommit: offsets that become the group's when the producer's transaction commits."""
         calls = txn_offsets.stage(self.ks, group_id, producer_id, offsets)
+        if calls:
+            await self.drive(together(calls))
+
+    async def end_txn_offsets(self, group_ids: Iterable[str], producer_id: int, commit: bool) -> None:
+        """The producer's staged offsets become each group's (commit) or are dropped, in one round trip."""
+        calls = [txn_offsets.end(self.ks, g, producer_id, commit) for g in group_ids]
         if calls:
             await self.drive(together(calls))
 
@@ -432,3 +437,45 @@ class Store:
     async def delete_group_configs(self, group_id: str) -> bool:
         """Drops the group's configs; DeleteGroups leaves them, as Kafka does, unless it calls this."""
         return await self.run(configs.delete_all(self.ks, group_id))
+
+    # -- the transaction coordinator's state --------------------------------------------------------
+    async def transaction(self, transactional_id: str) -> Stored:
+        return await self.run(txn_state.load(self.ks, transactional_id))
+
+    async def save_transaction(
+        self, transactional_id: str, version: int, state: TransactionState | None
+    ) -> int:
+        """The new version; 0 (nothing written) when another broker changed it since `version`."""
+        return await self.drive(txn_state.save(self.ks, transactional_id, version, state))
+
+    async def transactional_ids(self, changed_before_ms: float = float("inf")) -> list[str]:
+        return await self.run(txn_state.ids(self.ks, changed_before_ms))
+
+    # -- ACLs ---------------------------------------------------------------------------------------
+    async def acls(self) -> tuple[int, AclSet]:
+        """The bindings and their version."""
+        return await self.drive(acl_store.load(self.ks))
+
+    async def acls_version(self) -> int:
+        return await self.run(acl_store.version(self.ks))
+
+    async def add_acls(self, bindings: Iterable[AclBinding]) -> tuple[int, int, int]:
+        return await self.run(acl_store.add(self.ks, bindings))
+
+    async def remove_acls(self, bindings: Iterable[AclBinding]) -> tuple[int, int, int]:
+        return await self.run(acl_store.remove(self.ks, bindings))
+
+    # -- SCRAM users and tenants: deployment-wide, so under the base keyspace the caller names ------
+    async def user(self, base: Keyspace, name: str) -> User | None:
+        return await self.run(user_store.get_user(base, name))
+
+    async def users(self, base: Keyspace, names: Sequence[str]) -> list[User | None]:
+        """Each named user (None where there is none), in one round trip."""
+        return await self.drive(together([user_store.get_user(base, n) for n in names]))
+
+    async def all_users(self, base: Keyspace) -> list[User]:
+        return await self.run(user_store.all_users(base))
+
+    async def tenants(self, base: Keyspace) -> list[str]:
+        """The tenants the users name."""
+        return await self.drive(user_store.tenants(base))

@@ -12,8 +12,8 @@ import pytest
 from schooner.spark import planning
 from schooner.spark.options import parse_source
 from schooner.spark.source import SchoonerBatchReader
+from schooner.storage.blocking_store import BlockingStore
 from schooner.storage.log import retention
-from schooner.storage.redis import client
 from schooner.storage.redis.calls import run_sync
 from tests.spark.conftest import BASE_MS, Log, Rec
 
@@ -117,10 +117,11 @@ def test_large_ranges_split_into_input_partitions_the_same_way_every_time(spark:
     # A replayed micro-batch plans the same whole range again: more records after its end, and the
     # time that passed, change nothing about its split.
     log.values("big", 0, 500)
-    redis = client.connect_sync(log.url)
+    store = BlockingStore.connect(log.url, log.ks)
     topic = log.load("big")
     whole = [(topic, 0, min(s for p, s, _ in ranges if p == 0), max(e for p, _, e in ranges if p == 0))]
-    pieces = planning.plan(redis, log.ks, whole, 150)
+    pieces = planning.plan(store, whole, 150)
+    store.close()
     assert [(p.partition, p.start, p.end) for p in pieces] == [r for r in ranges if r[0] == 0]
 
 

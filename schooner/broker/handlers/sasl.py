@@ -24,7 +24,6 @@ from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.request_types import SaslAuthenticateRequest, SaslHandshakeRequest
 from ...security.sasl import Challenge, NeedCredentials, SaslFailure, Step, Success, server_for
 from ...storage.keys import Keyspace
-from ...storage.security.users import get_user
 from ..authentication import Exchange, authenticate, enabled_mechanisms, session_lifetime_ms
 from ..context import BrokerContext
 from ..session import SESSION, Session
@@ -78,7 +77,7 @@ async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateReq
         step: Step = exchange.mechanism.step(body.auth_bytes)
         if isinstance(step, NeedCredentials):
             # Users live under the deployment's base keyspace, whatever tenant the context serves.
-            user = await ctx.store.run(get_user(Keyspace(ctx.settings.keyspace), step.user))
+            user = await ctx.store.user(Keyspace(ctx.settings.keyspace), step.user)
             credentials = user.credentials if user is not None else None
             exchange.tenant = user.tenant if user is not None else None
             # PLAIN derives a key from the password (PBKDF2): off the event loop.

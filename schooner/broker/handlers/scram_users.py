@@ -33,7 +33,7 @@ from ...security.acls import AclOperation
 from ...security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, credential_from_salted
 from ...storage.keys import Keyspace
 from ...storage.redis.calls import Call, together
-from ...storage.security.users import User, all_users, delete_user, get_user, put_user
+from ...storage.security.users import User, delete_user, put_user
 from ..context import BrokerContext
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_administer_deployment
 
@@ -64,10 +64,10 @@ async def handle_describe_user_scram_credentials(
     try:
         if asked:
             names = list(dict.fromkeys(asked))
-            loaded = await ctx.store.drive(together([get_user(ks, n) for n in names]))
+            loaded = await ctx.store.users(ks, names)
             found: dict[str, User | None] = dict(zip(names, loaded, strict=True))
         else:
-            found = {u.name: u for u in await ctx.store.run(all_users(ks)) if u.credentials}
+            found = {u.name: u for u in await ctx.store.all_users(ks) if u.credentials}
     except STORAGE_ERRORS as exc:
         return make(
             mod.DescribeUserScramCredentialsResponse,
@@ -134,7 +134,7 @@ async def handle_alter_user_scram_credentials(
                 errors[change.name] = problem
     valid = [n for n in order if n not in errors]
     try:
-        loaded = await ctx.store.drive(together([get_user(ks, n) for n in valid])) if valid else []
+        loaded = await ctx.store.users(ks, valid) if valid else []
         users = dict(zip(valid, loaded, strict=True))
         writes = _apply(ks, body, users, errors)
         if writes:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ...storage.groups import commits, state
+from ...storage.groups import commits
 from ...storage.groups.lag import PartitionLag, partition_lag
 from ...storage.keys import Keyspace
 from ...storage.log.read import PartitionBounds, bounds_of
@@ -88,18 +88,14 @@ async def _read_keyspace(ctx: BrokerContext, snap: Snapshot) -> None:
     topics = await store.topics(ctx.topic_defaults)
     brokers = await ctx.live_brokers()
     led = [(t, p) for t in topics for p in range(t.partitions) if ctx.leader_for(brokers, t, p) == me]
-    groups = [
-        g
-        for g in await store.run(state.list_ids(ctx.ks))
-        if (await ctx.groups.coordinator_for(g)).broker_id == me
-    ]
+    groups = [g for g in await store.group_ids() if (await ctx.groups.coordinator_for(g)).broker_id == me]
     ends, lags, shares = await store.drive(_reads(ctx.ks, led, {t.name: t for t in topics}, groups))
     tenant = ctx.tenant
     for (topic, p), b in zip(led, ends, strict=True):
         snap.end_offsets.append((topic_label(tenant, topic.name), p, b.high_watermark))
     for group, lag in lags:
         g, t = topic_label(tenant, group), topic_label(tenant, lag.topic)
-        snap.lags.append((g, t, lag.partition, lag.records))
+        snap.lags.append((g, t, lag.partition, lag.records or 0))  # partition_lag always counts
         snap.lag_seconds.append((g, t, lag.partition, lag.seconds))
     for group, name, p, records in shares:
         snap.lags.append((topic_label(tenant, group), topic_label(tenant, name), p, records))

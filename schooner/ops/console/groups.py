@@ -74,7 +74,7 @@ def _share_rows(request: Request, group: Group) -> list[ShareRow]:
     for p in group.partitions:
         more = extra.get((p.topic, p.partition))
         counts = (more.in_flight, more.archived, more.dead_lettered) if more is not None else (None,) * 3
-        rows.append(ShareRow(p.topic, p.partition, p.committed, p.lag, *counts))
+        rows.append(ShareRow(p.topic, p.partition, p.committed, p.records, *counts))
     return rows
 
 

@@ -7,18 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from ...mq.admin import Admin, GroupStats, Ownership, PartitionLag, PendingMessage
-from ...storage.keys import Keyspace
-from ...storage.log.sizes import partition_sizes
+from ...mq.admin import Admin, GroupStats, Ownership, PendingMessage, QueuePartitionLag
+from ...storage.blocking_store import BlockingStore
 from ...storage.mq.dead_letters import DeadLetter
-from ...storage.redis.calls import command, drive_sync, run_sync, text, together
-from ...storage.redis.client import connect_sync
-from ...storage.redis.server_info import Memory, memory
-from ...storage.share import partition as share
+from ...storage.redis.server_info import Memory
 from ...storage.topic_partition import TopicPartition
-from ...storage.topics import metadata
 
 MQ_TOPICS_SHOWN = 200  # the MQ page looks at this many topics at most
 
@@ -42,7 +36,7 @@ class MqTopic:
 class MqGroup:
     stats: GroupStats
     owners: list[Ownership]
-    lag: list[PartitionLag]
+    lag: list[QueuePartitionLag]
 
 
 @dataclass(frozen=True)
@@ -56,43 +50,29 @@ class ShareRow:
     lag: int | None
 
 
-def _info_map(raw: Any) -> dict[str, str]:
-    if isinstance(raw, dict):
-        return {text(k): text(v) if isinstance(v, bytes) else str(v) for k, v in raw.items()}
-    out = {}
-    for line in text(raw).splitlines():
-        name, sep, value = line.partition(":")
-        if sep and not line.startswith("#"):
-            out[name.strip()] = value.strip()
-    return out
-
-
 class RedisSide:
     def __init__(self, url: str, keyspace: str) -> None:
-        self.ks = Keyspace(keyspace)
-        self.redis = connect_sync(url)
-        self.mq = Admin(self.redis, keyspace=self.ks)
+        self.store = BlockingStore.connect(url, keyspace)
+        self.mq = Admin(self.store.redis, keyspace=self.store.ks)
 
     def close(self) -> None:
-        self.redis.close()
+        self.store.close()
 
     def info(self) -> RedisInfo:
-        server = run_sync(self.redis, command("INFO", "server", parse=_info_map))
-        return RedisInfo(server.get("redis_version", "?"), server.get("redis_mode", "?"),
-                         run_sync(self.redis, memory()))  # fmt: skip
+        server = self.store.server()
+        return RedisInfo(server.get("redis_version", "?"), server.get("redis_mode", "?"), self.store.memory())
 
     def sizes(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         tps = [TopicPartition(t, p) for t, p in partitions]
-        found = drive_sync(self.redis, partition_sizes(self.ks, tps))
+        found = self.store.partition_sizes(tps)
         return {(tp.topic, tp.partition): size for tp, size in found.items()}
 
     def share_partitions(self, group_id: str) -> list[ShareRow]:
         """What Redis adds to a share group's partitions: records in flight, archived, dead-lettered."""
-        listed: list[str] = run_sync(self.redis, share.topics(self.ks, group_id))
-        names = set(listed)
-        topics = [t for t in drive_sync(self.redis, metadata.load_all(self.ks, {})) if t.name in names]
+        names = set(self.store.share_topics(group_id))
+        topics = [t for t in self.store.topics() if t.name in names]
         pairs = [(t, p) for t in sorted(topics, key=lambda t: t.name) for p in range(t.partitions)]
-        states = drive_sync(self.redis, together([share.state(self.ks, t, p, group_id) for t, p in pairs]))
+        states = self.store.share_states(pairs, group_id)
         return [
             ShareRow(t.name, p, s.start_offset, s.in_flight, s.archived, s.dead_lettered,
                      None if s.lag < 0 else s.lag)
@@ -104,7 +84,7 @@ class RedisSide:
     def mq_topics(self) -> list[MqTopic]:
         """Topics that MQ groups consume or that hold dead letters."""
         out = []
-        for t in drive_sync(self.redis, metadata.load_all(self.ks, {}))[:MQ_TOPICS_SHOWN]:
+        for t in self.store.topics()[:MQ_TOPICS_SHOWN]:
             groups = self.mq.groups(t.name)
             letters = self.mq.dead_letter_count(t.name)
             if groups or letters:

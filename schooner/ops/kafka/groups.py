@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from ...protocol.apis import ApiKey, request_type
 from ...protocol.messages import make, sibling
+from ...storage.groups.lag import PartitionLag
 from ..client_options import ClientSettings
 from . import KafkaFailure, admin_client, result
 from .topics import offsets_at
@@ -44,24 +45,14 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionLag:
-    """A partition of the group: its committed offset (a share group's share-partition start offset),
-    the end offset, and the lag (None where the group has no position there)."""
-
-    topic: str
-    partition: int
-    committed: int | None
-    end_offset: int | None
-    lag: int | None
-
-
-@dataclass(frozen=True, slots=True)
 class Group:
     group_id: str
     type: str
     state: str
     epoch: int | None  # a consumer or share group's epoch; classic groups do not tell their generation
     members: tuple[Member, ...]
+    # Committed offset (a share group's share-partition start offset), end offset and records of lag,
+    # None where not known or where the group has no position; no exact count or time here.
     partitions: tuple[PartitionLag, ...]
     assignor: str | None = None  # a classic or consumer group's partition assignor
     coordinator: int | None = None  # the coordinator's broker id, where the client says

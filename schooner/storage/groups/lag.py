@@ -1,4 +1,5 @@
-"""Consumer lag of a Kafka consumer group as a number of records and as time (the CLI, the console).
+"""Consumer lag of a group as a number of records and as time (the CLI, the console, the broker's
+metrics), and PartitionLag, the one type every view of a group's lag shares.
 
 On a dense topic the offsets count records, so lag is end offset - committed offset (retention only
 removes records below the log start). Offsets of a timestamp-encoded topic have gaps: there the records
@@ -20,13 +21,19 @@ SLICE = 50_000
 
 @dataclass(frozen=True, slots=True)
 class PartitionLag:
+    """A group's lag on one partition: the records it has yet to consume and how long the oldest has
+    waited. partition_lag counts them in Redis; the MQ library's Admin.lag extends it with the queue's
+    undelivered and pending entries; a Kafka client's view (ops/kafka/groups.py) knows offsets only."""
+
     topic: str
     partition: int
-    committed: int | None
-    end_offset: int
-    records: int  # records at or after the committed offset (all records when nothing is committed)
-    exact: bool  # False when counting stopped at the limit
-    seconds: float  # age of the oldest record not yet consumed; 0 when caught up
+    committed: int | None  # the group's position; None when it has none
+    end_offset: int | None  # the high watermark; None where not known
+    # Records at or after the committed offset (all records when nothing is committed); None where
+    # not known.
+    records: int | None
+    exact: bool = True  # False when counting stopped at the limit
+    seconds: float = 0.0  # age of the oldest record not yet consumed; 0 when caught up or not measured
 
 
 def partition_lag(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..keys import Keyspace
-from ..redis.calls import Steps, script, text
+from ..redis.calls import Steps, command, script, text
 from ..topics.metadata import Topic
 
 PAGE = 1000  # entries per script call: Redis stays free between pages
@@ -35,3 +35,13 @@ def renumber(ks: Keyspace, topic: Topic, partition: int) -> Steps[Renumbered]:
         if text(reply[0]) == "done":
             return Renumbered(int(reply[1]), int(reply[2]))
         after = text(reply[1])
+
+
+def needs_repair(ks: Keyspace, topic: str, partition: int) -> Steps[bool]:
+    """Whether renumber has work: the append script noted a foreign ID, or the last entry's ID is not a
+    dense offset's (`0-<offset>`). One round trip."""
+    foreign, tail = yield [
+        command("HGET", ks.partition_state(topic, partition), "foreign_id"),
+        command("XREVRANGE", ks.stream(topic, partition), "+", "-", "COUNT", 1),
+    ]
+    return foreign is not None or bool(tail and not text(tail[0][0]).startswith("0-"))

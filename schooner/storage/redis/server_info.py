@@ -8,7 +8,7 @@ from typing import Any
 
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from .calls import Call, command
+from .calls import Call, command, text
 
 ACKS_ALL_TIMEOUT_MS = 5000  # acks=all: how long the lanes' WAIT / WAITAOF may take
 
@@ -54,6 +54,22 @@ def combined(memories: list[Memory]) -> Memory:
         risky[0] if risky else "noeviction",
         max((m.system for m in memories), default=0),
     )
+
+
+def _fields(raw: Any) -> dict[str, str]:
+    if isinstance(raw, dict):
+        return {text(k): text(v) if isinstance(v, bytes) else str(v) for k, v in raw.items()}
+    out = {}
+    for line in text(raw).splitlines():
+        name, sep, value = line.partition(":")
+        if sep and not line.startswith("#"):
+            out[name.strip()] = value.strip()
+    return out
+
+
+def server() -> Call[dict[str, str]]:
+    """INFO server's fields as text (redis_version, redis_mode, ...)."""
+    return command("INFO", "server", parse=_fields)
 
 
 def memory() -> Call[Memory]:
