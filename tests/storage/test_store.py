@@ -57,7 +57,11 @@ def test_transaction_state_acls_users_and_tenants_are_store_methods(redis_server
             assert version and await store.transaction("tx") == Stored(version, saved)
             assert await store.transactional_ids() == ["tx"]
             assert await store.transactional_ids(0) == []
-            assert await store.save_transaction("tx", 0, None) == 0  # not the stored version: refused
+            # Refused saves (not the stored version) leave the index as what is stored says.
+            assert await store.save_transaction("tx", 0, None) == 0
+            assert await store.transactional_ids() == ["tx"]
+            assert await store.save_transaction("tx", 0, saved.changed(state="Ongoing")) == 0
+            assert await store.transactional_ids(saved.updated_ms) == ["tx"]
 
             assert await store.acls_version() == 0
             assert await store.add_acls([READ]) == (1, 1, 0)

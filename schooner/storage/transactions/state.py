@@ -79,15 +79,24 @@ def load(ks: Keyspace, transactional_id: str) -> Call[Stored]:
 
 def save(ks: Keyspace, transactional_id: str, version: int, state: TransactionState | None) -> Steps[int]:
     """The new version, or 0 when another broker changed the id since `version` was read (nothing is
-    written then). None deletes the id. The index rides the same round trip."""
+    written then). None deletes the id. The index rides the same round trip (it is in another slot on
+    a Redis Cluster, so not in the script); a refused save has moved it too, so one more round trip
+    puts it back to what is stored."""
     raw = state.to_json() if state is not None else ""
-    index: Call[Any] = (
-        command("ZADD", ks.transaction_ids, state.updated_ms, transactional_id)
-        if state is not None
-        else command("ZREM", ks.transaction_ids, transactional_id)
-    )
-    stored, _ = yield [script("txn_save", [ks.transaction(transactional_id)], [version, raw], int), index]
+    stored, _ = yield [
+        script("txn_save", [ks.transaction(transactional_id)], [version, raw], int),
+        _index(ks, transactional_id, state),
+    ]
+    if not stored:
+        (now,) = yield [load(ks, transactional_id)]
+        yield [_index(ks, transactional_id, now.state)]
     return int(stored)
+
+
+def _index(ks: Keyspace, transactional_id: str, state: TransactionState | None) -> Call[Any]:
+    if state is None:
+        return command("ZREM", ks.transaction_ids, transactional_id)
+    return command("ZADD", ks.transaction_ids, state.updated_ms, transactional_id)
 
 
 def ids(ks: Keyspace, changed_before_ms: float = float("inf")) -> Call[list[str]]:
