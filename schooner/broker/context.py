@@ -21,12 +21,12 @@ from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
 from .fetch_sessions import FetchSessions
-from .partition_ends import PartitionEnds
-from .recent_batches import RecentBatches
-from .retry_order import RetryOrder
-from .sequencer import PartitionSequencer
+from .partitions.partition_ends import PartitionEnds
+from .partitions.recent_batches import RecentBatches
+from .partitions.retry_order import RetryOrder
+from .partitions.sequencer import PartitionSequencer
+from .partitions.waiters import AppendWaiters
 from .share_sessions import ShareSessions
-from .waiters import AppendWaiters
 
 if TYPE_CHECKING:
     from .metrics import BrokerMetrics

@@ -26,9 +26,9 @@ from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError, mark_topology_stale
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.notices import ChannelNotices, TopicNotices
-from . import waiters as waiters_module
 from .compactor import compact_partition
 from .context import BrokerContext
+from .partitions import waiters as waiters_module
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from ...storage.log.transactions import AbortedTransaction
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from ..fetch_codec import codec_for, encode_entries
 from ..fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, WantedTopic
-from ..partition_ends import PartitionEnds
+from ..partitions.fetch_codec import codec_for, encode_entries
+from ..partitions.partition_ends import PartitionEnds
+from ..partitions.recent_batches import Served
 from ..quotas import fetch_byte_cap
-from ..recent_batches import Served
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, long_poll_deadline, resolve_topic
 
 # Entries read per XRANGE before the partition's average size is known.

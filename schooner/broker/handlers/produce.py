@@ -35,11 +35,11 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ...storage.topics.timestamps import out_of_window
 from ..context import BrokerContext
-from ..fetch_codec import codec_for
 from ..internal_topics import is_internal
+from ..partitions.fetch_codec import codec_for
+from ..partitions.retry_order import RetryOrder, sequenced
+from ..partitions.sequencer import Turn
 from ..refusals import refused
-from ..retry_order import RetryOrder, sequenced
-from ..sequencer import Turn
 from .common import (
     APPEND_UNANSWERED,
     LOG_UNAVAILABLE,

@@ -26,7 +26,7 @@ from ...storage.share.partition import ACK_TYPES, RENEW, AckBatch, Acquired, Lim
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from ..fetch_codec import codec_for, encode_entries
+from ..partitions.fetch_codec import codec_for, encode_entries
 from ..share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, long_poll_deadline, resolve_partition
 from .share_dead_letters import copy_to_topic

@@ -28,7 +28,7 @@ from ...security.acls import ResourceType as Resource
 from ...storage.topic_partition import TopicPartition
 from ...storage.transactions.state import STATES
 from ..context import BrokerContext
-from ..sequencer import group_offsets
+from ..partitions.sequencer import group_offsets
 from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 # KIP-588: fencing answers PRODUCER_FENCED from these versions on, INVALID_PRODUCER_EPOCH before.

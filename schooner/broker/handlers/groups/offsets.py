@@ -22,7 +22,7 @@ from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
 from ...internal_topics import internal_topic
-from ...sequencer import group_offsets
+from ...partitions.sequencer import group_offsets
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 MAX_METADATA_BYTES = 4096

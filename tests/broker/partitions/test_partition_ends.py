@@ -1,5 +1,6 @@
-"""Fetch's reads of partitions at their end are reused until an append notice (broker/partition_ends.py):
-a record appended through any path is still returned by the next fetch that asks for it."""
+"""Fetch's reads of partitions at their end are reused until an append notice
+(broker/partitions/partition_ends.py): a record appended through any path is still returned by the next fetch
+that asks for it."""
 
 from __future__ import annotations
 
