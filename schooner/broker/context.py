@@ -17,15 +17,10 @@ from ..coordinators.transaction_coordinator import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.store import Store
-from ..storage.topic_partition import TopicPartition
 from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
 from .fetch_sessions import FetchSessions
-from .partitions.partition_ends import PartitionEnds
-from .partitions.recent_batches import RecentBatches
-from .partitions.retry_order import RetryOrder
-from .partitions.sequencer import PartitionSequencer
-from .partitions.waiters import AppendWaiters
+from .partitions.data_path import DataPath, open_data_path
 from .share_sessions import ShareSessions
 
 if TYPE_CHECKING:
@@ -49,14 +44,8 @@ class BrokerContext:
     store: Store
     me: BrokerInfo
     cluster_id: str = ""
-    waiters: AppendWaiters = field(default_factory=AppendWaiters)
-    sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
-    retry_order: RetryOrder = field(default_factory=RetryOrder)  # idempotent producers' retries in order
-    recent_batches: RecentBatches = field(default_factory=RecentBatches)  # served to fetches as appended
-    # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
-    entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
-    # Fetch's reads of partitions at their end, reused until an append notice (partition_ends.py).
-    partition_ends: PartitionEnds = field(init=False)
+    # The partition writer and reader, and the in-memory state they share (broker/partitions/).
+    data: DataPath = field(init=False)
     groups: GroupCoordinator = field(init=False)
     transactions: TransactionCoordinator = field(init=False)
     leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
@@ -81,7 +70,6 @@ class BrokerContext:
     def __post_init__(self) -> None:
         self.authorizer = Authorizer(self.settings, self.store)
         self.fetch_sessions = FetchSessions(self.settings.fetch_session_cache_slots)
-        self.partition_ends = PartitionEnds(self.waiters)
 
     @property
     def ks(self) -> Keyspace:
@@ -102,9 +90,8 @@ class BrokerContext:
             base.cluster_id,
             base.quotas,
             base,
+            name,
         )
-        ctx.tenant = name
-        ctx.metrics = base.metrics
         return ctx
 
     @property
@@ -222,13 +209,20 @@ def open_context(
     cluster_id: str,
     quotas: ClientQuotas,
     base: BrokerContext | None = None,
+    tenant: str | None = None,
+    metrics: BrokerMetrics | None = None,
 ) -> BrokerContext:
-    """A context with its coordinators, on the store's keyspace. A tenant's (base given) reports its Redis
-    round trips to the deployment's health, which the broker's heartbeat keeps; client quotas are the
-    deployment's, one for all."""
+    """A context with its coordinators and data path, on the store's keyspace. A tenant's (base given)
+    reports its Redis round trips to the deployment's health, which the broker's heartbeat keeps; client
+    quotas and metrics are the deployment's, one for all."""
     s = settings
-    ctx = BrokerContext(settings=s, store=store, me=me, cluster_id=cluster_id, base=base)
+    if base is not None:
+        metrics = base.metrics
+    ctx = BrokerContext(settings=s, store=store, me=me, cluster_id=cluster_id, base=base, tenant=tenant)
+    ctx.metrics = metrics
     ctx.quotas = quotas
+    full_log = base.data.writer.full_log if base is not None else None
+    ctx.data = open_data_path(store, metrics, tenant, ctx.forget_topic, full_log)
     ctx.groups = GroupCoordinator(
         store,
         me,

@@ -126,8 +126,7 @@ class Broker:
         me = BrokerInfo(broker_id, host, port, s.rack, endpoints)
         quotas = ClientQuotas(s, store)
         await quotas.reload()  # quotas are in force from the first request
-        self.ctx = open_context(s, store, me, await store.cluster_id(), quotas=quotas)
-        self.ctx.metrics = self.metrics
+        self.ctx = open_context(s, store, me, await store.cluster_id(), quotas=quotas, metrics=self.metrics)
         if s.authorizer:  # the ACLs are read before the first client is served, then kept fresh
             await self.ctx.authorizer.refresh()
         self.tenants = Tenants(self.ctx, self._start_upkeep)

@@ -52,7 +52,7 @@ class Upkeep:
         ctx, s = self.ctx, self.settings
         if redis_client.is_cluster(ctx.store.redis):
             self.sharded_notices = ShardedAppendNotices(ctx.store.redis, ctx.ks, s.redis_timeout_ms / 1000)
-            ctx.waiters.watch(self.sharded_notices.want, self.sharded_notices.idle)
+            ctx.data.waiters.watch(self.sharded_notices.want, self.sharded_notices.idle)
         self.listeners = [
             asyncio.create_task(self._listen_for_appends()),
             asyncio.create_task(self._listen_for_topic_changes()),
@@ -91,13 +91,13 @@ class Upkeep:
         await self.listen(
             "append notices",
             lambda quiet: AppendNotices(ctx.store.redis, ctx.ks, quiet),
-            ctx.waiters.notify_text,
+            ctx.data.waiters.notify_text,
         )
 
     async def _look_at_waited_partitions(self) -> None:
         """Wakes fetches waiting on partitions that changed without a notice: one look at each waited
         partition's last entry ID per RECHECK_SECONDS, however many fetches wait on it (waiters.py)."""
-        waiters = self.ctx.waiters
+        waiters = self.ctx.data.waiters
         while True:
             await asyncio.sleep(waiters_module.RECHECK_SECONDS)
             waited = waiters.waited()
@@ -180,7 +180,7 @@ class Upkeep:
                     await notices.close()
 
     async def _listen_sharded(self, notices: ShardedAppendNotices) -> None:
-        waiters = self.ctx.waiters
+        waiters = self.ctx.data.waiters
 
         def wake(tp: TopicPartition) -> None:
             waiters.notify(tp.topic, tp.partition)

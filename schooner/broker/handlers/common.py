@@ -1,5 +1,5 @@
-"""Helpers that several handlers share: finding a request's topic, and what a Redis failure is answered
-with in each family of APIs."""
+"""Helpers that several handlers share: finding a request's topic, and (from broker/outages.py) what a
+Redis failure is answered with in each family of APIs."""
 
 from __future__ import annotations
 
@@ -11,28 +11,22 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from ...security.acls import AclOperation, ResourceType
-from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..internal_topics import READ_ONLY, internal_topic, internal_topic_by_id, is_internal
+from ..outages import ADMIN_UNAVAILABLE as ADMIN_UNAVAILABLE
+from ..outages import APPEND_UNANSWERED as APPEND_UNANSWERED
+from ..outages import GROUPS_UNAVAILABLE as GROUPS_UNAVAILABLE
+from ..outages import LOG_UNAVAILABLE as LOG_UNAVAILABLE
+from ..outages import PRODUCER_IDS_UNAVAILABLE as PRODUCER_IDS_UNAVAILABLE
+from ..outages import STORAGE_ERRORS as STORAGE_ERRORS
 from ..refusals import refused
 from ..session import SESSION
 
 log = logging.getLogger(__name__)
 
 NO_THROTTLE = datetime.timedelta(0)
-
-# Redis unreachable or refusing writes. Clients must retry, so each family answers with a retriable
-# Kafka code (never UNKNOWN_SERVER_ERROR), chosen here once:
-STORAGE_ERRORS = (StorageError, OSError)
-LOG_UNAVAILABLE = (
-    ErrorCode.kafka_storage_error
-)  # Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords
-APPEND_UNANSWERED = ErrorCode.request_timed_out  # an append sent without a reply: "possibly persisted"
-GROUPS_UNAVAILABLE = ErrorCode.coordinator_not_available  # group membership and committed offsets
-ADMIN_UNAVAILABLE = ErrorCode.request_timed_out  # topic and config changes (CreateTopics, AlterConfigs, ...)
-PRODUCER_IDS_UNAVAILABLE = ErrorCode.coordinator_load_in_progress  # InitProducerId
 
 
 def long_poll_deadline(ctx: BrokerContext, max_wait: datetime.timedelta) -> float:

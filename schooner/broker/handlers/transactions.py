@@ -176,7 +176,7 @@ async def handle_add_offsets_to_txn(ctx: BrokerContext, body: AddOffsetsToTxnReq
 
 async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -> ResponsePayload:
     """Offsets wait beside the group until the transaction ends (storage/transactions/offsets.py)."""
-    async with ctx.sequencer.claim(group_offsets(body.group_id)):  # in the order received, as commits
+    async with ctx.data.sequencer.claim(group_offsets(body.group_id)):  # in the order received, as commits
         return await _txn_offset_commit(ctx, body)
 
 

@@ -82,7 +82,7 @@ async def _topic_name(
 async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
     # Kafka applies a group's commits in the order received; pipelined commits would otherwise race
     # through the Redis pool and an older offset could land last.
-    async with ctx.sequencer.claim(group_offsets(body.group_id)):
+    async with ctx.data.sequencer.claim(group_offsets(body.group_id)):
         return await _commit(ctx, body)
 
 
@@ -274,7 +274,7 @@ def subscribed_topics(metadata: bytes) -> set[str]:
 
 
 async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayload:
-    async with ctx.sequencer.claim(group_offsets(body.group_id)):  # after the commits received before it
+    async with ctx.data.sequencer.claim(group_offsets(body.group_id)):  # after the commits received before it
         return await _delete(ctx, body)
 
 
