@@ -21,13 +21,11 @@ from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
 from .fetch_sessions import FetchSessions
 from .partitions.data_path import DataPath, open_data_path
+from .quotas import ClientQuotas
 from .share_sessions import ShareSessions
 
 if TYPE_CHECKING:
     from .metrics import BrokerMetrics
-    from .quotas import ClientQuotas  # which imports CLIENT from here
-
-from .session import CLIENT as CLIENT  # defined beside SESSION (refusals.py and the authorizer read it)
 
 # Every topic change is published (storage/topics/notices.py) and drops the cached topic at once, so
 # the TTL is a safety net. While this broker may not hear those notices (at start, while its

@@ -43,8 +43,7 @@ from ..storage.keys import Keyspace
 from ..storage.quotas import CLIENT_ID, USER, Entity
 from ..storage.redis.calls import StorageError
 from ..storage.store import Store
-from .context import CLIENT
-from .session import ANONYMOUS, SESSION
+from .session import ANONYMOUS, CLIENT, SESSION
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -29,8 +29,9 @@ from ....protocol.request_types import (
 from ....security.acls import OPERATIONS_OMITTED
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType as Resource
-from ...context import CLIENT, BrokerContext
+from ...context import BrokerContext
 from ...refusals import refused
+from ...session import CLIENT
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from ..endpoints import endpoint_for
 from .share import forget_share_state

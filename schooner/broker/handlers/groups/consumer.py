@@ -23,7 +23,8 @@ from ....protocol.request_types import ConsumerGroupDescribeRequest, ConsumerGro
 from ....security.acls import OPERATIONS_OMITTED, ResourceType
 from ....security.acls import AclOperation as Op
 from ....storage.topics.metadata import Topic
-from ...context import CLIENT, BrokerContext
+from ...context import BrokerContext
+from ...session import CLIENT
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: the member uses the consumer protocol

@@ -20,7 +20,8 @@ from ....coordinators.share_group import Assignment, ShareGroup
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
 from ....security.acls import OPERATIONS_OMITTED
-from ...context import CLIENT, BrokerContext
+from ...context import BrokerContext
+from ...session import CLIENT
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .consumer import BrokerTopics, answered, describe_refusal, heartbeat_refusal, heartbeat_response
 
