@@ -101,7 +101,7 @@ Handler = Callable[[Any, RequestPayload], Awaitable[Answer]]
 
 
 class ClientQuotas:
-    """This broker's quota configuration and windows; ctx.quotas. One per broker, shared by tenants."""
+    """This broker's quota configuration and windows; ctx.access.quotas. One per broker, shared by tenants."""
 
     def __init__(self, settings: Settings, store: Store) -> None:
         self.book = QuotaBook(WindowConfig(settings.quota_window_num, settings.quota_window_size_seconds))

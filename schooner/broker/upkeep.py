@@ -116,8 +116,8 @@ class Upkeep:
         await self.listen(
             "topic notices",
             lambda quiet: TopicNotices(ctx.store.redis, ctx.ks, quiet),
-            lambda name: ctx.forget_topic(name.decode(errors="replace")),
-            ctx.topic_notices,
+            lambda name: ctx.topics.forget(name.decode(errors="replace")),
+            ctx.topics.notices,
         )
 
     async def _listen_for_acl_changes(self) -> None:
@@ -127,10 +127,10 @@ class Upkeep:
         await self.listen(
             "ACL notices",
             lambda quiet: ChannelNotices(ctx.store.redis, ctx.ks.acls_channel, quiet),
-            lambda _version: ctx.authorizer.notice(),
+            lambda _version: ctx.access.authorizer.notice(),
             # Subscribed (again): changes made meanwhile went unheard, so load now; lost: load before
             # the next decision.
-            lambda heard: ctx.authorizer.notice() if heard else ctx.authorizer.changed(),
+            lambda heard: ctx.access.authorizer.notice() if heard else ctx.access.authorizer.changed(),
         )
 
     async def listen(
@@ -211,7 +211,7 @@ class Upkeep:
                 if ticks % 4 == 0:
                     await groups.check_ownership()
             except (StorageError, OSError) as exc:
-                if not groups.redis_health.in_trouble():  # an outage is logged by the heartbeat
+                if not self.ctx.health.in_trouble():  # an outage is logged by the heartbeat
                     log.warning("group upkeep%s failed: %s", self._whose, exc)
 
     async def _apply_retention(self) -> None:

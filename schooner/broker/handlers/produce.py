@@ -78,7 +78,7 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
     jobs: dict[tuple[int, int], asyncio.Task[PartitionAppend]] = {}
     resolved: list[tuple[int, _TopicData, Topic | ErrorCode]]
     try:
-        if transactional_id is not None and not await ctx.authorizer.allowed(
+        if transactional_id is not None and not await ctx.access.authorizer.allowed(
             AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
         ):  # Kafka refuses the whole request, before any topic is looked at
             denied = ErrorCode.transactional_id_authorization_failed
@@ -132,7 +132,7 @@ async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorC
     if topic_id is not None:  # v13 has ids only, and ids are never auto-created
         return await resolve_topic(ctx, None, topic_id, op=AclOperation.WRITE)
     name = getattr(topic_data, "name", "")
-    if not await ctx.authorizer.allowed(AclOperation.WRITE, ResourceType.TOPIC, name):
+    if not await ctx.access.authorizer.allowed(AclOperation.WRITE, ResourceType.TOPIC, name):
         return ErrorCode.topic_authorization_failed
     try:
         found = await topic_for_write(ctx, name, api="PRODUCE")

@@ -89,7 +89,7 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
     lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
     if not group or not member:
         return _fetch_error(mod, ErrorCode.invalid_request, "A share fetch needs a group id and a member id")
-    if not await ctx.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
         return _fetch_error(
             mod, ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}"
         )
@@ -159,7 +159,7 @@ async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeReq
 
     if not group or not member:
         return answer(ErrorCode.invalid_request, "A share acknowledge needs a group id and a member id")
-    if not await ctx.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
         return answer(ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}")
     if epoch == INITIAL_EPOCH:
         return answer(ErrorCode.invalid_share_session_epoch, "Acknowledgements cannot open a share session")

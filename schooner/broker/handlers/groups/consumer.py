@@ -37,11 +37,11 @@ class BrokerTopics:
         self.ctx = ctx
 
     async def topic(self, name: str) -> Topic | None:
-        return await self.ctx.topic(name)
+        return await self.ctx.topics.load(name)
 
     async def names(self) -> list[str]:
         # One pipelined read of every topic; it refreshes the cache the topic lookups use next.
-        return [topic.name for topic in await self.ctx.all_topics()]
+        return [topic.name for topic in await self.ctx.topics.all()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +60,11 @@ async def heartbeat_refusal(
 ) -> _Refused | None:
     """Kafka's checks of a KIP-848 or share group heartbeat: READ on the group, then DESCRIBE on each
     subscribed topic (named ones; a regex only ever matches topics, it names none)."""
-    if not await ctx.authorizer.allowed(Op.READ, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(Op.READ, ResourceType.GROUP, group_id):
         message = f"The principal may not READ group {group_id!r}."
         return _Refused(ErrorCode.group_authorization_failed, message, body.member_id, body.member_epoch)
     names = set(subscribed or ())
-    denied = names - await ctx.authorizer.allowed_names(Op.DESCRIBE, ResourceType.TOPIC, names)
+    denied = names - await ctx.access.authorizer.allowed_names(Op.DESCRIBE, ResourceType.TOPIC, names)
     if denied:
         message = f"The principal may not DESCRIBE the subscribed topics {sorted(denied)}."
         return _Refused(ErrorCode.topic_authorization_failed, message, body.member_id, body.member_epoch)
@@ -181,14 +181,14 @@ async def describe_refusal(
 ) -> bool:
     """Kafka's check of a KIP-848 or share group describe: DESCRIBE on the group. Fills `values` (the
     DescribedGroup's) with the error, or with the authorized operations when they are asked for."""
-    if not await ctx.authorizer.allowed(Op.DESCRIBE, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, ResourceType.GROUP, group_id):
         values.update(
             error_code=ErrorCode.group_authorization_failed,
             error_message=f"The principal may not DESCRIBE group {group_id!r}.",
         )
         return True
     if with_operations:
-        values["authorized_operations"] = await ctx.authorizer.operations(ResourceType.GROUP, group_id)
+        values["authorized_operations"] = await ctx.access.authorizer.operations(ResourceType.GROUP, group_id)
     return False
 
 
@@ -240,7 +240,7 @@ async def _describe_members(ctx: BrokerContext, group: ConsumerGroup, mod: Modul
         for topic_id, partitions in sorted(parts.items()):
             name = names.get(topic_id)
             if name is None:  # a topic deleted since: look the id up, else leave the name empty
-                found = await ctx.topic_by_id(uuid.UUID(topic_id))
+                found = await ctx.topics.by_id(uuid.UUID(topic_id))
                 name = found.name if found else ""
             rows.append(
                 make(

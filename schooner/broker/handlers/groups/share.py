@@ -40,7 +40,7 @@ async def forget_share_state(ctx: BrokerContext, group_id: str) -> None:
     groups on the partitions' streams, with their counters), and the list of its topics."""
     partitions = []
     for name in await ctx.store.share_topics(group_id):
-        topic = await ctx.topic(name)
+        topic = await ctx.topics.load(name)
         if topic is not None:
             partitions += [(topic, p) for p in range(topic.partitions)]
     if partitions:
@@ -115,7 +115,7 @@ async def _describe_members(ctx: BrokerContext, group: ShareGroup, mod: ModuleTy
         for topic_id, partitions in sorted(parts.items()):
             name = names.get(topic_id)
             if name is None:  # a topic deleted since: look the id up, else leave the name empty
-                found = await ctx.topic_by_id(uuid.UUID(topic_id))
+                found = await ctx.topics.by_id(uuid.UUID(topic_id))
                 name = found.name if found else ""
             rows.append(
                 make(
