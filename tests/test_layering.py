@@ -190,6 +190,53 @@ COORDINATOR_RULES = [
     never(_GROUPS, "schooner.coordinators.transactions"),
 ]
 
+# Within the broker (broker/__init__.py draws the map): the ground floor holds what knows no other part
+# (sessions, limits, the outage codes, the cluster view); access rules, metrics, clients' sessions and the
+# topic cache; then the data path (partitions/), the context that holds the parts, the handlers, and what
+# runs them (dispatch, connections, upkeep, tenants), up to the listener and the server. connection.py
+# sits above the handlers because it answers an unsupported version with ApiVersions' response.
+BROKER_RULES = [
+    *floors(
+        "schooner.broker",
+        (
+            "session",
+            "limits",
+            "outages",
+            "internal_topics",
+            "cluster_view",
+            "compactor",
+            "response_budget",
+            "watchdog",
+            "tls",
+        ),
+        (
+            "metrics",
+            "refusals",
+            "quotas",
+            "authentication",
+            "authorizer",
+            "fetch_sessions",
+            "share_sessions",
+            "topic_cache",
+        ),
+        "partitions",
+        "context",
+        "handlers",
+        ("dispatch", "upkeep", "tenants", "connection"),
+        "listener",
+        "server",
+    ),
+    *floors(
+        "schooner.broker.partitions",
+        ("sequencer", "retry_order", "waiters", "recent_batches", "fetch_codec"),
+        "partition_ends",
+        ("writer", "reader"),
+        "data_path",
+    ),
+    # The data path takes no context: it is built by open_context, below the handlers.
+    never("schooner.broker.partitions", "schooner.broker.context", "schooner.broker.handlers"),
+]
+
 
 def unexplained(rule: Rule) -> list[str]:
     return [str(i) for i in package_imports() if breaks(rule, i) and tolerated_by(rule, i) is None]
@@ -215,12 +262,21 @@ def test_coordinator_subpackage_rule(rule: Rule) -> None:
     assert any(under(m, (rule.importers,)) for m in modules()), f"no module is under {rule.importers}"
 
 
+@pytest.mark.parametrize("rule", BROKER_RULES, ids=lambda rule: rule.name)
+def test_broker_floor_rule(rule: Rule) -> None:
+    broken = unexplained(rule)
+    assert not broken, "\n".join(broken)
+    assert any(under(m, (rule.importers,)) for m in modules()), f"no module is under {rule.importers}"
+
+
 def test_the_rule_tables_are_not_empty() -> None:
-    assert len(LAYER_RULES) >= len(LAYERS) and SUBPACKAGE_RULES
+    assert len(LAYER_RULES) >= len(LAYERS) and SUBPACKAGE_RULES and COORDINATOR_RULES and BROKER_RULES
 
 
 ALLOWED = [
-    (rule, entry) for rule in LAYER_RULES + SUBPACKAGE_RULES + COORDINATOR_RULES for entry in rule.allow
+    (rule, entry)
+    for rule in LAYER_RULES + SUBPACKAGE_RULES + COORDINATOR_RULES + BROKER_RULES
+    for entry in rule.allow
 ]
 
 

@@ -2,7 +2,7 @@
 (storage/security/acls.py), cached per keyspace.
 
 Handlers ask it one question per request (or per resource) and stay thin:
-    if not await ctx.authorizer.allowed(Op.WRITE, Resource.TOPIC, name): ...TOPIC_AUTHORIZATION_FAILED
+    if not await ctx.access.authorizer.allowed(Op.WRITE, Resource.TOPIC, name): ...TOPIC_AUTHORIZATION_FAILED
 With `authorizer = false` every question answers "allowed" at once, without touching Redis.
 
 Freshness: every change PUBLISHes on the keyspace's ACL channel, and the broker's subscription marks the

@@ -35,13 +35,12 @@ from ..protocol.messages import (
     encode_response,
 )
 from . import authentication
-from .context import CLIENT
 from .handlers.api_versions import unsupported_version_response
 from .limits import ConnectionStats, Limits, Notices
 from .quotas import client_throttles
 from .refusals import refused
 from .response_budget import ResponseBudget, reservation
-from .session import SESSION, Session
+from .session import CLIENT, SESSION, Session
 from .watchdog import Watchdog
 
 log = logging.getLogger(__name__)

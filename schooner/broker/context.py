@@ -1,11 +1,22 @@
-"""What every handler shares: the store, settings, and short-lived caches of cluster state."""
+"""What every handler shares, as named parts: one keyspace's topics, data path, coordinators and access
+rules, and the deployment's view of its brokers.
+
+- `topics` (TopicCache, topic_cache.py): topic metadata, cached and written through;
+- `cluster` (ClusterView, cluster_view.py): live brokers, partition leaders, the controller;
+- `data` (DataPath, partitions/data_path.py): the partition writer and reader, and their state;
+- `access` (Access): the ACL authorizer and client quotas;
+- `groups`, `transactions`, `group_configs`: the coordinators (coordinators/);
+- `fetch_sessions`, `share_sessions`: clients' sessions (KIP-227, KIP-932);
+- `health` (RedisHealth): whether this broker reaches Redis, kept by server.py's heartbeat and read by
+  the group coordinator (member sessions) and the topic cache (its TTL).
+
+Tenants (docs/security.md): a tenant's context has its own keyspace, store, topics, data path,
+coordinators and ACLs, and shares the deployment's Redis client, lane, identity, cluster view, health,
+quotas and metrics.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import time
-import uuid
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -13,34 +24,30 @@ from typing import TYPE_CHECKING
 from ..config import Settings
 from ..coordinators.groups.configs import GroupConfigs
 from ..coordinators.groups.coordinator import GroupCoordinator, GroupSettings
+from ..coordinators.groups.redis_health import RedisHealth
 from ..coordinators.transactions import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.store import Store
-from ..storage.topic_partition import TopicPartition
-from ..storage.topics.metadata import Topic
 from .authorizer import Authorizer
+from .cluster_view import ClusterView
 from .fetch_sessions import FetchSessions
-from .partition_ends import PartitionEnds
-from .recent_batches import RecentBatches
-from .retry_order import RetryOrder
-from .sequencer import PartitionSequencer
+from .partitions.data_path import DataPath, open_data_path
+from .quotas import ClientQuotas
 from .share_sessions import ShareSessions
-from .waiters import AppendWaiters
+from .topic_cache import TopicCache
 
 if TYPE_CHECKING:
     from .metrics import BrokerMetrics
-    from .quotas import ClientQuotas  # which imports CLIENT from here
 
-from .session import CLIENT as CLIENT  # defined beside SESSION (refusals.py and the authorizer read it)
 
-# Every topic change is published (storage/topics/notices.py) and drops the cached topic at once, so
-# the TTL is a safety net. While this broker may not hear those notices (at start, while its
-# subscription is down, or while its heartbeat finds Redis out of reach, which a stalled subscription
-# shows late) a cached topic lives as briefly as before them.
-TOPIC_CACHE_SECONDS = 30.0
-UNWATCHED_TOPIC_CACHE_SECONDS = 1.0
-BROKER_CACHE_SECONDS = 0.5
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may do what, and how much: ACL decisions for this keyspace (authorizer.py) and the client
+    quotas (quotas.py: deployment-wide, shared by every tenant). Callers: handlers, dispatch, server.py."""
+
+    authorizer: Authorizer
+    quotas: ClientQuotas
 
 
 @dataclass
@@ -48,40 +55,23 @@ class BrokerContext:
     settings: Settings
     store: Store
     me: BrokerInfo
-    cluster_id: str = ""
-    waiters: AppendWaiters = field(default_factory=AppendWaiters)
-    sequencer: PartitionSequencer = field(default_factory=PartitionSequencer)
-    retry_order: RetryOrder = field(default_factory=RetryOrder)  # idempotent producers' retries in order
-    recent_batches: RecentBatches = field(default_factory=RecentBatches)  # served to fetches as appended
-    # Average entry size per partition, from the last fetch, to size the next XRANGE COUNT.
-    entry_sizes: dict[TopicPartition, int] = field(default_factory=dict)
-    # Fetch's reads of partitions at their end, reused until an append notice (partition_ends.py).
-    partition_ends: PartitionEnds = field(init=False)
+    cluster_id: str
+    topics: TopicCache
+    cluster: ClusterView
+    data: DataPath
+    access: Access
+    health: RedisHealth
     groups: GroupCoordinator = field(init=False)
     transactions: TransactionCoordinator = field(init=False)
-    leaving: bool = False  # shutting down: Metadata and coordinators point clients elsewhere
+    group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
     share_sessions: ShareSessions = field(default_factory=ShareSessions)
     fetch_sessions: FetchSessions = field(init=False)  # KIP-227, sized by fetch_session_cache_slots
-    _topics: dict[str, tuple[float, Topic | None]] = field(default_factory=dict)
-    _topic_notices: bool = False  # the topics channel's subscription is confirmed
-    # Bumped whenever a cached topic is dropped: a load that overlapped the drop may have read the old
-    # state, so it is not cached.
-    _topic_generation: int = 0
-    _brokers: tuple[float, list[BrokerInfo]] = (0.0, [])
-    _broker_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
-    quotas: ClientQuotas = field(init=False)  # client quotas: deployment-wide, shared by every tenant
-    authorizer: Authorizer = field(init=False)  # ACL decisions for this keyspace (broker/authorizer.py)
-    # Tenants (docs/security.md): a tenant's context has its own keyspace, store, caches, coordinators
-    # and ACLs, and shares the deployment's Redis client, lane, identity, live-broker registry and quotas.
     tenant: str | None = None
     base: BrokerContext | None = None  # the deployment's context, on a tenant's; None on its own
     metrics: BrokerMetrics | None = None  # the broker's, shared by tenants; None when metrics are off
 
     def __post_init__(self) -> None:
-        self.authorizer = Authorizer(self.settings, self.store)
         self.fetch_sessions = FetchSessions(self.settings.fetch_session_cache_slots)
-        self.partition_ends = PartitionEnds(self.waiters)
 
     @property
     def ks(self) -> Keyspace:
@@ -95,124 +85,19 @@ class BrokerContext:
     def tenant_context(self, name: str) -> BrokerContext:
         """A new context for the tenant, under this deployment's keyspace (Keyspace.tenant)."""
         base = self.deployment
-        ctx = open_context(
+        return open_context(
             base.settings,
             base.store.with_keyspace(base.ks.tenant(name)),
             base.me,
             base.cluster_id,
-            base.quotas,
+            base.access.quotas,
             base,
+            name,
         )
-        ctx.tenant = name
-        ctx.metrics = base.metrics
-        return ctx
 
     @property
     def topic_defaults(self) -> Mapping[str, str]:
         return self.settings.topic_defaults
-
-    # -- topics -----------------------------------------------------------------------------------
-    def _topic_ttl(self) -> float:
-        if self._topic_notices and not self.groups.redis_health.in_trouble():
-            return TOPIC_CACHE_SECONDS
-        return UNWATCHED_TOPIC_CACHE_SECONDS
-
-    async def topic(self, name: str) -> Topic | None:
-        """The topic's metadata, cached until a notice says it changed (or the TTL, a safety net)."""
-        now = time.monotonic()
-        cached = self._topics.get(name)
-        if cached and now - cached[0] < self._topic_ttl():
-            return cached[1]
-        generation = self._topic_generation
-        found = await self.store.topic(name, self.topic_defaults)
-        if generation == self._topic_generation:
-            self._topics[name] = (now, found)
-        return found
-
-    async def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        now, ttl = time.monotonic(), self._topic_ttl()
-        for loaded, t in self._topics.values():
-            if t is not None and t.id == topic_id and now - loaded < ttl:
-                return t
-        name = await self.store.topic_name(topic_id)
-        if name is None:
-            return None
-        found = await self.topic(name)
-        return found if found is not None and found.id == topic_id else None
-
-    async def all_topics(self) -> list[Topic]:
-        """Every topic, fresh from Redis (and so into the cache)."""
-        now, generation = time.monotonic(), self._topic_generation
-        found = await self.store.topics(self.topic_defaults)
-        if generation == self._topic_generation:
-            for t in found:
-                self._topics[t.name] = (now, t)
-        return found
-
-    def forget_topic(self, name: str) -> None:
-        self._topics.pop(name, None)
-        self._topic_generation += 1
-
-    def remember_topic(self, topic: Topic) -> None:
-        """A topic this broker has just created."""
-        self._topics[topic.name] = (time.monotonic(), topic)
-
-    @property
-    def hears_topic_notices(self) -> bool:
-        """Whether the subscription to this keyspace's topic notices is confirmed (and not failed since)."""
-        return self._topic_notices
-
-    def topic_notices(self, heard: bool) -> None:
-        """Whether this broker hears topic notices from now on. Either way the cache starts afresh:
-        changes made while it did not went unheard."""
-        self._topic_notices = heard
-        self._topics.clear()
-        self._topic_generation += 1
-
-    async def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        overrides: Mapping[str, str],
-        leaders: Mapping[int, int] | None = None,
-    ) -> Topic:
-        created = await self.store.create_topic(name, partitions, overrides, self.topic_defaults, leaders)
-        self.remember_topic(created)
-        return created
-
-    # -- brokers ----------------------------------------------------------------------------------
-    async def live_brokers(self) -> list[BrokerInfo]:
-        """Live brokers (including this one unless it is leaving), cached briefly. Brokers register in
-        the deployment's keyspace only: a tenant's context asks the deployment's."""
-        if self.base is not None:
-            return await self.base.live_brokers()
-        if self.leaving:
-            found = await self.store.live_brokers()
-            others = [b for b in found if b.broker_id != self.me.broker_id]
-            return others or [self.me]
-        now = time.monotonic()
-        if now - self._brokers[0] < BROKER_CACHE_SECONDS:
-            return self._brokers[1]
-        async with self._broker_lock:
-            if time.monotonic() - self._brokers[0] < BROKER_CACHE_SECONDS:
-                return self._brokers[1]
-            found = await self.store.live_brokers()
-            if all(b.broker_id != self.me.broker_id for b in found):
-                found = sorted([*found, self.me], key=lambda b: b.broker_id)
-            self._brokers = (time.monotonic(), found)
-            return found
-
-    @staticmethod
-    def leader_for(brokers: list[BrokerInfo], topic: Topic, partition: int) -> int:
-        """The broker a replica assignment placed the partition on while it is live; otherwise leaders
-        are spread over the live brokers. Any broker can serve any partition either way."""
-        placed = topic.leaders.get(partition)
-        if placed is not None and any(b.broker_id == placed for b in brokers):
-            return placed
-        return brokers[(zlib.crc32(topic.name.encode()) + partition) % len(brokers)].broker_id
-
-    def controller_id(self, brokers: list[BrokerInfo]) -> int:
-        return brokers[0].broker_id if brokers else self.me.broker_id
 
 
 def open_context(
@@ -222,26 +107,45 @@ def open_context(
     cluster_id: str,
     quotas: ClientQuotas,
     base: BrokerContext | None = None,
+    tenant: str | None = None,
+    metrics: BrokerMetrics | None = None,
 ) -> BrokerContext:
-    """A context with its coordinators, on the store's keyspace. A tenant's (base given) reports its Redis
-    round trips to the deployment's health, which the broker's heartbeat keeps; client quotas are the
-    deployment's, one for all."""
+    """A context with its parts, on the store's keyspace. A tenant's (base given) reports its Redis round
+    trips to the deployment's health, which the broker's heartbeat keeps, and shares the deployment's
+    cluster view, quotas and metrics."""
     s = settings
-    ctx = BrokerContext(settings=s, store=store, me=me, cluster_id=cluster_id, base=base)
-    ctx.quotas = quotas
+    if base is not None:
+        metrics, health, cluster = base.metrics, base.health, base.cluster
+    else:
+        health, cluster = RedisHealth(), ClusterView(store, me)
+    topics = TopicCache(store, s.topic_defaults, health)
+    full_log = base.data.writer.full_log if base is not None else None
+    ctx = BrokerContext(
+        settings=s,
+        store=store,
+        me=me,
+        cluster_id=cluster_id,
+        topics=topics,
+        cluster=cluster,
+        data=open_data_path(store, metrics, tenant, topics.forget, full_log),
+        access=Access(Authorizer(s, store), quotas),
+        health=health,
+        tenant=tenant,
+        base=base,
+        metrics=metrics,
+    )
     ctx.groups = GroupCoordinator(
         store,
         me,
-        ctx.live_brokers,
+        cluster.live_brokers,
         GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
     )
-    if base is not None:
-        ctx.groups.redis_health = base.groups.redis_health
+    ctx.groups.redis_health = health  # the broker's fact, which the groups read (member sessions)
     ctx.transactions = TransactionCoordinator(
         store,
         me,
-        ctx.live_brokers,
-        ctx.topic,
+        cluster.live_brokers,
+        topics.load,
         s.transaction_max_timeout_ms,
         s.transactional_id_expiration_ms,
     )

@@ -171,7 +171,7 @@ def dispatcher(
             raise LookupError(f"no context for the tenant {tenant!r}")
         return tenant_context(tenant)
 
-    quotas = ctx.quotas  # deployment-wide: one for every tenant
+    quotas = ctx.access.quotas  # deployment-wide: one for every tenant
     book = quotas.book
 
     async def handle(request: Request) -> Answer:

@@ -10,7 +10,7 @@ A request's (session_id, session_epoch) says what it is:
   only those with records, an error, or a high watermark, log start or last stable offset that changed
   since the session last sent it. An unknown id gets FETCH_SESSION_ID_NOT_FOUND, an epoch other than
   the expected one INVALID_FETCH_SESSION_EPOCH; the client then opens a new session.
-  (The handler skips the read of a partition whose kept end read, broker/partition_ends.py, still
+  (The handler skips the read of a partition whose kept end read, broker/partitions/partition_ends.py, still
   holds and matches what the session last sent: its answer could only be "unchanged".)
 The next epoch is 1 after the opening request and one more after each accepted request, wrapping from
 2**31 - 1 to 1.

@@ -43,8 +43,7 @@ from ..storage.keys import Keyspace
 from ..storage.quotas import CLIENT_ID, USER, Entity
 from ..storage.redis.calls import StorageError
 from ..storage.store import Store
-from .context import CLIENT
-from .session import ANONYMOUS, SESSION
+from .session import ANONYMOUS, CLIENT, SESSION
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,7 +101,7 @@ Handler = Callable[[Any, RequestPayload], Awaitable[Answer]]
 
 
 class ClientQuotas:
-    """This broker's quota configuration and windows; ctx.quotas. One per broker, shared by tenants."""
+    """This broker's quota configuration and windows; ctx.access.quotas. One per broker, shared by tenants."""
 
     def __init__(self, settings: Settings, store: Store) -> None:
         self.book = QuotaBook(WindowConfig(settings.quota_window_num, settings.quota_window_size_seconds))

@@ -126,10 +126,9 @@ class Broker:
         me = BrokerInfo(broker_id, host, port, s.rack, endpoints)
         quotas = ClientQuotas(s, store)
         await quotas.reload()  # quotas are in force from the first request
-        self.ctx = open_context(s, store, me, await store.cluster_id(), quotas=quotas)
-        self.ctx.metrics = self.metrics
+        self.ctx = open_context(s, store, me, await store.cluster_id(), quotas=quotas, metrics=self.metrics)
         if s.authorizer:  # the ACLs are read before the first client is served, then kept fresh
-            await self.ctx.authorizer.refresh()
+            await self.ctx.access.authorizer.refresh()
         self.tenants = Tenants(self.ctx, self._start_upkeep)
         self.dispatch = dispatcher(self.ctx, self.tenants.context)
         if self.metrics is not None:
@@ -215,9 +214,8 @@ class Broker:
         for upkeep in upkeeps:
             upkeep.stop_duties()
         contexts = self.contexts
-        for ctx in contexts:
-            ctx.leaving = True
         if self.ctx is not None:
+            self.ctx.cluster.leaving = True  # the tenants' contexts share the deployment's view
             with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(
                     self.ctx.store.unregister(self.ctx.me.broker_id),
@@ -226,8 +224,8 @@ class Broker:
         for ctx in contexts:
             if hasattr(ctx, "groups"):
                 ctx.groups.shutdown()
-        if self.ctx is not None and hasattr(self.ctx, "quotas"):
-            self.ctx.quotas.close()
+        if self.ctx is not None:
+            self.ctx.access.quotas.close()
         if graceful:
             await self._drain_connections(self.settings.shutdown_timeout_ms / 1000)
         for upkeep in upkeeps:
@@ -258,7 +256,7 @@ class Broker:
         assert self.ctx is not None
         while True:
             await asyncio.sleep(self.settings.heartbeat_ms / 1000)
-            health = self.ctx.groups.redis_health  # this round trip is also the groups' Redis probe
+            health = self.ctx.health  # this round trip is also the groups' Redis probe
             was_in_trouble = health.in_trouble()
             health.probing()
             try:
@@ -277,7 +275,7 @@ class Broker:
         """Reloads the client quotas when any broker changes them (and after each (re)subscription, since
         changes made while not subscribed went unheard). Quotas are the deployment's: one channel."""
         assert self.ctx is not None
-        quotas = self.ctx.quotas
+        quotas = self.ctx.access.quotas
         redis = self.ctx.store.redis
         await self.upkeeps[None].listen(
             "quota notices",

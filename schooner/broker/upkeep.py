@@ -26,9 +26,9 @@ from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError, mark_topology_stale
 from ..storage.topic_partition import TopicPartition
 from ..storage.topics.notices import ChannelNotices, TopicNotices
-from . import waiters as waiters_module
 from .compactor import compact_partition
 from .context import BrokerContext
+from .partitions import waiters as waiters_module
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class Upkeep:
         ctx, s = self.ctx, self.settings
         if redis_client.is_cluster(ctx.store.redis):
             self.sharded_notices = ShardedAppendNotices(ctx.store.redis, ctx.ks, s.redis_timeout_ms / 1000)
-            ctx.waiters.watch(self.sharded_notices.want, self.sharded_notices.idle)
+            ctx.data.waiters.watch(self.sharded_notices.want, self.sharded_notices.idle)
         self.listeners = [
             asyncio.create_task(self._listen_for_appends()),
             asyncio.create_task(self._listen_for_topic_changes()),
@@ -91,13 +91,13 @@ class Upkeep:
         await self.listen(
             "append notices",
             lambda quiet: AppendNotices(ctx.store.redis, ctx.ks, quiet),
-            ctx.waiters.notify_text,
+            ctx.data.waiters.notify_text,
         )
 
     async def _look_at_waited_partitions(self) -> None:
         """Wakes fetches waiting on partitions that changed without a notice: one look at each waited
         partition's last entry ID per RECHECK_SECONDS, however many fetches wait on it (waiters.py)."""
-        waiters = self.ctx.waiters
+        waiters = self.ctx.data.waiters
         while True:
             await asyncio.sleep(waiters_module.RECHECK_SECONDS)
             waited = waiters.waited()
@@ -116,8 +116,8 @@ class Upkeep:
         await self.listen(
             "topic notices",
             lambda quiet: TopicNotices(ctx.store.redis, ctx.ks, quiet),
-            lambda name: ctx.forget_topic(name.decode(errors="replace")),
-            ctx.topic_notices,
+            lambda name: ctx.topics.forget(name.decode(errors="replace")),
+            ctx.topics.notices,
         )
 
     async def _listen_for_acl_changes(self) -> None:
@@ -127,10 +127,10 @@ class Upkeep:
         await self.listen(
             "ACL notices",
             lambda quiet: ChannelNotices(ctx.store.redis, ctx.ks.acls_channel, quiet),
-            lambda _version: ctx.authorizer.notice(),
+            lambda _version: ctx.access.authorizer.notice(),
             # Subscribed (again): changes made meanwhile went unheard, so load now; lost: load before
             # the next decision.
-            lambda heard: ctx.authorizer.notice() if heard else ctx.authorizer.changed(),
+            lambda heard: ctx.access.authorizer.notice() if heard else ctx.access.authorizer.changed(),
         )
 
     async def listen(
@@ -180,7 +180,7 @@ class Upkeep:
                     await notices.close()
 
     async def _listen_sharded(self, notices: ShardedAppendNotices) -> None:
-        waiters = self.ctx.waiters
+        waiters = self.ctx.data.waiters
 
         def wake(tp: TopicPartition) -> None:
             waiters.notify(tp.topic, tp.partition)
@@ -211,7 +211,7 @@ class Upkeep:
                 if ticks % 4 == 0:
                     await groups.check_ownership()
             except (StorageError, OSError) as exc:
-                if not groups.redis_health.in_trouble():  # an outage is logged by the heartbeat
+                if not self.ctx.health.in_trouble():  # an outage is logged by the heartbeat
                     log.warning("group upkeep%s failed: %s", self._whose, exc)
 
     async def _apply_retention(self) -> None:

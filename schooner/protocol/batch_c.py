@@ -2,8 +2,9 @@
 (_produce.c), each None where it was not built.
 
 `make install` builds them (setup.py). A checkout without a C compiler runs the Python encoder of
-broker/fetch_codec.py, which builds the same bytes (tests/broker/test_fetch_codec.py compares the two),
-and decodes every produced batch with aiokafka (tests/protocol/test_plain_records.py compares the two).
+broker/partitions/fetch_codec.py, which builds the same bytes (tests/broker/partitions/test_fetch_codec.py
+compares the two), and decodes every produced batch with aiokafka (tests/protocol/test_plain_records.py
+compares the two).
 """
 
 from __future__ import annotations

@@ -93,13 +93,13 @@ class Secured:
             version = run_sync(self.redis, acl_store.add(self.ks, add))[0]
         if remove:
             version = run_sync(self.redis, acl_store.remove(self.ks, remove))[0]
-        authorizer = self.broker.broker.ctx.authorizer
+        authorizer = self.broker.broker.ctx.access.authorizer
         wait(lambda: authorizer.version >= version, 5, f"the broker loads ACL version {version}")
 
     def topic(self, name: str, partitions: int = 1) -> None:
         """Creates the topic on the broker's own behalf (no client's ACLs are involved)."""
         ctx = self.broker.broker.ctx
-        self.broker.call(ctx.create_topic(name, partitions, {}))
+        self.broker.call(ctx.topics.create(name, partitions, {}))
 
 
 def secure(broker_factory: Callable[..., Any], principal: str = ANONYMOUS, **settings: Any) -> Secured:

@@ -154,7 +154,7 @@ def test_auto_creation_needs_create_on_the_cluster_or_the_topic(secured: Secured
     secured.grant(TOPIC, "auto-", Op.DESCRIBE, pattern=PREFIXED)
     found = admin.list_topics("auto-1", timeout=T).topics["auto-1"]  # librdkafka allows auto-creation
     assert found.error.code() == E.TOPIC_AUTHORIZATION_FAILED
-    assert secured.broker.call(secured.broker.broker.ctx.topic("auto-1")) is None
+    assert secured.broker.call(secured.broker.broker.ctx.topics.load("auto-1")) is None
     secured.grant(TOPIC, "auto-1", Op.CREATE)
     assert admin.list_topics("auto-1", timeout=T).topics["auto-1"].error is None
     secured.grant(CLUSTER, "", Op.CREATE)
@@ -177,7 +177,7 @@ def test_delete_topics_needs_delete_on_the_topic(secured: Secured) -> None:
     secured.topic("dt")
     admin = secured.admin()
     assert error_of(admin.delete_topics(["dt"], request_timeout=T)["dt"]) == E.TOPIC_AUTHORIZATION_FAILED
-    assert secured.broker.call(secured.broker.broker.ctx.topic("dt")) is not None
+    assert secured.broker.call(secured.broker.broker.ctx.topics.load("dt")) is not None
     secured.grant(TOPIC, "dt", Op.DELETE)
     assert error_of(admin.delete_topics(["dt"], request_timeout=T)["dt"]) == 0
 

@@ -29,7 +29,7 @@ def _commit_body(group: str, offset: int) -> OffsetCommitRequest:
 
 
 def test_pipelined_commits_store_the_last_offset(broker: Any) -> None:
-    broker.call(broker.broker.ctx.create_topic("ordered", 1, {}))
+    broker.call(broker.broker.ctx.topics.create("ordered", 1, {}))
     for trial in range(5):
         group = f"pipelined-{trial}"
         with wire.connect(broker.port) as sock:
@@ -44,7 +44,7 @@ def test_pipelined_commits_store_the_last_offset(broker: Any) -> None:
 
 
 def test_librdkafka_asynchronous_commits_in_a_loop(broker: Any) -> None:
-    broker.call(broker.broker.ctx.create_topic("ordered", 1, {}))
+    broker.call(broker.broker.ctx.topics.create("ordered", 1, {}))
     for trial in range(10):
         group = f"async-{trial}"
         answered: list[Any] = []

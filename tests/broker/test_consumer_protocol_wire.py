@@ -23,7 +23,7 @@ MINUTE = datetime.timedelta(minutes=1)
 def _topic(broker: Any, name: str, partitions: int) -> uuid.UUID:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
-    return broker.call(broker.broker.ctx.topic(name)).id  # type: ignore[no-any-return]
+    return broker.call(broker.broker.ctx.topics.load(name)).id  # type: ignore[no-any-return]
 
 
 def _hb(

@@ -34,7 +34,7 @@ def _commit(port: int, offset: int) -> list[ErrorCode]:
 
 
 def test_commit_after_another_broker_claimed_the_group(broker: Any) -> None:
-    broker.call(broker.broker.ctx.create_topic("t", 1, {}))
+    broker.call(broker.broker.ctx.topics.create("t", 1, {}))
     ks = Keyspace(broker.settings.keyspace)
     redis = client.connect_sync(broker.redis_url)
     assert _commit(broker.port, 5) == [ErrorCode.none]

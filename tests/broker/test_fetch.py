@@ -101,7 +101,7 @@ def test_fetch_by_topic_id(broker) -> None:
     import uuid
 
     confluent_produce(broker.bootstrap, "byid", [Rec(None, b"x")])
-    topic = broker.call(broker.broker.ctx.topic("byid"))
+    topic = broker.call(broker.broker.ctx.topics.load("byid"))
 
     def fetch(topic_id: uuid.UUID) -> object:
         return call(
@@ -135,7 +135,7 @@ def test_auto_create_off(broker_factory) -> None:
     producer.produce("absent", value=b"x", on_delivery=lambda e, m: errors.append(e))
     producer.flush(10)
     assert errors and errors[0] is not None
-    assert broker.call(broker.broker.ctx.topic("absent")) is None
+    assert broker.call(broker.broker.ctx.topics.load("absent")) is None
 
 
 def test_one_fetch_reads_more_partitions_than_the_connection_pool_holds(broker) -> None:

@@ -1,5 +1,5 @@
-"""A Fetch at a partition's end reuses the read that found it (broker/partition_ends.py) until an append
-notice: it must still see every append, from this broker, another broker, or a plain Redis writer."""
+"""A Fetch at a partition's end reuses the read that found it (broker/partitions/partition_ends.py) until an
+append notice: it must still see every append, from this broker, another broker, or a plain Redis writer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 import redis
 
-from schooner.broker import waiters
+from schooner.broker.partitions import waiters
 from schooner.storage.keys import Keyspace
 from tests.clients import Rec, confluent_produce
 from tests.wire import call, fetch_request

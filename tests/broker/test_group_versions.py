@@ -106,7 +106,7 @@ def test_offset_commit_and_fetch_every_version(broker) -> None:
 
     confluent_produce(broker.bootstrap, "oc", [Rec(None, b"x")])
     low, high = SUPPORTED_VERSIONS[ApiKey.OFFSET_COMMIT]
-    topic_id = broker.call(broker.broker.ctx.topic("oc")).id
+    topic_id = broker.call(broker.broker.ctx.topics.load("oc")).id
     for version in range(low, high + 1):
         cls = request_type(ApiKey.OFFSET_COMMIT, version)
         topic_cls = sibling(cls, "OffsetCommitRequestTopic")

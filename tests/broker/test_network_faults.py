@@ -184,7 +184,7 @@ def _run_faults(
     `during` returns goes into the figures."""
     topic = "faults"
     assert broker.broker.ctx is not None
-    broker.call(broker.broker.ctx.create_topic(topic, PARTITIONS, {}))
+    broker.call(broker.broker.ctx.topics.create(topic, PARTITIONS, {}))
     ks = Keyspace(broker.settings.keyspace)
     members = [
         Member(bootstrap, "classic", topic, **{"session.timeout.ms": SESSION_MS}),

@@ -158,7 +158,7 @@ def test_produce_v13_names_the_topic_by_id_and_acks_zero_sends_no_frame(broker) 
     """v13 topics have no name (the sequencer key used to read it and fail); acks=0 gets nothing back,
     so the next frame on the connection answers the next request."""
     confluent_produce(broker.bootstrap, "v13", [Rec(None, b"first")])
-    topic_id = broker.call(broker.broker.ctx.topic("v13")).id
+    topic_id = broker.call(broker.broker.ctx.topics.load("v13")).id
     produced = call(broker.port, _produce_v13(topic_id, 1, b"by id"))
     partition = produced.responses[0].partition_responses[0]
     assert partition.error_code == ErrorCode.none and partition.base_offset > 0

@@ -189,5 +189,5 @@ def test_the_documented_way_to_set_a_quota_sets_it(broker: Any, capsys: pytest.C
     block = re.findall(r"```python\n(.*?)```", section, re.S)[0]
     exec(compile(block.replace("127.0.0.1:9092", broker.bootstrap), "docs/security.md", "exec"), {})
     assert capsys.readouterr().out.strip() == "[0]"
-    limits = broker.broker.ctx.quotas.book.limits("ANONYMOUS", "reports")
+    limits = broker.broker.ctx.access.quotas.book.limits("ANONYMOUS", "reports")
     assert limits.fetch.bound == 1048576.0 and limits.request.bound == 50.0 and limits.produce is None

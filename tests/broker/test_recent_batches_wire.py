@@ -1,5 +1,6 @@
-"""A fetch served from the batches this broker just appended (broker/recent_batches.py) answers with the
-records, offsets and marks of one read from Redis, which another broker on the same Redis does. (The
+"""A fetch served from the batches this broker just appended (broker/partitions/recent_batches.py)
+answers with the records, offsets and marks of one read from Redis, which another broker on the same Redis
+does. (The
 batches may be cut differently: served ones are as produced, read ones as the encoder joins them.)"""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def _batch() -> bytes:
 
 
 def test_keyless_records_on_a_compacted_topic_are_named(broker: Any) -> None:
-    broker.call(broker.broker.ctx.create_topic("compacted", 1, {"cleanup.policy": "compact"}))
+    broker.call(broker.broker.ctx.topics.create("compacted", 1, {"cleanup.policy": "compact"}))
     response = wire.call(broker.port, wire.produce_request("compacted", _batch()))
     (partition,) = response.responses[0].partition_responses
     assert partition.error_code == ErrorCode.invalid_record
@@ -36,7 +36,7 @@ def test_keyless_records_on_a_compacted_topic_are_named(broker: Any) -> None:
 
 
 def test_librdkafka_fails_only_the_named_records(broker: Any) -> None:
-    broker.call(broker.broker.ctx.create_topic("compacted", 1, {"cleanup.policy": "compact"}))
+    broker.call(broker.broker.ctx.topics.create("compacted", 1, {"cleanup.policy": "compact"}))
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 100, "retries": 0})
     outcome: dict[int, Any] = {}
     for i in range(100):

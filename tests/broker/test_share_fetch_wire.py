@@ -33,7 +33,7 @@ def _topic(broker: Any, name: str, values: int) -> uuid.UUID:
     for i in range(values):
         producer.produce(name, value=b"v%d" % i)
     assert producer.flush(10) == 0
-    topic = broker.call(broker.broker.ctx.topic(name))
+    topic = broker.call(broker.broker.ctx.topics.load(name))
     return topic.id
 
 

@@ -35,7 +35,7 @@ def test_share_consumers_join_and_read_one_partition_together(broker_factory) ->
     broker = broker_factory(share_session_timeout_ms=SESSION_MS, share_heartbeat_interval_ms=300)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("queue", 1, 1)])["queue"].result(10)
-    topic_id = broker.call(broker.broker.ctx.topic("queue")).id
+    topic_id = broker.call(broker.broker.ctx.topics.load("queue")).id
     consumers = [ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "q"}) for _ in range(3)]
     kadmin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:

@@ -22,7 +22,7 @@ MINUTE = datetime.timedelta(minutes=1)
 def _topic(broker: Any, name: str, partitions: int) -> uuid.UUID:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
-    return broker.call(broker.broker.ctx.topic(name)).id  # type: ignore[no-any-return]
+    return broker.call(broker.broker.ctx.topics.load(name)).id  # type: ignore[no-any-return]
 
 
 def _parts(response: Any) -> dict[uuid.UUID, list[int]]:
@@ -241,7 +241,9 @@ def test_delete_groups_refuses_a_share_group_with_members(broker) -> None:
 def test_another_broker_answers_not_coordinator(broker_factory) -> None:
     first, second = broker_factory(), broker_factory()
     _topic(first, "s6", 1)
-    wait(lambda: len(first.call(first.broker.ctx.live_brokers())) == 2, 10, "the first sees the second")
+    wait(
+        lambda: len(first.call(first.broker.ctx.cluster.live_brokers())) == 2, 10, "the first sees the second"
+    )
     group = next(
         f"share6-{i}"
         for i in range(100)
@@ -263,7 +265,7 @@ def test_a_restarted_broker_keeps_the_share_group(broker_factory) -> None:
     first.stop()
     second = broker_factory()
     wait(
-        lambda: second.call(second.broker.ctx.live_brokers()) == [second.broker.ctx.me],
+        lambda: second.call(second.broker.ctx.cluster.live_brokers()) == [second.broker.ctx.me],
         10,
         "first deregistered",
     )

@@ -28,7 +28,7 @@ def _topic(broker: Any, name: str, values: int, partitions: int = 1) -> uuid.UUI
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
     _produce(broker, name, range(values))
-    return broker.call(broker.broker.ctx.topic(name)).id  # type: ignore[no-any-return]
+    return broker.call(broker.broker.ctx.topics.load(name)).id  # type: ignore[no-any-return]
 
 
 def _produce(broker: Any, name: str, values: range) -> None:

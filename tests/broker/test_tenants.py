@@ -133,7 +133,7 @@ def test_a_new_tenants_session_starts_its_duties(broker, keyspace: str) -> None:
     metadata(broker, "fresh")
     upkeep = broker.broker.upkeeps["fresh"]
     assert upkeep.ctx.tenant == "fresh" and all(not t.done() for t in upkeep.tasks)
-    wait(lambda: upkeep.ctx.hears_topic_notices, 10, "the tenant's topic notices are subscribed")
+    wait(lambda: upkeep.ctx.topics.hears_notices, 10, "the tenant's topic notices are subscribed")
     if upkeep.sharded_notices is not None:  # a Redis Cluster: its own sharded subscriptions
         assert upkeep.sharded_notices is not broker.broker.sharded_notices
         return

@@ -134,7 +134,7 @@ def test_responses_a_client_does_not_read_are_bounded_and_all_arrive_in_order_la
 
 def test_a_closed_connections_waiting_fetches_stop_and_its_produce_is_kept(broker) -> None:
     stats = broker.broker.connection_stats
-    waiters = broker.broker.ctx.waiters
+    waiters = broker.broker.ctx.data.waiters
     end = (
         int(
             call(broker.port, produce_request("gone", [b"seed"]))

@@ -82,8 +82,8 @@ def test_a_primary_killed_under_acks_all_production_loses_no_acknowledged_record
     assert victim not in now.values() and len(set(now.values())) == 3, now
     assert all(now[p] != placed[p] for p in victim_partitions)  # they moved to the replica
     lost, duplicated = check_stored(producer, stored_numbers(client, ks, topic, PARTITIONS))
-    # Batches sent after a failed one were held back until it came again (broker/retry_order.py), so
-    # the producer never saw a sequence gap and kept its numbering: a renumbering can store twice.
+    # Batches sent after a failed one were held back until it came again (broker/partitions/retry_order.py),
+    # so the producer never saw a sequence gap and kept its numbering: a renumbering can store twice.
     epochs = producer_epochs(client, ks, topic, PARTITIONS)
     client.close()
     assert epochs == {0}, f"the producer renumbered its records (epochs {sorted(epochs)})"

@@ -1,4 +1,4 @@
-"""Brokers cache topics for long (context.TOPIC_CACHE_SECONDS) and drop a cached topic when its scripts
+"""Brokers cache topics for long (topic_cache.TOPIC_CACHE_SECONDS) and drop a cached topic when its scripts
 publish a change: a change made through broker A shows at once on broker B, well under the TTL.
 On one Redis and on a Redis Cluster."""
 
@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from schooner.broker.context import TOPIC_CACHE_SECONDS
+from schooner.broker.topic_cache import TOPIC_CACHE_SECONDS
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
 from tests.wire import call, fetch_request

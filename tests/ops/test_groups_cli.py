@@ -76,7 +76,7 @@ def test_share_groups_in_list_and_describe(broker: Any) -> None:
     name, group = "cli-share", "cli-sg"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(name, 2, 1)])[name].result(10)
-    topic_id = broker.call(broker.broker.ctx.topic(name)).id
+    topic_id = broker.call(broker.broker.ctx.topics.load(name)).id
     assert share_fetch(broker.port, group, topic_id, "m1", 0) == []  # starts at the end (latest)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(6):

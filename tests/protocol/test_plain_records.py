@@ -129,8 +129,8 @@ def test_compressed_log_append_time_and_trailing_bytes_are_left_to_aiokafka() ->
 
 
 def test_records_not_numbered_in_order_are_left_to_aiokafka() -> None:
-    """A plain batch may be served to fetches as sent (broker/recent_batches.py), so its records' offset
-    deltas must be 0, 1, ...; a batch numbered otherwise is decoded the general way."""
+    """A plain batch may be served to fetches as sent (broker/partitions/recent_batches.py), so its records'
+    offset deltas must be 0, 1, ...; a batch numbered otherwise is decoded the general way."""
     assert batch_c.plain_records is not None
     builder = BatchBuilder(0, CODEC_NONE)
     builder.append(0, BASE_TS, None, b"a", [])

@@ -108,8 +108,8 @@ def _produced(
 
 
 def test_a_produced_batch_as_fetched_is_what_the_fetch_encoder_builds() -> None:
-    """Served from memory (broker/recent_batches.py), a batch must read as one the fetch encoder builds
-    from the stored entries: same bytes, so a consumer cannot tell the two apart."""
+    """Served from memory (broker/partitions/recent_batches.py), a batch must read as one the fetch encoder
+    builds from the stored entries: same bytes, so a consumer cannot tell the two apart."""
     records = sorted(RECORDS)  # the first record's timestamp is the batch's base timestamp
     base = 4_321
     served = as_fetched(_produced(records), base)

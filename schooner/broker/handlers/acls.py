@@ -59,9 +59,9 @@ async def handle_create_acls(ctx: BrokerContext, body: CreateAclsRequest) -> Res
 
 
 async def _create(ctx: BrokerContext, creations: Sequence[Any]) -> list[Answer]:
-    if not ctx.authorizer.enabled:
+    if not ctx.access.authorizer.enabled:
         return [(ErrorCode.security_disabled, NO_AUTHORIZER)] * len(creations)
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
         return [(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED.format("alter"))] * len(creations)
     answers: list[Answer] = []
     valid: list[tuple[int, AclBinding]] = []
@@ -83,7 +83,7 @@ async def _create(ctx: BrokerContext, creations: Sequence[Any]) -> list[Answer]:
         answers.append((ErrorCode.none, None))
     if valid:
         try:
-            await ctx.authorizer.create(b for _, b in valid)
+            await ctx.access.authorizer.create(b for _, b in valid)
         except STORAGE_ERRORS as exc:
             for i, _ in valid:
                 answers[i] = (ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
@@ -102,16 +102,16 @@ async def handle_describe_acls(ctx: BrokerContext, body: DescribeAclsRequest) ->
             resources=resources,
         )
 
-    if not ctx.authorizer.enabled:
+    if not ctx.access.authorizer.enabled:
         return answer(ErrorCode.security_disabled, NO_AUTHORIZER)
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):
         return answer(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED.format("describe"))
     try:
         wanted = _filter(body)
     except InvalidAcl as exc:
         return answer(ErrorCode.invalid_request, str(exc))
     try:
-        bindings = (await ctx.authorizer.bindings()).matching(wanted)
+        bindings = (await ctx.access.authorizer.bindings()).matching(wanted)
     except STORAGE_ERRORS as exc:
         return answer(ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
     grouped: dict[tuple[int, str, int], list[AclBinding]] = {}
@@ -168,9 +168,9 @@ async def handle_delete_acls(ctx: BrokerContext, body: DeleteAclsRequest) -> Res
         results = tuple(result(code, message) for _ in body.filters)
         return make(mod.DeleteAclsResponse, throttle_time=NO_THROTTLE, filter_results=results)
 
-    if not ctx.authorizer.enabled:
+    if not ctx.access.authorizer.enabled:
         return every(ErrorCode.security_disabled, NO_AUTHORIZER)
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
         return every(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED.format("alter"))
     filters: list[AclFilter | str] = []
     for f in body.filters:
@@ -179,7 +179,7 @@ async def handle_delete_acls(ctx: BrokerContext, body: DeleteAclsRequest) -> Res
         except InvalidAcl as exc:
             filters.append(str(exc))
     try:
-        existing = await ctx.authorizer.bindings()
+        existing = await ctx.access.authorizer.bindings()
         claimed: set[AclBinding] = set()
         per_filter: list[list[AclBinding] | str] = []
         for wanted in filters:
@@ -190,7 +190,7 @@ async def handle_delete_acls(ctx: BrokerContext, body: DeleteAclsRequest) -> Res
             claimed.update(found)
             per_filter.append(found)
         if claimed:
-            await ctx.authorizer.delete(claimed)
+            await ctx.access.authorizer.delete(claimed)
     except STORAGE_ERRORS as exc:
         return every(ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
     results = tuple(

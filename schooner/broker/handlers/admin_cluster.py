@@ -1,7 +1,7 @@
 """DescribeLogDirs, AlterReplicaLogDirs, ElectLeaders, Alter/ListPartitionReassignments and UpdateFeatures,
 answered as Kafka answers them for a cluster where every partition has one replica.
 
-That replica is on the broker Metadata names as the partition's leader (ctx.leader_for), and Redis
+That replica is on the broker Metadata names as the partition's leader (ctx.cluster.leader_for), and Redis
 holds its data. So each broker has one log dir, log_dir() = /redis/<keyspace>, holding the partitions
 it leads; no leader election is ever needed; a reassignment to one live broker takes effect at once
 (the topic hash records it and Metadata follows), so none is ever in progress; and there are no
@@ -60,7 +60,7 @@ class _NamedPartitions(Protocol):
 
 
 async def _topic(ctx: BrokerContext, name: str) -> Topic | None:
-    return await ctx.topic(name) if valid_topic_name(name) else None
+    return await ctx.topics.load(name) if valid_topic_name(name) else None
 
 
 def _grouped(named: Iterable[_NamedPartitions]) -> dict[str, list[int]]:
@@ -77,7 +77,9 @@ def _grouped(named: Iterable[_NamedPartitions]) -> dict[str, list[int]]:
 
 async def handle_describe_log_dirs(ctx: BrokerContext, body: DescribeLogDirsRequest) -> ResponsePayload:
     mod = response_module_of(body)
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):  # Kafka: no log dirs, and v3+
+    if not await ctx.access.authorizer.allowed_on_cluster(
+        AclOperation.DESCRIBE
+    ):  # Kafka: no log dirs, and v3+
         return make(  # says why
             mod.DescribeLogDirsResponse, throttle_time=NO_THROTTLE, error_code=CLUSTER_DENIED, results=()
         )
@@ -102,7 +104,7 @@ async def _describe_log_dir(
     ctx: BrokerContext, mod: ModuleType, requested: Sequence[_NamedPartitions] | None
 ) -> Entity:
     """The partitions this broker leads, of those requested (null: all); unknown ones are left out."""
-    brokers = await ctx.live_brokers()
+    brokers = await ctx.cluster.live_brokers()
     wanted: list[tuple[Topic, Iterable[int]]] = []
     if requested is None:
         wanted = [(t, range(t.partitions)) for t in await all_topics(ctx)]
@@ -116,7 +118,7 @@ async def _describe_log_dir(
         TopicPartition(t.name, p)
         for t, indexes in wanted
         for p in indexes
-        if ctx.leader_for(brokers, t, p) == me
+        if ctx.cluster.leader_for(brokers, t, p) == me
     ]
     sizes = await ctx.store.partition_sizes(mine)
     memory = await ctx.store.memory()
@@ -152,7 +154,7 @@ async def handle_alter_replica_log_dirs(
 ) -> ResponsePayload:
     """Moving a replica into the one log dir it is already in does nothing, and succeeds."""
     mod = response_module_of(body)
-    allowed = await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER)
+    allowed = await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER)
     results: dict[str, list[Entity]] = {}
     for target in body.dirs:
         for requested in target.topics:
@@ -182,14 +184,14 @@ async def _log_dir_moves(
         return [ErrorCode.log_dir_not_found] * len(partitions)
     try:
         topic = await _topic(ctx, name)
-        brokers = await ctx.live_brokers()
+        brokers = await ctx.cluster.live_brokers()
     except STORAGE_ERRORS:
         return [LOG_UNAVAILABLE] * len(partitions)
     codes = []
     for p in partitions:
         if topic is None or not 0 <= p < topic.partitions:
             codes.append(ErrorCode.unknown_topic_or_partition)
-        elif ctx.leader_for(brokers, topic, p) != ctx.me.broker_id:
+        elif ctx.cluster.leader_for(brokers, topic, p) != ctx.me.broker_id:
             codes.append(ErrorCode.replica_not_available)  # its replica is on another broker
         else:
             codes.append(ErrorCode.none)
@@ -204,7 +206,7 @@ async def handle_elect_leaders(ctx: BrokerContext, body: ElectLeadersRequest) ->
     election = getattr(body, "election_type", PREFERRED)  # v1 added the choice
     code = ErrorCode.none
     results: tuple[Entity, ...] = ()
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
         code = CLUSTER_DENIED  # v1+; v0 hears it per partition
         denied = (CLUSTER_DENIED, "The principal may not ALTER the cluster.")
         results = tuple(
@@ -231,7 +233,7 @@ async def handle_elect_leaders(ctx: BrokerContext, body: ElectLeadersRequest) ->
 async def _elections(
     ctx: BrokerContext, mod: ModuleType, election: int, requested: Sequence[_NamedPartitions] | None
 ) -> tuple[Entity, ...]:
-    brokers = await ctx.live_brokers()
+    brokers = await ctx.cluster.live_brokers()
     results = []
     if requested is None:
         # All partitions: as Kafka, only those an election changed or failed on are listed.
@@ -288,7 +290,7 @@ async def handle_alter_partition_reassignments(
     mod = response_module_of(body)
     allow_new_factor = bool(getattr(body, "allow_replication_factor_change", True))  # v1
     top: Outcome = OK
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
         top = (CLUSTER_DENIED, "The principal may not ALTER the cluster.")
     responses = []
     for requested in body.topics:
@@ -329,9 +331,8 @@ async def handle_alter_partition_reassignments(
 async def _reassign_topic(
     ctx: BrokerContext, name: str, requested: Sequence[_Reassignment], allow_new_factor: bool
 ) -> list[Outcome]:
-    ctx.forget_topic(name)
-    topic = await _topic(ctx, name)
-    live = {b.broker_id for b in await ctx.live_brokers()}
+    topic = await ctx.topics.fresh(name) if valid_topic_name(name) else None
+    live = {b.broker_id for b in await ctx.cluster.live_brokers()}
     outcomes = [_reassignment(topic, r, live, allow_new_factor) for r in requested]
     placed = {
         r.partition_index: r.replicas[0]
@@ -340,13 +341,11 @@ async def _reassign_topic(
     }
     if placed:
         try:
-            await ctx.store.update_topic(name, leaders=placed)
+            await ctx.topics.alter(name, leaders=placed)
         except UnknownTopic:
             return [(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")] * len(
                 requested
             )
-        finally:
-            ctx.forget_topic(name)
     return outcomes
 
 
@@ -378,7 +377,7 @@ async def handle_list_partition_reassignments(
 ) -> ResponsePayload:
     """Reassignments complete when they are accepted, so none is ever ongoing."""
     mod = response_module_of(body)
-    allowed = await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE)
+    allowed = await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE)
     return make(
         mod.ListPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
@@ -401,7 +400,7 @@ async def handle_update_features(ctx: BrokerContext, body: UpdateFeaturesRequest
     top: Outcome = OK
     twice = sorted(name for name, n in counts.items() if n > 1)
     outcomes: list[tuple[str, Outcome]] = []
-    if not await ctx.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
         top = CLUSTER_DENIED, "The principal may not ALTER the cluster."
         outcomes = [(u.feature, top) for u in body.feature_updates]
     elif twice:

@@ -231,7 +231,7 @@ async def _config_denial(
         kind, code, name = ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed, CLUSTER_NAME
     else:
         return None
-    if await ctx.authorizer.allowed(op, kind, name):
+    if await ctx.access.authorizer.allowed(op, kind, name):
         return None
     return code, f"The principal may not {op.name} of {kind.name} {name!r}"
 
@@ -247,7 +247,7 @@ async def _describe_resource(
         if not valid_topic_name(name):
             return ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal", []
         try:
-            topic = internal_topic(name, ctx.topic_defaults) or await ctx.topic(name)
+            topic = internal_topic(name, ctx.topic_defaults) or await ctx.topics.load(name)
         except STORAGE_ERRORS as exc:
             return ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}", []
         if topic is None:
@@ -380,8 +380,7 @@ async def _alter_topic(
         return ErrorCode.invalid_request, f"Duplicate config keys: {', '.join(repeated)}"
     if is_internal(name):
         return ErrorCode.invalid_request, f"Topic {name!r} is an {READ_ONLY}"
-    ctx.forget_topic(name)
-    topic = await ctx.topic(name)
+    topic = await ctx.topics.fresh(name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist"
     try:
@@ -399,7 +398,7 @@ async def _alter_topic(
     if validate_only:
         return ErrorCode.none, None
     try:
-        await ctx.store.update_topic(
+        await ctx.topics.alter(
             name,
             set_configs=set_configs,
             delete_configs=deletes,
@@ -407,8 +406,6 @@ async def _alter_topic(
         )
     except UnknownTopic:
         return ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist"
-    finally:
-        ctx.forget_topic(name)
     return ErrorCode.none, None
 
 

@@ -51,7 +51,7 @@ async def _delete_before(
             return ErrorCode.offset_out_of_range, -1
         if offset <= bounds.log_start_offset:
             return ErrorCode.none, bounds.log_start_offset
-        ctx.recent_batches.forget(topic, partition)  # fetches read what is left from Redis
+        ctx.data.recent.forget(topic, partition)  # fetches read what is left from Redis
         return ErrorCode.none, await ctx.store.delete_records(topic, partition, offset)
     except STORAGE_ERRORS:
         return LOG_UNAVAILABLE, -1

@@ -88,7 +88,7 @@ async def _assignment_error(
     """Kafka's checks of a manual assignment: replicas are given, distinct, and registered brokers.
     With one_replica (CreatePartitions), a list must name one broker: Schooner partitions have one
     replica. `first` is the index of the first partition assigned, for the messages."""
-    live = {b.broker_id for b in await ctx.live_brokers()}
+    live = {b.broker_id for b in await ctx.cluster.live_brokers()}
     for index, broker_ids in enumerate(replica_lists, start=first):
         if not broker_ids:
             return f"The manual partition assignment of partition {index} has an empty replica list."
@@ -188,19 +188,17 @@ async def _create_one(
         check_together(effective(overrides, ctx.topic_defaults))
     except InvalidConfig as exc:
         return _create_error(mod, name, ErrorCode.invalid_config, str(exc))
-    ctx.forget_topic(name)
-    if await ctx.topic(name) is not None:
+    if await ctx.topics.fresh(name) is not None:
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
     defaults = ctx.topic_defaults
     # Kafka returns the new topic's configs only to a principal that may describe them.
-    shown = await ctx.authorizer.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
+    shown = await ctx.access.authorizer.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
     if validate_only:
         fixed = fixed_configs(overrides, defaults)
         return _created(mod, name, None, partitions, overrides, defaults, fixed, shown)
     try:
-        topic = await ctx.create_topic(name, partitions, overrides, leaders)
+        topic = await ctx.topics.create(name, partitions, overrides, leaders)
     except TopicExists:
-        ctx.forget_topic(name)
         return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
     return _created(
         mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.fixed_configs, shown
@@ -322,30 +320,27 @@ async def _delete_one(
         internal = internal_topic_by_id(topic_id, ctx.topic_defaults)
         if internal is not None:
             return None, topic_id, (ErrorCode.invalid_request, f"Topic '{internal.name}' is an {READ_ONLY}.")
-        topic = await ctx.topic_by_id(topic_id)
+        topic = await ctx.topics.by_id(topic_id)
         if topic is None:
             return None, topic_id, (ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist.")
-        if not await ctx.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, topic.name):
+        if not await ctx.access.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, topic.name):
             return None, topic_id, (ErrorCode.topic_authorization_failed, DENIED)
     else:
-        if not await ctx.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, name):
+        if not await ctx.access.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, name):
             return name, None, (ErrorCode.topic_authorization_failed, DENIED)
         unknown = (ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
         if not valid_topic_name(name):
             return name, None, unknown
-        ctx.forget_topic(name)
-        topic = await ctx.topic(name)
+        topic = await ctx.topics.fresh(name)
         if topic is None and is_internal(name):  # (a stored one, left by an older version, may go)
             return name, None, (ErrorCode.invalid_request, f"Topic '{name}' is an {READ_ONLY}.")
         if topic is None:
             return name, None, unknown
     try:
-        await ctx.store.delete_topic(topic.name, topic.id)
+        await ctx.topics.delete(topic.name, topic.id)
     except UnknownTopic:
         code = ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
         return name, topic_id, (code, f"Topic '{topic.name}' does not exist.")
-    finally:
-        ctx.forget_topic(topic.name)
     return topic.name, topic.id, (ErrorCode.none, None)
 
 
@@ -377,15 +372,14 @@ async def handle_create_partitions(ctx: BrokerContext, body: CreatePartitionsReq
 
 async def _grow(ctx: BrokerContext, requested: _PartitionsTopic, validate_only: bool) -> Outcome:
     name, count = requested.name, requested.count
-    if not await ctx.authorizer.allowed(AclOperation.ALTER, ResourceType.TOPIC, name):
+    if not await ctx.access.authorizer.allowed(AclOperation.ALTER, ResourceType.TOPIC, name):
         return ErrorCode.topic_authorization_failed, DENIED
     unknown = (ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
     if not valid_topic_name(name):
         return unknown
     if is_internal(name):
         return ErrorCode.invalid_request, f"Topic '{name}' is an {READ_ONLY}."
-    ctx.forget_topic(name)
-    topic = await ctx.topic(name)
+    topic = await ctx.topics.fresh(name)
     if topic is None:
         return unknown
     current = topic.partitions
@@ -411,13 +405,10 @@ async def _grow(ctx: BrokerContext, requested: _PartitionsTopic, validate_only: 
     if validate_only:
         return ErrorCode.none, None
     try:
-        old = await ctx.store.update_topic(name, partitions=count, leaders=leaders)
+        old = await ctx.topics.alter(name, partitions=count, leaders=leaders)
     except UnknownTopic:
         return unknown
     except PartitionsNotIncreasing:
         return ErrorCode.invalid_partitions, f"Topic '{name}' already has {count} or more partitions."
-    finally:
-        ctx.forget_topic(name)
-    await ctx.store.stamp_partitions(name, topic.id, range(old, count))
-    ctx.forget_topic(name)
+    await ctx.topics.stamp_partitions(name, topic.id, range(old, count))
     return ErrorCode.none, None

@@ -23,11 +23,11 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
     if endpoint_type != BROKERS_ENDPOINT:
         code = ErrorCode.unsupported_endpoint_type
         message = f"Endpoint type {endpoint_type} is not served: there are no separate controllers."
-    elif not await ctx.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):
+    elif not await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):
         code = ErrorCode.cluster_authorization_failed
         message = "The principal may not DESCRIBE the cluster."
     try:
-        live = await ctx.live_brokers()
+        live = await ctx.cluster.live_brokers()
     except STORAGE_ERRORS:
         live = [ctx.me]
     # The brokers with the request's listener; none for a principal that may not describe the cluster.
@@ -39,7 +39,7 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
         error_message=message,
         endpoint_type=BROKERS_ENDPOINT,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.controller_id([b for b, _, _ in reachable]),
+        controller_id=ctx.cluster.controller_id([b for b, _, _ in reachable]),
         brokers=tuple(
             make(
                 mod.DescribeClusterBroker,
@@ -52,7 +52,7 @@ async def handle_describe_cluster(ctx: BrokerContext, body: DescribeClusterReque
             for b, host, port in reachable
         ),
         cluster_authorized_operations=(
-            await ctx.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            await ctx.access.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
             if body.include_cluster_authorized_operations and code == ErrorCode.none
             else OPERATIONS_OMITTED
         ),

@@ -1,5 +1,5 @@
-"""Helpers that several handlers share: finding a request's topic, and what a Redis failure is answered
-with in each family of APIs."""
+"""Helpers that several handlers share: finding a request's topic, and (from broker/outages.py) what a
+Redis failure is answered with in each family of APIs."""
 
 from __future__ import annotations
 
@@ -11,28 +11,22 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from ...security.acls import AclOperation, ResourceType
-from ...storage.redis.calls import StorageError
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..internal_topics import READ_ONLY, internal_topic, internal_topic_by_id, is_internal
+from ..outages import ADMIN_UNAVAILABLE as ADMIN_UNAVAILABLE
+from ..outages import APPEND_UNANSWERED as APPEND_UNANSWERED
+from ..outages import GROUPS_UNAVAILABLE as GROUPS_UNAVAILABLE
+from ..outages import LOG_UNAVAILABLE as LOG_UNAVAILABLE
+from ..outages import PRODUCER_IDS_UNAVAILABLE as PRODUCER_IDS_UNAVAILABLE
+from ..outages import STORAGE_ERRORS as STORAGE_ERRORS
 from ..refusals import refused
 from ..session import SESSION
 
 log = logging.getLogger(__name__)
 
 NO_THROTTLE = datetime.timedelta(0)
-
-# Redis unreachable or refusing writes. Clients must retry, so each family answers with a retriable
-# Kafka code (never UNKNOWN_SERVER_ERROR), chosen here once:
-STORAGE_ERRORS = (StorageError, OSError)
-LOG_UNAVAILABLE = (
-    ErrorCode.kafka_storage_error
-)  # Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords
-APPEND_UNANSWERED = ErrorCode.request_timed_out  # an append sent without a reply: "possibly persisted"
-GROUPS_UNAVAILABLE = ErrorCode.coordinator_not_available  # group membership and committed offsets
-ADMIN_UNAVAILABLE = ErrorCode.request_timed_out  # topic and config changes (CreateTopics, AlterConfigs, ...)
-PRODUCER_IDS_UNAVAILABLE = ErrorCode.coordinator_load_in_progress  # InitProducerId
 
 
 def long_poll_deadline(ctx: BrokerContext, max_wait: datetime.timedelta) -> float:
@@ -54,25 +48,29 @@ async def resolve_topic(
     say. With `op`, the request's principal must be allowed it on the topic (TOPIC_AUTHORIZATION_FAILED
     otherwise); a name is checked before it is looked up, so a denied client cannot learn which topics
     exist."""
-    if op is not None and name is not None and not await ctx.authorizer.allowed(op, ResourceType.TOPIC, name):
+    if (
+        op is not None
+        and name is not None
+        and not await ctx.access.authorizer.allowed(op, ResourceType.TOPIC, name)
+    ):
         return ErrorCode.topic_authorization_failed
     internal = internal_topic(name, ctx.topic_defaults) or (
         internal_topic_by_id(topic_id, ctx.topic_defaults) if name is None else None
     )
     if internal is not None:
-        if op is not None and not await ctx.authorizer.allowed(op, ResourceType.TOPIC, internal.name):
+        if op is not None and not await ctx.access.authorizer.allowed(op, ResourceType.TOPIC, internal.name):
             return ErrorCode.topic_authorization_failed
         # Kafka refuses clients' appends to (and record deletions from) internal topics this way.
         return ErrorCode.invalid_topic_exception if op in _CHANGES else internal
     try:
         if name is None:
-            found = await ctx.topic_by_id(topic_id) if topic_id is not None else None
+            found = await ctx.topics.by_id(topic_id) if topic_id is not None else None
             if found is None:
                 return ErrorCode.unknown_topic_id
-            if op is not None and not await ctx.authorizer.allowed(op, ResourceType.TOPIC, found.name):
+            if op is not None and not await ctx.access.authorizer.allowed(op, ResourceType.TOPIC, found.name):
                 return ErrorCode.topic_authorization_failed
             return found
-        found = await ctx.topic(name)
+        found = await ctx.topics.load(name)
         return found if found is not None else ErrorCode.unknown_topic_or_partition
     except STORAGE_ERRORS:
         return unavailable
@@ -101,19 +99,19 @@ async def may_administer_deployment(ctx: BrokerContext, operation: AclOperation)
     with the operation on the cluster."""
     if SESSION.get().tenant is not None:
         return False
-    return await ctx.authorizer.allowed_on_cluster(operation)
+    return await ctx.access.authorizer.allowed_on_cluster(operation)
 
 
 async def all_topics(ctx: BrokerContext) -> list[Topic]:
     """Every topic, fresh from Redis (and so into the cache)."""
-    return await ctx.all_topics()
+    return await ctx.topics.all()
 
 
 async def may_create_topic(ctx: BrokerContext, name: str) -> bool:
     """Kafka's rule for creating a topic: CREATE on the cluster, or else on the topic."""
-    return await ctx.authorizer.allowed_on_cluster(AclOperation.CREATE) or await ctx.authorizer.allowed(
-        AclOperation.CREATE, ResourceType.TOPIC, name
-    )
+    return await ctx.access.authorizer.allowed_on_cluster(
+        AclOperation.CREATE
+    ) or await ctx.access.authorizer.allowed(AclOperation.CREATE, ResourceType.TOPIC, name)
 
 
 async def topic_for_write(
@@ -125,7 +123,7 @@ async def topic_for_write(
     if is_internal(name):  # never written, never created (a leftover stored one included)
         refused(log, api, f"topic {name!r} is an {READ_ONLY}", topic=name, error="INVALID_TOPIC_EXCEPTION")
         return None
-    topic = await ctx.topic(name)
+    topic = await ctx.topics.load(name)
     if topic is not None or not ctx.settings.auto_create_topics:
         return topic
     if not valid_topic_name(name):
@@ -136,10 +134,9 @@ async def topic_for_write(
         from ...storage.topics.metadata import TopicExists
 
         try:
-            topic = await ctx.create_topic(name, ctx.settings.default_partitions, {})
+            topic = await ctx.topics.create(name, ctx.settings.default_partitions, {})
         except TopicExists:
-            ctx.forget_topic(name)
-            topic = await ctx.topic(name)
+            topic = await ctx.topics.load(name)
         except InvalidConfig as exc:
             reason = f"topic {name!r} not auto-created: the topic defaults are invalid: {exc}"
             refused(log, api, reason, topic=name, error="INVALID_CONFIG")

@@ -84,7 +84,7 @@ async def handle_offset_for_leader_epoch(
     # Kafka: CLUSTER_ACTION on the cluster (followers), or else DESCRIBE on each topic.
     op = (
         None
-        if await ctx.authorizer.allowed_on_cluster(AclOperation.CLUSTER_ACTION)
+        if await ctx.access.authorizer.allowed_on_cluster(AclOperation.CLUSTER_ACTION)
         else AclOperation.DESCRIBE
     )
     topics = []

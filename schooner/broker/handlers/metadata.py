@@ -35,7 +35,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
     mod = response_module_of(body)
     version = body.__version__
     try:
-        live = await ctx.live_brokers()
+        live = await ctx.cluster.live_brokers()
     except STORAGE_ERRORS:
         live = [ctx.me]
     # Only brokers with the request's listener are named, and so only they lead partitions here.
@@ -55,7 +55,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
             stored = [t for t in await all_topics(ctx) if not is_internal(t.name)]
             every = stored + internal_topics(ctx.topic_defaults)
             # A listing leaves out the topics the principal may not describe.
-            shown = await ctx.authorizer.allowed_names(
+            shown = await ctx.access.authorizer.allowed_names(
                 Op.DESCRIBE, ResourceType.TOPIC, [t.name for t in every]
             )
             wanted: list[tuple[str | None, Topic | uuid.UUID | None]] = [
@@ -68,7 +68,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
                 topic_id = getattr(requested, "topic_id", None)
                 if name is None and topic_id is not None and str(topic_id) != ZERO_UUID:
                     found = internal_topic_by_id(topic_id, ctx.topic_defaults)
-                    found = found or await ctx.topic_by_id(topic_id)
+                    found = found or await ctx.topics.by_id(topic_id)
                     wanted.append((None if found is None else found.name, found or topic_id))
                     continue
                 wanted.append((name, None))
@@ -92,7 +92,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
         throttle_time=NO_THROTTLE,
         brokers=broker_entries,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.controller_id(brokers),
+        controller_id=ctx.cluster.controller_id(brokers),
         topics=tuple(results),
         cluster_authorized_operations=await _cluster_operations(ctx, body),
         error_code=ErrorCode.none,
@@ -104,9 +104,9 @@ async def _cluster_operations(ctx: BrokerContext, body: MetadataRequest) -> int:
     describe the cluster (as Kafka answers)."""
     if not getattr(body, "include_cluster_authorized_operations", False):
         return OPERATIONS_OMITTED
-    if not await ctx.authorizer.allowed_on_cluster(Op.DESCRIBE):
+    if not await ctx.access.authorizer.allowed_on_cluster(Op.DESCRIBE):
         return 0
-    return await ctx.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+    return await ctx.access.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 async def _topic_entry(
@@ -133,7 +133,7 @@ async def _topic_entry(
 
     if name is None:
         return error(ErrorCode.unknown_topic_id, found if isinstance(found, uuid.UUID) else None)
-    if not await ctx.authorizer.allowed(Op.DESCRIBE, ResourceType.TOPIC, name):
+    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, ResourceType.TOPIC, name):
         if isinstance(found, Topic):  # asked by id (a listing shows only allowed topics): hide the name
             name = None
             return error(ErrorCode.topic_authorization_failed, found.id)
@@ -142,14 +142,14 @@ async def _topic_entry(
     if topic is None:
         if not valid_topic_name(name):
             return error(ErrorCode.invalid_topic_exception)
-        topic = await (topic_for_write(ctx, name) if allow_create else ctx.topic(name))
+        topic = await (topic_for_write(ctx, name) if allow_create else ctx.topics.load(name))
         if topic is None:
             if allow_create and ctx.settings.auto_create_topics and not await may_create_topic(ctx, name):
                 return error(ErrorCode.topic_authorization_failed)
             return error(ErrorCode.unknown_topic_or_partition)
     partitions = []
     for p in range(topic.partitions):
-        leader = ctx.leader_for(brokers, topic, p)
+        leader = ctx.cluster.leader_for(brokers, topic, p)
         partitions.append(
             make(
                 mod.MetadataResponsePartition,
@@ -168,7 +168,7 @@ async def _topic_entry(
         is_internal=is_internal(topic.name),
         partitions=tuple(partitions),
         topic_authorized_operations=(
-            await ctx.authorizer.operations(ResourceType.TOPIC, topic.name)
+            await ctx.access.authorizer.operations(ResourceType.TOPIC, topic.name)
             if with_operations
             else OPERATIONS_OMITTED
         ),

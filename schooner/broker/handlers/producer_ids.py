@@ -37,7 +37,9 @@ async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdReques
     if body.transactional_id == "":
         return reply(ErrorCode.invalid_request)  # as Kafka: an empty id is no transactional id
     if body.transactional_id is not None:
-        if not await ctx.authorizer.allowed(Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id):
+        if not await ctx.access.authorizer.allowed(
+            Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id
+        ):
             return reply(ErrorCode.transactional_id_authorization_failed)
         current = Producer(current_pid, current_epoch) if current_pid >= 0 else None
         timeout_ms = int(body.transaction_timeout.total_seconds() * 1000)
@@ -52,9 +54,9 @@ async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdReques
             return reply(ErrorCode.coordinator_not_available)
         return reply(ErrorCode.none, got.producer_id, got.producer_epoch)
     # Kafka (KIP-679): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on a topic.
-    if not await ctx.authorizer.allowed_on_cluster(
+    if not await ctx.access.authorizer.allowed_on_cluster(
         Op.IDEMPOTENT_WRITE
-    ) and not await ctx.authorizer.allowed_any(Op.WRITE, Resource.TOPIC):
+    ) and not await ctx.access.authorizer.allowed_any(Op.WRITE, Resource.TOPIC):
         return reply(ErrorCode.cluster_authorization_failed)
     try:
         if current_pid >= 0 and 0 <= current_epoch < MAX_EPOCH - 1:

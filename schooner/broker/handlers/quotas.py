@@ -65,7 +65,7 @@ async def handle_describe_client_quotas(
     except UnknownEntityType as exc:  # Kafka answers an unknown entity type so
         return _describe_failed(mod, ErrorCode.unsupported_version, str(exc))
     try:
-        stored = await ctx.store.client_quotas(ctx.quotas.base)
+        stored = await ctx.store.client_quotas(ctx.access.quotas.base)
     except STORAGE_ERRORS as exc:
         return _describe_failed(mod, ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
     entries = tuple(
@@ -117,13 +117,13 @@ async def handle_alter_client_quotas(ctx: BrokerContext, body: AlterClientQuotas
         outcomes.append((ErrorCode.none, None))
     if changes and not body.validate_only:
         try:
-            await ctx.store.alter_client_quotas(ctx.quotas.base, changes)
+            await ctx.store.alter_client_quotas(ctx.access.quotas.base, changes)
         except STORAGE_ERRORS as exc:
             failed = (ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
             outcomes = [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
         else:
             with contextlib.suppress(*STORAGE_ERRORS):  # the background reload tries again
-                await ctx.quotas.reload()  # in force here before the client hears of it
+                await ctx.access.quotas.reload()  # in force here before the client hears of it
     return make(
         mod.AlterClientQuotasResponse,
         throttle_time=NO_THROTTLE,

@@ -26,14 +26,14 @@ from ...storage.share.partition import ACK_TYPES, RENEW, AckBatch, Acquired, Lim
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from ..fetch_codec import codec_for, encode_entries
+from ..partitions.fetch_codec import codec_for, encode_entries
 from ..share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, long_poll_deadline, resolve_partition
 from .share_dead_letters import copy_to_topic
 
 DEFAULT_MAX_RECORDS = 500
 # Released records and lapsed locks publish no append notice: a waiting share fetch looks again this
-# often (a Fetch does not poll: see waiters.py).
+# often (a Fetch does not poll: see partitions/waiters.py).
 POLL_SECONDS = 0.25
 NO_LIMIT_BYTES = 1 << 62  # acquired records are all sent: a record cut off would stay locked unseen
 
@@ -89,7 +89,7 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
     lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
     if not group or not member:
         return _fetch_error(mod, ErrorCode.invalid_request, "A share fetch needs a group id and a member id")
-    if not await ctx.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
         return _fetch_error(
             mod, ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}"
         )
@@ -159,7 +159,7 @@ async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeReq
 
     if not group or not member:
         return answer(ErrorCode.invalid_request, "A share acknowledge needs a group id and a member id")
-    if not await ctx.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
         return answer(ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}")
     if epoch == INITIAL_EPOCH:
         return answer(ErrorCode.invalid_share_session_epoch, "Acknowledgements cannot open a share session")
@@ -239,7 +239,7 @@ async def _acknowledge(
         if outcome.settled:
             # Room in the window, or released records: members waiting here on this broker look again
             # now, before this member's own acquire in the same request takes it all.
-            ctx.waiters.notify(topic.name, index)
+            ctx.data.waiters.notify(topic.name, index)
         await copy_to_topic(ctx, group, config, topic, index, outcome.dead_lettered)
 
 
@@ -269,7 +269,7 @@ async def _close(ctx: BrokerContext, session: ShareSession) -> None:
         with contextlib.suppress(*STORAGE_ERRORS):  # else the locks lapse by themselves
             await ctx.store.share_release_member(partitions, session.group, session.member)
             for topic, index in partitions:
-                ctx.waiters.notify(topic.name, index)
+                ctx.data.waiters.notify(topic.name, index)
 
 
 # -- acquisition ----------------------------------------------------------------------------------
@@ -292,16 +292,11 @@ async def _fetch(
         return
     waits = [TopicPartition(t.name, key[1]) for key, t in targets]
     starts = await _starts(ctx, session, targets, config)
-    while True:
-        event = ctx.waiters.register(waits)
-        try:
-            got = await _acquire(ctx, session, targets, config, starts, max_records, results)
-            remaining = deadline - time.monotonic()
-            if got or remaining <= 0:
-                return
-            await ctx.waiters.wait(event, min(remaining, POLL_SECONDS))
-        finally:
-            ctx.waiters.unregister(waits, event)
+
+    async def acquire() -> bool:
+        return await _acquire(ctx, session, targets, config, starts, max_records, results) > 0
+
+    await ctx.data.reader.long_poll(waits, deadline, acquire, POLL_SECONDS)
 
 
 async def _starts(

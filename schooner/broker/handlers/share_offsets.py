@@ -68,7 +68,7 @@ async def _refusal(
     what the principal needs on the group: DESCRIBE to read, READ to alter, DELETE to delete."""
     if not group_id:
         return ErrorCode.invalid_group_id, "The group id is empty"
-    if not await ctx.authorizer.allowed(op, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(op, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, f"The principal may not {op.name} group {group_id!r}"
     try:
         kind = await _other_kind(ctx, group_id)
@@ -108,7 +108,7 @@ async def _describe_group(ctx: BrokerContext, mod: ModuleType, group_id: str, to
     try:
         if topics is None:  # every topic where the group has share partitions, those initialized
             wanted = await _initialized(ctx, group_id)
-            shown = await ctx.authorizer.allowed_names(
+            shown = await ctx.access.authorizer.allowed_names(
                 AclOperation.DESCRIBE, ResourceType.TOPIC, [n for n, _ in wanted]
             )
             wanted = [(n, ps) for n, ps in wanted if n in shown]
@@ -125,7 +125,7 @@ async def _describe_group(ctx: BrokerContext, mod: ModuleType, group_id: str, to
 async def _initialized(ctx: BrokerContext, group_id: str) -> list[tuple[str, list[int]]]:
     wanted = []
     for name in await ctx.store.share_topics(group_id):
-        topic = await ctx.topic(name)
+        topic = await ctx.topics.load(name)
         if topic is not None:  # deleted since: its share partitions went with it
             wanted.append((name, list(range(topic.partitions))))
     return wanted

@@ -28,7 +28,7 @@ from ...security.acls import ResourceType as Resource
 from ...storage.topic_partition import TopicPartition
 from ...storage.transactions.state import STATES
 from ..context import BrokerContext
-from ..sequencer import group_offsets
+from ..partitions.sequencer import group_offsets
 from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 # KIP-588: fencing answers PRODUCER_FENCED from these versions on, INVALID_PRODUCER_EPOCH before.
@@ -55,9 +55,9 @@ async def _txn_denial(
     ctx: BrokerContext, transactional_id: str, group_id: str | None = None
 ) -> ErrorCode | None:
     """Kafka's checks of a transactional request: WRITE on the id, then READ on the group (if any)."""
-    if not await ctx.authorizer.allowed(Op.WRITE, Resource.TRANSACTIONAL_ID, transactional_id):
+    if not await ctx.access.authorizer.allowed(Op.WRITE, Resource.TRANSACTIONAL_ID, transactional_id):
         return ErrorCode.transactional_id_authorization_failed
-    if group_id is not None and not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, group_id):
+    if group_id is not None and not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, group_id):
         return ErrorCode.group_authorization_failed
     return None
 
@@ -68,7 +68,7 @@ async def handle_add_partitions_to_txn(
     mod = response_module_of(body)
     version = body.__version__
     # v4+ batches are brokers verifying produce requests: Kafka lets only a cluster member send them.
-    if version > 3 and not await ctx.authorizer.allowed_on_cluster(Op.CLUSTER_ACTION):
+    if version > 3 and not await ctx.access.authorizer.allowed_on_cluster(Op.CLUSTER_ACTION):
         return make(
             mod.AddPartitionsToTxnResponse,
             throttle_time=NO_THROTTLE,
@@ -93,7 +93,9 @@ async def handle_add_partitions_to_txn(
         denial = await _txn_denial(ctx, transactional_id) if version <= 3 else None
         names = {n for n, _ in wanted}
         writable = (
-            await ctx.authorizer.allowed_names(Op.WRITE, Resource.TOPIC, names) if version <= 3 else names
+            await ctx.access.authorizer.allowed_names(Op.WRITE, Resource.TOPIC, names)
+            if version <= 3
+            else names
         )
         for name, p in wanted:
             if denial is not None:
@@ -102,7 +104,7 @@ async def handle_add_partitions_to_txn(
                 codes[(name, p)] = ErrorCode.topic_authorization_failed
         if not codes:
             for name, p in wanted:
-                topic = await ctx.topic(name)
+                topic = await ctx.topics.load(name)
                 if topic is None or not 0 <= p < topic.partitions:
                     codes[(name, p)] = ErrorCode.unknown_topic_or_partition
         if codes:  # Kafka adds none when one is unknown or denied, and says so for the rest
@@ -176,7 +178,7 @@ async def handle_add_offsets_to_txn(ctx: BrokerContext, body: AddOffsetsToTxnReq
 
 async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -> ResponsePayload:
     """Offsets wait beside the group until the transaction ends (storage/transactions/offsets.py)."""
-    async with ctx.sequencer.claim(group_offsets(body.group_id)):  # in the order received, as commits
+    async with ctx.data.sequencer.claim(group_offsets(body.group_id)):  # in the order received, as commits
         return await _txn_offset_commit(ctx, body)
 
 
@@ -189,7 +191,9 @@ async def _txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -
     # Kafka's order: WRITE on the id and READ on the group refuse the whole request; a topic the
     # principal may not read is refused alone, and the coordinator sees only the readable ones.
     denial = await _txn_denial(ctx, body.transactional_id, body.group_id)
-    readable = await ctx.authorizer.allowed_names(Op.READ, Resource.TOPIC, {t.name for t in body.topics})
+    readable = await ctx.access.authorizer.allowed_names(
+        Op.READ, Resource.TOPIC, {t.name for t in body.topics}
+    )
     code = denial or ErrorCode.none
     if denial is None and (readable or not body.topics):
         code, _ = await _attempt(
@@ -204,7 +208,7 @@ async def _txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -
     to_stage: dict[TopicPartition, tuple[int, int, str | None]] = {}
     codes: dict[tuple[str, int], ErrorCode] = {}
     for t in body.topics:
-        topic = await ctx.topic(t.name) if code == ErrorCode.none and t.name in readable else None
+        topic = await ctx.topics.load(t.name) if code == ErrorCode.none and t.name in readable else None
         for p in t.partitions:
             if denial is None and t.name not in readable:
                 codes[(t.name, p.partition_index)] = ErrorCode.topic_authorization_failed
@@ -276,7 +280,7 @@ async def handle_describe_transactions(
     mod = response_module_of(body)
     states = []
     for transactional_id in body.transactional_ids:
-        if await ctx.authorizer.allowed(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, transactional_id):
+        if await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, transactional_id):
             code, s = await _attempt(ctx.transactions.state_of(transactional_id))
         else:
             code, s = ErrorCode.transactional_id_authorization_failed, None
@@ -287,7 +291,7 @@ async def handle_describe_transactions(
             name, _, p = key.rpartition(":")
             topics.setdefault(name, []).append(int(p))
         # Kafka leaves out the partitions of topics the principal may not describe.
-        shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.TOPIC, topics)
+        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.TOPIC, topics)
         topics = {n: ps for n, ps in topics.items() if n in shown}
         states.append(
             make(
@@ -323,7 +327,7 @@ async def handle_list_transactions(ctx: BrokerContext, body: ListTransactionsReq
     code = ErrorCode.none
     try:
         ids = await ctx.transactions.all_ids()
-        shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, ids)
+        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, ids)
         for transactional_id in ids:
             if transactional_id not in shown:
                 continue

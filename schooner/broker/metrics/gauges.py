@@ -15,21 +15,23 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ...storage.cluster import BrokerInfo
 from ...storage.groups import commits
 from ...storage.groups.lag import PartitionLag, partition_lag
 from ...storage.keys import Keyspace
 from ...storage.log.read import PartitionBounds, bounds_of
 from ...storage.redis.calls import Steps, StorageError, parallel, together
 from ...storage.share import partition as share
+from ...storage.store import Store
 from ...storage.topics.metadata import Topic
-from ..context import BrokerContext
+from ..cluster_view import ClusterView
 from ..limits import ConnectionStats
 from ..session import Session
 from .meters import topic_label
@@ -39,11 +41,31 @@ log = logging.getLogger(__name__)
 SCRAPE_TIMEOUT_SECONDS = 8.0  # under Prometheus' default scrape timeout (10 s)
 
 
+class _Coordinators(Protocol):
+    async def coordinator_for(self, group_id: str) -> BrokerInfo: ...
+
+
+class KeyspaceSource(Protocol):
+    """What the gauges read of one keyspace (a BrokerContext is one): its store, the cluster view (which
+    partitions this broker leads), who coordinates each group, and the tenant that labels its series."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def cluster(self) -> ClusterView: ...
+    @property
+    def groups(self) -> _Coordinators: ...
+    @property
+    def tenant(self) -> str | None: ...
+    @property
+    def topic_defaults(self) -> Mapping[str, str]: ...
+
+
 class Source(Protocol):
     """What the gauges read from the broker (on its event loop)."""
 
     @property
-    def contexts(self) -> list[BrokerContext]: ...  # the deployment's, then each tenant's
+    def contexts(self) -> Sequence[KeyspaceSource]: ...  # the deployment's, then each tenant's
     def sessions(self) -> list[Session]: ...
     @property
     def listener_names(self) -> list[str]: ...
@@ -78,18 +100,19 @@ async def snapshot(source: Source) -> Snapshot:
         try:
             await _read_keyspace(ctx, snap)
         except (StorageError, OSError) as exc:
-            log.info("metrics: reading end offsets and lag of %s failed: %s", ctx.ks.prefix, exc)
+            log.info("metrics: reading end offsets and lag of %s failed: %s", ctx.store.ks.prefix, exc)
             snap.storage_up = False
     return snap
 
 
-async def _read_keyspace(ctx: BrokerContext, snap: Snapshot) -> None:
-    store, me = ctx.store, ctx.me.broker_id
+async def _read_keyspace(ctx: KeyspaceSource, snap: Snapshot) -> None:
+    store, cluster = ctx.store, ctx.cluster
+    me, ks = cluster.me.broker_id, store.ks
     topics = await store.topics(ctx.topic_defaults)
-    brokers = await ctx.live_brokers()
-    led = [(t, p) for t in topics for p in range(t.partitions) if ctx.leader_for(brokers, t, p) == me]
+    brokers = await cluster.live_brokers()
+    led = [(t, p) for t in topics for p in range(t.partitions) if cluster.leader_for(brokers, t, p) == me]
     groups = [g for g in await store.group_ids() if (await ctx.groups.coordinator_for(g)).broker_id == me]
-    ends, lags, shares = await store.drive(_reads(ctx.ks, led, {t.name: t for t in topics}, groups))
+    ends, lags, shares = await store.drive(_reads(ks, led, {t.name: t for t in topics}, groups))
     tenant = ctx.tenant
     for (topic, p), b in zip(led, ends, strict=True):
         snap.end_offsets.append((topic_label(tenant, topic.name), p, b.high_watermark))

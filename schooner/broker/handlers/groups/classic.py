@@ -29,8 +29,9 @@ from ....protocol.request_types import (
 from ....security.acls import OPERATIONS_OMITTED
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType as Resource
-from ...context import CLIENT, BrokerContext
+from ...context import BrokerContext
 from ...refusals import refused
+from ...session import CLIENT
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from ..endpoints import endpoint_for
 from .share import forget_share_state
@@ -66,11 +67,11 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
             code, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
             reason = f"coordinator key type {key_type} for {key!r} is not supported (0 group, 1 transaction)"
             refused(log, "FIND_COORDINATOR", reason, kind=f"key type {key_type}", key_type=key_type)
-        elif key_type == KEY_TYPE_GROUP and not await ctx.authorizer.allowed(
+        elif key_type == KEY_TYPE_GROUP and not await ctx.access.authorizer.allowed(
             Op.DESCRIBE, Resource.GROUP, key
         ):
             code = ErrorCode.group_authorization_failed
-        elif key_type == KEY_TYPE_TRANSACTION and not await ctx.authorizer.allowed(
+        elif key_type == KEY_TYPE_TRANSACTION and not await ctx.access.authorizer.allowed(
             Op.DESCRIBE, Resource.TRANSACTIONAL_ID, key
         ):
             code = ErrorCode.transactional_id_authorization_failed
@@ -124,7 +125,7 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
     session_ms = _ms(body.session_timeout)
     rebalance_ms = _ms(getattr(body, "rebalance_timeout", body.session_timeout))
     try:
-        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
             raise _Denied
         result = await ctx.groups.join(
             JoinRequest(
@@ -181,7 +182,7 @@ def _log_session_refusal(ctx: BrokerContext, group_id: str, session_ms: int) -> 
 async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> ResponsePayload:
     mod = response_module_of(body)
     try:
-        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
             raise _Denied
         result = await ctx.groups.sync(
             body.group_id,
@@ -212,7 +213,7 @@ async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> Respo
 async def handle_heartbeat(ctx: BrokerContext, body: HeartbeatRequest) -> ResponsePayload:
     mod = response_module_of(body)
     try:
-        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
             raise _Denied
         code = await ctx.groups.heartbeat(
             body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
@@ -235,7 +236,7 @@ async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> Res
     code = ErrorCode.none
     errors: list[ErrorCode] = []
     try:
-        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
             raise _Denied
         errors = await ctx.groups.leave(body.group_id, wanted)
     except _Denied:
@@ -274,12 +275,12 @@ async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest
             members=(),
             authorized_operations=UNKNOWN_OPERATIONS,
         )
-        if not await ctx.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
+        if not await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
             values["error_code"] = ErrorCode.group_authorization_failed
             described.append(make(mod.DescribedGroup, **values))
             continue
         if with_operations:
-            values["authorized_operations"] = await ctx.authorizer.operations(Resource.GROUP, group_id)
+            values["authorized_operations"] = await ctx.access.authorizer.operations(Resource.GROUP, group_id)
         try:
             group = await ctx.groups.find(group_id)
             if group is None:
@@ -329,8 +330,8 @@ async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> Res
         code = GROUPS_UNAVAILABLE
         return make(mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=code, groups=())
     # Kafka: DESCRIBE on the cluster shows every group; otherwise those the principal may describe.
-    if not await ctx.authorizer.allowed_on_cluster(Op.DESCRIBE):
-        shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.GROUP, ids)
+    if not await ctx.access.authorizer.allowed_on_cluster(Op.DESCRIBE):
+        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.GROUP, ids)
         ids = [i for i in ids if i in shown]
     listed = []
     for group_id in ids:
@@ -365,7 +366,7 @@ async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) ->
     mod = response_module_of(body)
     results = []
     for group_id in body.groups_names:
-        if not await ctx.authorizer.allowed(Op.DELETE, Resource.GROUP, group_id):
+        if not await ctx.access.authorizer.allowed(Op.DELETE, Resource.GROUP, group_id):
             code = ErrorCode.group_authorization_failed
             results.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=code))
             continue

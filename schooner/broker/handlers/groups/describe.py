@@ -52,14 +52,14 @@ async def describe_refusal(
 ) -> bool:
     """Kafka's check of a KIP-848 or share group describe: DESCRIBE on the group. Fills `values` (the
     DescribedGroup's) with the error, or with the authorized operations when they are asked for."""
-    if not await ctx.authorizer.allowed(Op.DESCRIBE, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, ResourceType.GROUP, group_id):
         values.update(
             error_code=ErrorCode.group_authorization_failed,
             error_message=f"The principal may not DESCRIBE group {group_id!r}.",
         )
         return True
     if with_operations:
-        values["authorized_operations"] = await ctx.authorizer.operations(ResourceType.GROUP, group_id)
+        values["authorized_operations"] = await ctx.access.authorizer.operations(ResourceType.GROUP, group_id)
     return False
 
 
@@ -105,7 +105,7 @@ async def _members(
         for topic_id, partitions in sorted(parts.items()):
             name = names.get(topic_id)
             if name is None:  # a topic deleted since: look the id up, else leave the name empty
-                found = await ctx.topic_by_id(uuid.UUID(topic_id))
+                found = await ctx.topics.by_id(uuid.UUID(topic_id))
                 name = found.name if found else ""
             rows.append(
                 make(

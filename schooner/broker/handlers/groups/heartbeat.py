@@ -34,24 +34,24 @@ class BrokerTopics:
         self.ctx = ctx
 
     async def topic(self, name: str) -> Topic | None:
-        return await self.ctx.topic(name)
+        return await self.ctx.topics.load(name)
 
     async def names(self) -> list[str]:
         # One pipelined read of every topic; it refreshes the cache the topic lookups use next.
-        return [topic.name for topic in await self.ctx.all_topics()]
+        return [topic.name for topic in await self.ctx.topics.all()]
 
 
 async def _refusal(ctx: BrokerContext, body: HeartbeatRequest) -> HeartbeatAnswer | None:
     """Kafka's checks of a KIP-848 or share group heartbeat: READ on the group, then DESCRIBE on each
     subscribed topic (named ones; a regex only ever matches topics, it names none)."""
     group_id = body.group_id
-    if not await ctx.authorizer.allowed(Op.READ, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(Op.READ, ResourceType.GROUP, group_id):
         message = f"The principal may not READ group {group_id!r}."
         return HeartbeatAnswer(
             ErrorCode.group_authorization_failed, message, body.member_id, body.member_epoch
         )
     names = set(body.subscribed_topic_names or ())
-    denied = names - await ctx.authorizer.allowed_names(Op.DESCRIBE, ResourceType.TOPIC, names)
+    denied = names - await ctx.access.authorizer.allowed_names(Op.DESCRIBE, ResourceType.TOPIC, names)
     if denied:
         message = f"The principal may not DESCRIBE the subscribed topics {sorted(denied)}."
         return HeartbeatAnswer(

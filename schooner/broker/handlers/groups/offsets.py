@@ -22,7 +22,7 @@ from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
 from ...internal_topics import internal_topic
-from ...sequencer import group_offsets
+from ...partitions.sequencer import group_offsets
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 MAX_METADATA_BYTES = 4096
@@ -63,26 +63,26 @@ async def _topic_name(
     name: str | None = getattr(t, "name", None)
     topic_id = getattr(t, "topic_id", None)
     if name is None and topic_id is not None:
-        found = await ctx.topic_by_id(topic_id)
+        found = await ctx.topics.by_id(topic_id)
         if (
             found is not None
             and op is not None
-            and not await ctx.authorizer.allowed(op, Resource.TOPIC, found.name)
+            and not await ctx.access.authorizer.allowed(op, Resource.TOPIC, found.name)
         ):
             return found.name, ErrorCode.topic_authorization_failed
         return (found.name if found else None), found
-    if name and op is not None and not await ctx.authorizer.allowed(op, Resource.TOPIC, name):
+    if name and op is not None and not await ctx.access.authorizer.allowed(op, Resource.TOPIC, name):
         return name, ErrorCode.topic_authorization_failed
     if not name:
         return name, None
     # Committed offsets of an internal topic's partitions are kept like any others (internal_topics.py).
-    return name, internal_topic(name, ctx.topic_defaults) or await ctx.topic(name)
+    return name, internal_topic(name, ctx.topic_defaults) or await ctx.topics.load(name)
 
 
 async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
     # Kafka applies a group's commits in the order received; pipelined commits would otherwise race
     # through the Redis pool and an older offset could land last.
-    async with ctx.sequencer.claim(group_offsets(body.group_id)):
+    async with ctx.data.sequencer.claim(group_offsets(body.group_id)):
         return await _commit(ctx, body)
 
 
@@ -90,7 +90,7 @@ async def _commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayl
     mod = response_module_of(body)
     generation = body.generation_id_or_member_epoch
     try:
-        if not await ctx.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
             raise _Denied
         group_error = await ctx.groups.check_commit(
             body.group_id,
@@ -178,7 +178,7 @@ async def _fetch_group(
     an open transaction holds answers UNSTABLE_OFFSET_COMMIT, which clients retry."""
     partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
     topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
-    if not await ctx.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
         return ErrorCode.group_authorization_failed, []
     denied: set[str] = set()  # named topics the principal may not describe
     try:
@@ -191,7 +191,9 @@ async def _fetch_group(
         if topics is None:
             committed = await ctx.store.committed_offsets(group_id)
             # Every topic: those the principal may not describe are left out.
-            shown = await ctx.authorizer.allowed_names(Op.DESCRIBE, Resource.TOPIC, {n for n, _ in committed})
+            shown = await ctx.access.authorizer.allowed_names(
+                Op.DESCRIBE, Resource.TOPIC, {n for n, _ in committed}
+            )
             by_topic: dict[str, list[int]] = {}
             for topic_name, partition in sorted(committed):
                 if topic_name in shown:
@@ -236,7 +238,7 @@ async def _fetch_group(
             )
         topic_id = getattr(requested, "topic_id", None) if requested is not None else None
         if topic_id is None and name is not None and multi:
-            found = await ctx.topic(name)
+            found = await ctx.topics.load(name)
             topic_id = found.id if found else None
         by_id = {"topic_id": topic_id} if multi else {}  # only the groups form (v8+) has topic ids
         out.append(make(topic_cls, name=name, partitions=tuple(rows), **by_id))
@@ -274,7 +276,7 @@ def subscribed_topics(metadata: bytes) -> set[str]:
 
 
 async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayload:
-    async with ctx.sequencer.claim(group_offsets(body.group_id)):  # after the commits received before it
+    async with ctx.data.sequencer.claim(group_offsets(body.group_id)):  # after the commits received before it
         return await _delete(ctx, body)
 
 
@@ -283,7 +285,7 @@ async def _delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayl
     code = ErrorCode.none
     subscribed: set[str] = set()
     try:
-        if not await ctx.authorizer.allowed(Op.DELETE, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.DELETE, Resource.GROUP, body.group_id):
             raise _Denied
         group = await ctx.groups.group(body.group_id)
         if isinstance(group, ShareGroup):
@@ -301,7 +303,9 @@ async def _delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayl
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
         code = GROUPS_UNAVAILABLE
-    readable = await ctx.authorizer.allowed_names(Op.READ, Resource.TOPIC, {t.name for t in body.topics})
+    readable = await ctx.access.authorizer.allowed_names(
+        Op.READ, Resource.TOPIC, {t.name for t in body.topics}
+    )
     topics = []
     doomed: list[TopicPartition] = []
     for t in body.topics:

@@ -16,7 +16,8 @@ from ....coordinators.groups.share.config import ShareGroupConfig, share_group_c
 from ....coordinators.groups.share.coordinator import ShareHeartbeat
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
-from ...context import CLIENT, BrokerContext
+from ...context import BrokerContext
+from ...session import CLIENT
 from ..common import NO_THROTTLE, STORAGE_ERRORS
 from .describe import describe_group, undescribed
 from .heartbeat import BrokerTopics, answer_heartbeat
@@ -36,7 +37,7 @@ async def forget_share_state(ctx: BrokerContext, group_id: str) -> None:
     groups on the partitions' streams, with their counters), and the list of its topics."""
     partitions = []
     for name in await ctx.store.share_topics(group_id):
-        topic = await ctx.topic(name)
+        topic = await ctx.topics.load(name)
         if topic is not None:
             partitions += [(topic, p) for p in range(topic.partitions)]
     if partitions:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from ..storage.topics.metadata import Topic
+from ...storage.topics.metadata import Topic
 
 WINDOW_SECONDS = 1.0
 MAX_RUN_BATCHES = 16  # a consumer further behind reads Redis

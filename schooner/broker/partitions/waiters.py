@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 
-from ..storage.topic_partition import TopicPartition
+from ...storage.topic_partition import TopicPartition
 
 Watch = Callable[[TopicPartition], None]
 

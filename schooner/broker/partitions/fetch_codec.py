@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.batch_c import encode_plain
-from ..protocol.records import (
+from ...protocol.batch_c import encode_plain
+from ...protocol.records import (
     CODEC_BY_NAME,
     CODEC_NONE,
     MAX_OFFSET_DELTA,
@@ -15,9 +15,9 @@ from ..protocol.records import (
     BatchBuilder,
     control_batch,
 )
-from ..storage.log.entry import KEY, TIMESTAMP, VALUE, parse_fields
-from ..storage.log.transactions import COMMIT, CONTROL, TXN
-from ..storage.offsets import OffsetCodec
+from ...storage.log.entry import KEY, TIMESTAMP, VALUE, parse_fields
+from ...storage.log.transactions import COMMIT, CONTROL, TXN
+from ...storage.offsets import OffsetCodec
 
 # Batches are split at this size so that a consumer can start on a large read sooner.
 BATCH_TARGET_BYTES = 1 << 20

@@ -1,5 +1,6 @@
-"""Fetch's reads of partitions at their end are reused until an append notice (broker/partition_ends.py):
-a record appended through any path is still returned by the next fetch that asks for it."""
+"""Fetch's reads of partitions at their end are reused until an append notice
+(broker/partitions/partition_ends.py): a record appended through any path is still returned by the next fetch
+that asks for it."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def test_a_cached_end_gives_way_to_an_append_through_the_broker(broker_factory) 
     first = _fetch(broker.bootstrap, {0: 0, 1: 0, 2: 0})
     assert first[0][0] > 0 and first[0][1] == 1  # partition 0 read to its end
     assert first[1] == (0, 0) and first[2] == (0, 0)
-    ends = broker.broker.ctx.partition_ends
+    ends = broker.broker.ctx.data.ends
     assert len(ends) == 3  # every partition's end is kept, partition 0's at offset 1
     assert _fetch(broker.bootstrap, {0: 1})[0] == (0, 1)  # from the kept end: nothing new
     confluent_produce(broker.bootstrap, TOPIC, [Rec(None, b"second")], partition=0)

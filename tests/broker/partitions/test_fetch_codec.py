@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
-from schooner.broker import fetch_codec
-from schooner.broker.fetch_codec import BATCH_TARGET_BYTES, _encode_python, _State, encode_entries
+from schooner.broker.partitions import fetch_codec
+from schooner.broker.partitions.fetch_codec import BATCH_TARGET_BYTES, _encode_python, _State, encode_entries
 from schooner.protocol import batch_c
 from schooner.protocol.records import CODEC_GZIP, CODEC_NONE
 from schooner.storage.log.entry import encode_headers

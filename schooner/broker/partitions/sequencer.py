@@ -24,6 +24,11 @@ class Turn:
         self._previous = previous
         self._mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
+    @property
+    def key(self) -> Hashable:
+        """What takes turns: a partition as its requests name it, or group_offsets(group)."""
+        return self._key
+
     async def __aenter__(self) -> None:
         if self._previous is not None:
             await asyncio.shield(self._previous)

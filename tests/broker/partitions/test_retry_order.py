@@ -1,5 +1,6 @@
-"""An idempotent producer's batches after one that failed here wait for its retry (broker/retry_order.py):
-the rule on its own, and over the wire with Redis cut away from the broker between two batches."""
+"""An idempotent producer's batches after one that failed here wait for its retry
+(broker/partitions/retry_order.py): the rule on its own, and over the wire with Redis cut away from the broker
+between two batches."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 from kio.schema.errors import ErrorCode
 
-from schooner.broker.retry_order import MAX_FAILED, SEQUENCE_SPAN, RetryOrder
+from schooner.broker.partitions.retry_order import MAX_FAILED, SEQUENCE_SPAN, RetryOrder
 from schooner.storage.keys import Keyspace
 from tests.proxy import FaultProxy
 from tests.wire import call, idempotent_batch, init_producer_id_request, produce_request, record_batch

@@ -1,10 +1,11 @@
-"""Batches kept as appended (broker/recent_batches.py): which fetches they answer, and when a read must."""
+"""Batches kept as appended (broker/partitions/recent_batches.py): which fetches they answer, and when a read
+must."""
 
 from __future__ import annotations
 
 import uuid
 
-from schooner.broker.recent_batches import MAX_RUN_BATCHES, RecentBatches
+from schooner.broker.partitions.recent_batches import MAX_RUN_BATCHES, RecentBatches
 from schooner.storage.offsets import DENSE_OFFSETS
 from schooner.storage.topics.metadata import Topic
 

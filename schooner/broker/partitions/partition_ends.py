@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import uuid
 
-from ..storage.log.read import PartitionRead
-from ..storage.topic_partition import TopicPartition
-from ..storage.topics.metadata import Topic
+from ...storage.log.read import PartitionRead
+from ...storage.topic_partition import TopicPartition
+from ...storage.topics.metadata import Topic
 from .waiters import AppendWaiters
 
 # Twice the fetch handler's poll interval: a writer that publishes no notice is seen within a second or so.

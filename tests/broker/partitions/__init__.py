@@ -1,0 +1,1 @@
+"""Unit tests of broker/partitions/, mirroring its modules."""
