@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 # Runs a request's handler (dispatch.py): the response, or NO_RESPONSE when none is due.
 Dispatch = Callable[[Request], Awaitable[Answer]]
 READ_CHUNK = 1 << 16
+RECANCEL_SECONDS = 0.1  # how soon an abandoned fetch that did not stop is cancelled again
 # A request held: its header, what produces its encoded response (None: nothing to send), its frame size.
 _Out = bytes | None
 _Held = tuple[RequestHeader, asyncio.Future[_Out], int]
@@ -308,6 +309,17 @@ class Connection:
         for answer in list(self._waits):
             if answer.cancel():
                 self._stats.abandoned_requests += 1
+        if self._waits:
+            self._loop.call_later(RECANCEL_SECONDS, self._cancel_again)
+
+    def _cancel_again(self) -> None:
+        """Python 3.11's asyncio.wait_for drops a cancel that comes as what it waits for finishes, and
+        redis-py waits with it (a fetch that opens a Redis connection): a fetch still running is told
+        again, until it stops."""
+        for answer in list(self._waits):
+            answer.cancel()
+        if self._waits:
+            self._loop.call_later(RECANCEL_SECONDS, self._cancel_again)
 
     def _dropped(self, answer: asyncio.Future[_Out]) -> None:
         """A held answer that will not be written: its bytes no longer count."""
