@@ -36,6 +36,7 @@ from .upkeep import Upkeep
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 3.0
+RECANCEL_SECONDS = 0.1  # how often a task that absorbed its cancel is cancelled again at stop
 GC_YOUNG_THRESHOLD = 50_000  # allocations between young collections (the default is 700)
 
 
@@ -233,9 +234,16 @@ class Broker:
         for conn in list(self._connections):
             conn.cancel()
         pending = [*self._tasks, *(t for u in upkeeps for t in u.tasks), *self._connections]
-        if pending:
-            # Bounded: a client library's read may absorb a cancel; stopping must not hang on it.
-            await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
+        # Bounded: a client library's read may absorb a cancel (Python 3.11's wait_for, inside redis-py,
+        # drops one that lands as its wait ends), so what is still running is cancelled again, and
+        # stopping never hangs on it.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STOP_GRACE_SECONDS
+        while pending and (left := deadline - loop.time()) > 0:
+            _, running = await asyncio.wait(pending, timeout=min(left, RECANCEL_SECONDS))
+            for task in running:
+                task.cancel()
+            pending = list(running)
         if self.ctx:  # tenants' stores share this client and lane
             with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(self.ctx.store.close_lanes(), STOP_GRACE_SECONDS)
