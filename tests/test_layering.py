@@ -190,45 +190,33 @@ COORDINATOR_RULES = [
     never(_GROUPS, "schooner.coordinators.transactions"),
 ]
 
-# Within the broker (broker/__init__.py draws the map): the ground floor holds what knows no other part
-# (sessions, limits, the outage codes, the cluster view); access rules, metrics, clients' sessions and the
-# topic cache; then the data path (partitions/), the context that holds the parts, the handlers, and what
-# runs them (dispatch, connections, upkeep, tenants), up to the listener and the server. connection.py
-# sits above the handlers because it answers an unsupported version with ApiVersions' response.
+# Within the broker (broker/__init__.py draws the map): net/ (connections, sessions, limits, TLS, SASL) knows
+# no other part, and hands each request to a dispatch function it is given; beside it the outage codes,
+# the Redis health and the compactor. Then access/ (ACLs, quotas), metadata/ (topic cache, cluster view) and
+# metrics/; the data path (partitions/); the context that holds the parts; the handlers; what runs them
+# (dispatch, upkeep, tenants); and the server on top.
 BROKER_RULES = [
     *floors(
         "schooner.broker",
-        (
-            "session",
-            "limits",
-            "outages",
-            "internal_topics",
-            "cluster_view",
-            "compactor",
-            "response_budget",
-            "watchdog",
-            "tls",
-        ),
-        (
-            "metrics",
-            "refusals",
-            "quotas",
-            "authentication",
-            "authorizer",
-            "fetch_sessions",
-            "share_sessions",
-            "topic_cache",
-        ),
+        ("net", "outages", "health", "compactor"),
+        ("access", "metadata", "metrics"),
         "partitions",
         "context",
         "handlers",
-        ("dispatch", "upkeep", "tenants", "connection"),
-        "listener",
+        ("dispatch", "upkeep", "tenants"),
         "server",
+    ),
+    *floors(
+        "schooner.broker.net",
+        ("session", "limits", "watchdog"),
+        ("tls", "refusals", "response_budget", "authentication"),
+        "connection",
+        "listener",
     ),
     *floors(
         "schooner.broker.partitions",
         ("sequencer", "retry_order", "waiters", "recent_batches", "fetch_codec"),
+        ("fetch_sessions", "share_sessions"),
         "partition_ends",
         ("writer", "reader"),
         "data_path",
@@ -365,7 +353,9 @@ def test_an_allowed_break_is_tolerated_by_name_and_nothing_else() -> None:
     rule = never("schooner", "redis", exempt=("schooner.storage",), allow=(entry,))
     assert tolerated_by(rule, Import("schooner.broker.server", "redis.exceptions.RedisError", 1)) == entry
     assert tolerated_by(rule, Import("schooner.broker.server", "redis.asyncio", 1)) is None
-    assert tolerated_by(rule, Import("schooner.broker.listener", "redis.exceptions.RedisError", 1)) is None
+    assert (
+        tolerated_by(rule, Import("schooner.broker.net.listener", "redis.exceptions.RedisError", 1)) is None
+    )
 
 
 def test_floors_forbid_every_higher_floor_and_nothing_else() -> None:

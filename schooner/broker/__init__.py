@@ -1,27 +1,34 @@
 """The broker: an asyncio server speaking the Kafka protocol over the Store.
 
-A map, bottom floor first (tests/test_layering.py pins the floors):
+A map, bottom floor first (tests/test_layering.py pins the floors; each package's __init__ has its own):
 
 ```
-session.py limits.py tls.py    a connection's session and limits (SESSION, CLIENT), TLS contexts
-response_budget.py watchdog.py a connection's untaken responses; its one timer for deadlines
-outages.py internal_topics.py  what a Redis failure is answered with; Kafka's internal topics
-compactor.py                   log compaction of compacted topics (run by upkeep.py)
-cluster_view.py                ClusterView: live brokers, partition leaders, the controller
-authorizer.py quotas.py        ACL decisions and client quotas (Access); refusals.py logs refusals;
-authentication.py              SASL on a connection: the gate before the handlers, the exchange
-topic_cache.py                 TopicCache: topic metadata, cached and written through
-fetch_sessions.py share_sessions.py   clients' sessions (KIP-227, KIP-932): which partitions they want
-metrics/                       Prometheus counters (per request, per partition) and scrape-time gauges
-partitions/                    the data path: PartitionWriter (produce) and PartitionReader (fetch,
-                               long polls) over the in-memory state they share; see its __init__
-context.py                     BrokerContext: the parts above for one keyspace, built by open_context
-handlers/                      one handle_<api> per API: decode, authorize, call a part, build the answer
-dispatch.py connection.py      a request to its handler (and its tenant's context); a connection's frames
-upkeep.py tenants.py           per-keyspace duties (notices, compaction, retention); tenants' contexts
-listener.py server.py          the listening sockets, and the broker's start, heartbeat and stop
+net/          the network, knowing no other part: listener.py (sockets) and connection.py (a
+              connection's frames, its limits and response budget, SASL's gate), session.py (who is on
+              the other end: SESSION, CLIENT), limits.py, tls.py, watchdog.py, authentication.py (SASL),
+              refusals.py (the log of refused requests). A connection hands requests to a dispatch
+              function it is given.
+outages.py    what a Redis failure is answered with (error codes per kind of request)
+health.py     RedisHealth: whether this broker reaches Redis (the groups and the topic cache read it)
+compactor.py  log compaction of compacted topics (run by upkeep.py)
+access/       who may do what and how much: authorizer.py (ACLs), quotas.py (client quotas)
+metadata/     topic_cache.py (TopicCache, written through), cluster_view.py (live brokers, leaders, the
+              controller), internal_topics.py (Kafka's __consumer_offsets and __transaction_state)
+metrics/      Prometheus counters (per request, per partition) and scrape-time gauges
+partitions/   the data path: PartitionWriter (produce) and PartitionReader (fetch, long polls) over the
+              in-memory state they share, and clients' fetch and share sessions; see its __init__
+context.py    BrokerContext: the parts above for one keyspace, built by open_context
+handlers/     one handle_<api> per API: decode, authorize, call a part, build the answer
+dispatch.py   a request to its handler (and its tenant's context), with quotas around it
+upkeep.py     per-keyspace duties (notices, compaction, retention); tenants.py: tenants' contexts
+server.py     the broker's start (listeners, contexts, heartbeat) and stop
 ```
 
 Handlers own no state: what outlives a request lives in a part of the context, and a part takes what
 it needs (the Store, another part), never the context.
+
+Where things go: a new API is a handler in handlers/ and a line in dispatch.py's table; a new source of
+records for Fetch is a step of PartitionReader's cascade (partitions/reader.py); a new per-connection
+rule belongs to net/ (and reaches handlers through the session); a new kind of group is a coordinator
+(schooner.coordinators) with its handlers in handlers/groups/.
 """

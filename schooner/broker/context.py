@@ -1,8 +1,8 @@
 """What every handler shares, as named parts: one keyspace's topics, data path, coordinators and access
 rules, and the deployment's view of its brokers.
 
-- `topics` (TopicCache, topic_cache.py): topic metadata, cached and written through;
-- `cluster` (ClusterView, cluster_view.py): live brokers, partition leaders, the controller;
+- `topics` (TopicCache, metadata/topic_cache.py): topic metadata, cached and written through;
+- `cluster` (ClusterView, metadata/cluster_view.py): live brokers, partition leaders, the controller;
 - `data` (DataPath, partitions/data_path.py): the partition writer and reader, and their state;
 - `access` (Access): the ACL authorizer and client quotas;
 - `groups`, `transactions`, `group_configs`: the coordinators (coordinators/);
@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING
 from ..config import Settings
 from ..coordinators.groups.configs import GroupConfigs
 from ..coordinators.groups.coordinator import GroupCoordinator, GroupSettings
-from ..coordinators.groups.redis_health import RedisHealth
 from ..coordinators.transactions import TransactionCoordinator
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.store import Store
-from .authorizer import Authorizer
-from .cluster_view import ClusterView
-from .fetch_sessions import FetchSessions
+from .access.authorizer import Authorizer
+from .access.quotas import ClientQuotas
+from .health import RedisHealth
+from .metadata.cluster_view import ClusterView
+from .metadata.topic_cache import TopicCache
 from .partitions.data_path import DataPath, open_data_path
-from .quotas import ClientQuotas
-from .share_sessions import ShareSessions
-from .topic_cache import TopicCache
+from .partitions.fetch_sessions import FetchSessions
+from .partitions.share_sessions import ShareSessions
 
 if TYPE_CHECKING:
     from .metrics import BrokerMetrics
@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """Who may do what, and how much: ACL decisions for this keyspace (authorizer.py) and the client
-    quotas (quotas.py: deployment-wide, shared by every tenant). Callers: handlers, dispatch, server.py."""
+    """Who may do what, and how much: ACL decisions for this keyspace (access/authorizer.py) and the
+    client quotas (access/quotas.py: deployment-wide, shared by every tenant). Callers: handlers,
+    dispatch, server.py."""
 
     authorizer: Authorizer
     quotas: ClientQuotas
@@ -139,8 +140,8 @@ def open_context(
         me,
         cluster.live_brokers,
         GroupSettings(s.group_min_session_ms, s.group_max_session_ms, s.group_initial_rebalance_delay_ms),
+        health,  # the broker's fact, which the groups read (member sessions)
     )
-    ctx.groups.redis_health = health  # the broker's fact, which the groups read (member sessions)
     ctx.transactions = TransactionCoordinator(
         store,
         me,

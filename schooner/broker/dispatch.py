@@ -1,4 +1,4 @@
-"""API key -> handler, and the client quotas around it (broker/quotas.py sets every response's
+"""API key -> handler, and the client quotas around it (broker/access/quotas.py sets every response's
 throttle_time_ms, so handlers answer NO_THROTTLE).
 
 A handler takes the broker context and its API's request (the union of versions in
@@ -78,8 +78,8 @@ from .handlers.transactions import (
     handle_list_transactions,
     handle_txn_offset_commit,
 )
-from .refusals import refused
-from .session import SESSION
+from .net.refusals import refused
+from .net.session import SESSION
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def dispatcher(
             _refuse_unserved(request)
             return unsupported_response(request.body)
         served = context_of(request.header.api_key)
-        if book.active:  # some client quota is configured: throttle_time_ms is set here (quotas.py)
+        if book.active:  # some client quota is configured: throttle_time_ms is set here (access/quotas.py)
             return await quotas.serve(handler, served, request)
         return await handler(served, request.body)
 

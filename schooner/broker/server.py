@@ -20,17 +20,17 @@ from ..storage.redis import client as redis_client
 from ..storage.redis.calls import StorageError
 from ..storage.store import Store, open_lane, open_read_lane
 from ..storage.topics.config import InvalidConfig, validate_defaults
+from .access.quotas import ClientQuotas
 from .context import BrokerContext, open_context
 from .dispatch import dispatcher
-from .limits import ConnectionStats
-from .listener import ClientConnections
 from .metrics import BrokerMetrics
 from .metrics.exporter import MetricsServer
 from .metrics.gauges import ScrapeGauges, snapshot
-from .quotas import ClientQuotas
-from .session import Session
+from .net.limits import ConnectionStats
+from .net.listener import ClientConnections
+from .net.session import Session
+from .net.tls import TlsSetupError, certificate_principals, handshake_timeout, server_contexts
 from .tenants import REFRESH_SECONDS, Tenants
-from .tls import TlsSetupError, certificate_principals, handshake_timeout, server_contexts
 from .upkeep import Upkeep
 
 log = logging.getLogger(__name__)

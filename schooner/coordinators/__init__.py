@@ -5,10 +5,10 @@ schooner.storage.transactions.
 The map (each kind of group keeps its pure rules in group.py and its I/O in coordinator.py):
 
     groups/
-      coordinator.py   GroupCoordinator, the facade the broker knows as ctx.groups
+      coordinator.py   GroupCoordinator, the facade the broker knows as ctx.groups; it reads the broker's
+                       StorageHealth (member sessions do not lapse while the broker cannot reach Redis)
       ownership.py     GroupOwnership: which groups this broker coordinates, loading (claiming) them from
                        Redis, fenced saves, dropping them when they move; shared by every kind
-      redis_health.py  whether this broker reaches Redis (member sessions do not lapse while it cannot)
       config_defs.py   the group configs (the GROUP config resource): one table of names, defaults,
                        bounds and checks; pure
       configs.py       GroupConfigs: each group's configs as the broker sees them, cached for the data

@@ -205,7 +205,7 @@ def config_checks(
     config_file: str | None, overrides: Mapping[str, Any]
 ) -> tuple[list[Check], config.Settings | None]:
     """config.load and what the broker checks before it opens a port; the settings, None when unusable."""
-    from ..broker.tls import TlsSetupError, certificate_principals, server_contexts
+    from ..broker.net.tls import TlsSetupError, certificate_principals, server_contexts
 
     source = config_file or "defaults, environment and flags"
     try:

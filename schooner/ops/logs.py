@@ -2,7 +2,7 @@
 
 JSON lines carry `level`, `logger`, `message` and `time` (ISO 8601, UTC), then every structured field
 the line was logged with (`extra`): a refused request's client_id, peer, principal, api and reason
-(broker/refusals.py), for instance. python-json-logger writes them; a traceback is in `exc_info`.
+(broker/net/refusals.py), for instance. python-json-logger writes them; a traceback is in `exc_info`.
 """
 
 from __future__ import annotations

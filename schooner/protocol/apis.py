@@ -183,3 +183,47 @@ def api_name(api_key: int) -> str:
 
 def is_flexible(api_key: int, api_version: int) -> bool:
     return bool(request_type(api_key, api_version).__flexible__)
+
+
+# KIP-219: from these versions on a client backs off by itself when a response says it is throttled, so
+# the response goes out at once. Older ones are held back for the throttle time instead. APIs not listed
+# came after KIP-219 and always back off.
+_CLIENT_THROTTLES_FROM = {
+    ApiKey.PRODUCE: 6,
+    ApiKey.FETCH: 8,
+    ApiKey.LIST_OFFSETS: 3,
+    ApiKey.METADATA: 6,
+    ApiKey.OFFSET_COMMIT: 4,
+    ApiKey.OFFSET_FETCH: 4,
+    ApiKey.FIND_COORDINATOR: 2,
+    ApiKey.JOIN_GROUP: 3,
+    ApiKey.HEARTBEAT: 2,
+    ApiKey.LEAVE_GROUP: 2,
+    ApiKey.SYNC_GROUP: 2,
+    ApiKey.DESCRIBE_GROUPS: 2,
+    ApiKey.LIST_GROUPS: 2,
+    ApiKey.API_VERSIONS: 2,
+    ApiKey.CREATE_TOPICS: 3,
+    ApiKey.DELETE_TOPICS: 2,
+    ApiKey.DELETE_RECORDS: 1,
+    ApiKey.INIT_PRODUCER_ID: 1,
+    ApiKey.ADD_PARTITIONS_TO_TXN: 1,
+    ApiKey.ADD_OFFSETS_TO_TXN: 1,
+    ApiKey.END_TXN: 1,
+    ApiKey.TXN_OFFSET_COMMIT: 1,
+    ApiKey.DESCRIBE_CONFIGS: 2,
+    ApiKey.ALTER_CONFIGS: 1,
+    ApiKey.CREATE_PARTITIONS: 1,
+    ApiKey.DELETE_GROUPS: 1,
+    ApiKey.DESCRIBE_ACLS: 1,
+    ApiKey.CREATE_ACLS: 1,
+    ApiKey.DELETE_ACLS: 1,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: 1,
+    ApiKey.DESCRIBE_LOG_DIRS: 1,
+    36: 1,  # SaslAuthenticate
+}
+
+
+def client_throttles(api_key: int, version: int) -> bool:
+    """Whether a client backs off by itself on this response (KIP-219)."""
+    return version >= _CLIENT_THROTTLES_FROM.get(api_key, 0)

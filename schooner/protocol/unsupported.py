@@ -26,9 +26,10 @@ import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import RequestPayload, ResponsePayload
+from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
-from .apis import api_name, response_type
+from .apis import SUPPORTED_VERSIONS, api_name, response_type
+from .messages import make, sibling
 
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 _ZERO: dict[str, Any] = {
@@ -154,3 +155,17 @@ def _strip_optional(hint: Any) -> tuple[Any, bool]:
         if len(args) == 1:
             return args[0], True
     return hint, False
+
+
+def api_version_list(resp_cls: type) -> tuple[Entity, ...]:
+    """ApiVersions' list of every API and the versions this broker serves, as entries of resp_cls."""
+    entry = sibling(resp_cls, "ApiVersion")
+    return tuple(
+        entry(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())
+    )
+
+
+def unsupported_version_response() -> ResponsePayload:
+    """The v0 answer to a version we do not know, listing ours so the client can pick."""
+    cls = response_type(18, 0)
+    return make(cls, error_code=ErrorCode.unsupported_version, api_keys=api_version_list(cls))

@@ -1,5 +1,5 @@
 """Client quotas (KIP-546): what DescribeClientQuotas and AlterClientQuotas keep. Every broker enforces
-them (broker/quotas.py, with the windows of security/quotas.py); each change is published on the quotas
+them (broker/access/quotas.py, with the windows of security/quotas.py); each change is published on the quotas
 channel, so that every broker reloads them at once.
 
 An entity is one or more (type, name) components, types `user`, `client-id` and `ip`; a name of None

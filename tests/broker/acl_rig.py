@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from kio.schema.errors import ErrorCode
 
-from schooner.broker.session import ANONYMOUS
+from schooner.broker.net.session import ANONYMOUS
 from schooner.protocol.apis import request_type
 from schooner.protocol.messages import make, sibling
 from schooner.security.acls import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from schooner.broker.session import SESSION, Session
+from schooner.broker.net.session import SESSION, Session
 from schooner.config import Listener
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import decode_request, encode_response, make, sibling

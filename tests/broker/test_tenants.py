@@ -13,7 +13,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
-from schooner.broker.session import SESSION, Session
+from schooner.broker.net.session import SESSION, Session
 from schooner.mq import Producer
 from schooner.protocol.apis import ApiKey
 from schooner.protocol.messages import decode_request

@@ -1,5 +1,5 @@
 """A consume-transform-produce app with exactly-once (confluent-kafka transactions), run as its own
-process by tests/broker/test_transactions.py, which kills it with SIGKILL mid-run.
+process by tests/broker/handlers/test_transactions.py, which kills it with SIGKILL mid-run.
 
 Usage: python -m tests.broker.txn_copier BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID
 """

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from schooner.broker.topic_cache import TOPIC_CACHE_SECONDS
+from schooner.broker.metadata.topic_cache import TOPIC_CACHE_SECONDS
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import make, sibling
 from tests.wire import call, fetch_request

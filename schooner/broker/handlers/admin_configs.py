@@ -35,8 +35,8 @@ from ...storage.topics.config import (
 )
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
-from ..internal_topics import READ_ONLY, internal_topic, is_internal
-from ..refusals import refused
+from ..metadata.internal_topics import READ_ONLY, internal_topic, is_internal
+from ..net.refusals import refused
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .group_configs import GROUP, Change, alter_group, describe_group
 

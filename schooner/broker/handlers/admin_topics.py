@@ -18,8 +18,8 @@ from ...security.acls import AclOperation, ResourceType
 from ...storage.topics.config import InvalidConfig, check_together, effective, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic, fixed_configs
 from ..context import BrokerContext
-from ..internal_topics import READ_ONLY, internal_topic_by_id, is_internal
-from ..refusals import refused
+from ..metadata.internal_topics import READ_ONLY, internal_topic_by_id, is_internal
+from ..net.refusals import refused
 from .admin_configs import check_config, topic_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_create_topic
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import ResponsePayload
 
-from ...protocol.apis import SUPPORTED_VERSIONS, response_type
+from ...protocol.apis import response_type
 from ...protocol.messages import make, sibling
 from ...protocol.request_types import ApiVersionsRequest
+from ...protocol.unsupported import api_version_list
 from ..context import BrokerContext
 from .common import NO_THROTTLE
 
@@ -17,19 +18,6 @@ from .common import NO_THROTTLE
 # clients look for it before they use ShareGroupHeartbeat.
 FEATURES = {"transaction.version": (0, 2), "share.version": (0, 1)}
 FEATURES_EPOCH = 1
-
-
-def _api_list(resp_cls: type) -> tuple[Entity, ...]:
-    entry = sibling(resp_cls, "ApiVersion")
-    return tuple(
-        entry(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())
-    )
-
-
-def unsupported_version_response() -> ResponsePayload:
-    """The v0 answer to a version we do not know, listing ours so the client can pick."""
-    cls = response_type(18, 0)
-    return make(cls, error_code=ErrorCode.unsupported_version, api_keys=_api_list(cls))
 
 
 async def handle_api_versions(ctx: BrokerContext, body: ApiVersionsRequest) -> ResponsePayload:
@@ -47,7 +35,7 @@ async def handle_api_versions(ctx: BrokerContext, body: ApiVersionsRequest) -> R
     return make(
         cls,
         error_code=ErrorCode.none,
-        api_keys=_api_list(cls),
+        api_keys=api_version_list(cls),
         throttle_time=NO_THROTTLE,
         supported_features=supported,
         finalized_features_epoch=FEATURES_EPOCH if finalized else -1,

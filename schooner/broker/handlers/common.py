@@ -14,15 +14,15 @@ from ...security.acls import AclOperation, ResourceType
 from ...storage.topics.config import InvalidConfig, valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from ..internal_topics import READ_ONLY, internal_topic, internal_topic_by_id, is_internal
+from ..metadata.internal_topics import READ_ONLY, internal_topic, internal_topic_by_id, is_internal
+from ..net.refusals import refused
+from ..net.session import SESSION
 from ..outages import ADMIN_UNAVAILABLE as ADMIN_UNAVAILABLE
 from ..outages import APPEND_UNANSWERED as APPEND_UNANSWERED
 from ..outages import GROUPS_UNAVAILABLE as GROUPS_UNAVAILABLE
 from ..outages import LOG_UNAVAILABLE as LOG_UNAVAILABLE
 from ..outages import PRODUCER_IDS_UNAVAILABLE as PRODUCER_IDS_UNAVAILABLE
 from ..outages import STORAGE_ERRORS as STORAGE_ERRORS
-from ..refusals import refused
-from ..session import SESSION
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ async def resolve_topic(
     op: AclOperation | None = None,
 ) -> Topic | ErrorCode:
     """A request's topic: by name, or by id when the request names none (the versions with topic ids).
-    Kafka's internal topics are found too (internal_topics.py), and refused (INVALID_TOPIC_EXCEPTION)
+    Kafka's internal topics are found too (metadata/internal_topics.py), and refused (INVALID_TOPIC_EXCEPTION)
     to a WRITE or DELETE. A Kafka code when there is no such topic, or `unavailable` when Redis cannot
     say. With `op`, the request's principal must be allowed it on the topic (TOPIC_AUTHORIZATION_FAILED
     otherwise); a name is checked before it is looked up, so a denied client cannot learn which topics

@@ -8,7 +8,7 @@ broker that has no such listener (as Kafka does).
 from __future__ import annotations
 
 from ...storage.cluster import BrokerInfo
-from ..session import SESSION
+from ..net.session import SESSION
 
 
 def request_listener() -> str | None:

@@ -1,5 +1,6 @@
-"""Fetch: the request's session (KIP-227, broker/fetch_sessions.py), its topics authorized, its partitions
-read and long-polled by the partition reader (broker/partitions/reader.py), and the response."""
+"""Fetch: the request's session (KIP-227, broker/partitions/fetch_sessions.py), its topics authorized,
+its partitions read and long-polled by the partition reader (broker/partitions/reader.py), and the
+response."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from ...security.acls import AclOperation
 from ...storage.log.transactions import AbortedTransaction
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
+from ..access.quotas import fetch_byte_cap
 from ..context import BrokerContext
-from ..fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, WantedTopic
+from ..partitions.fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, WantedTopic
 from ..partitions.reader import PartitionAnswer, PartitionReader
 from ..partitions.reader import WantedTopic as _FetchTopic
-from ..quotas import fetch_byte_cap
 from .common import NO_THROTTLE, long_poll_deadline, resolve_topic
 
 

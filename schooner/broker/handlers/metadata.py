@@ -17,7 +17,7 @@ from ...storage.cluster import BrokerInfo
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
-from ..internal_topics import internal_topic, internal_topic_by_id, internal_topics, is_internal
+from ..metadata.internal_topics import internal_topic, internal_topic_by_id, internal_topics, is_internal
 from .common import (
     LOG_UNAVAILABLE,
     NO_THROTTLE,

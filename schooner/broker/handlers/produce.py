@@ -25,9 +25,9 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ...storage.topics.timestamps import out_of_window
 from ..context import BrokerContext
-from ..internal_topics import is_internal
+from ..metadata.internal_topics import is_internal
+from ..net.refusals import refused
 from ..partitions.writer import NOT_REPLICATED, PartitionAppend, RecordError
-from ..refusals import refused
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic, topic_for_write
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,8 @@ def _decode(
 def _refused(
     topic: Topic, partition: int, code: ErrorCode, message: str, record_errors: Sequence[RecordError] = ()
 ) -> PartitionAppend:
-    """A batch refused for what it holds, said in the log too: a client may only retry it (refusals.py)."""
+    """A batch refused for what it holds, said in the log too (net/refusals.py): a client may only
+    retry it."""
     reason = f"{topic.name}-{partition}: {code.name.upper()}: {message}"
     refused(log, "PRODUCE", reason, kind=f"{topic.name}:{code.name}", topic=topic.name, partition=partition,
             error=code.name.upper())  # fmt: skip

@@ -1,5 +1,5 @@
 """DescribeClientQuotas and AlterClientQuotas (KIP-546): quotas are kept in Redis, under the base
-keyspace (they are deployment-wide), and enforced by every broker (broker/quotas.py).
+keyspace (they are deployment-wide), and enforced by every broker (broker/access/quotas.py).
 
 The rules (entity types and combinations, quota keys, match types, `strict`) are Kafka's and live in
 storage/quotas.py beside the keys; these handlers map them to the wire. An alter publishes a notice

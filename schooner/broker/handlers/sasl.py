@@ -24,9 +24,9 @@ from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
 from ...protocol.request_types import SaslAuthenticateRequest, SaslHandshakeRequest
 from ...security.sasl import Challenge, NeedCredentials, SaslFailure, Step, Success, server_for
 from ...storage.keys import Keyspace
-from ..authentication import Exchange, authenticate, enabled_mechanisms, session_lifetime_ms
 from ..context import BrokerContext
-from ..session import SESSION, Session
+from ..net.authentication import Exchange, authenticate, enabled_mechanisms, session_lifetime_ms
+from ..net.session import SESSION, Session
 from .common import STORAGE_ERRORS
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """ShareFetch and ShareAcknowledge (KIP-932): a share group member's records, acquired for it alone until it
 accepts, releases, rejects or renews them, or its lock runs out. The share partitions themselves are
-storage/share/partition.py; the member's share session is broker/share_sessions.py.
+storage/share/partition.py; the member's share session is broker/partitions/share_sessions.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..partitions.fetch_codec import codec_for, encode_entries
-from ..share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
+from ..partitions.share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, long_poll_deadline, resolve_partition
 from .share_dead_letters import copy_to_topic
 

@@ -31,9 +31,9 @@ from ...storage.redis.calls import Steps, StorageError, parallel, together
 from ...storage.share import partition as share
 from ...storage.store import Store
 from ...storage.topics.metadata import Topic
-from ..cluster_view import ClusterView
-from ..limits import ConnectionStats
-from ..session import Session
+from ..metadata.cluster_view import ClusterView
+from ..net.limits import ConnectionStats
+from ..net.session import Session
 from .meters import topic_label
 
 log = logging.getLogger(__name__)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -26,10 +27,27 @@ from .consumer.coordinator import ConsumerGroupCoordinator
 from .modern.coordinator import expire
 from .modern.group import EpochGroup
 from .ownership import AnyGroup, GroupOwnership, NotCoordinator
-from .redis_health import RedisHealth
 from .share.coordinator import ShareGroupCoordinator
 
 __all__ = ["GroupCoordinator", "GroupSettings", "JoinRequest", "NotCoordinator"]
+
+
+class StorageHealth(Protocol):
+    """What the groups read of their broker's reach to Redis (the broker's health.py keeps it): no
+    member's session lapses while the broker itself is in trouble, and sessions count from its return."""
+
+    back_at: float
+
+    def in_trouble(self, now: float | None = None) -> bool: ...
+
+
+class _NeverInTrouble:
+    """The health of a coordinator whose broker reports none (in-process tests)."""
+
+    back_at = 0.0
+
+    def in_trouble(self, now: float | None = None) -> bool:
+        return False
 
 
 class GroupCoordinator:
@@ -39,12 +57,13 @@ class GroupCoordinator:
         me: BrokerInfo,
         live_brokers: Callable[[], Awaitable[list[BrokerInfo]]],
         settings: GroupSettings,
+        health: StorageHealth | None = None,
     ) -> None:
         self.ownership = GroupOwnership(store, me, live_brokers)
         self.classic = ClassicCoordinator(self.ownership, settings)
         self.consumer = ConsumerGroupCoordinator(self.ownership)
         self.share = ShareGroupCoordinator(self.ownership)
-        self.redis_health = RedisHealth()  # the broker reports its Redis round trips here
+        self.redis_health: StorageHealth = health or _NeverInTrouble()
 
     # -- which groups, where ----------------------------------------------------------------------
     async def coordinator_for(self, group_id: str) -> BrokerInfo:

@@ -30,8 +30,8 @@ from ....security.acls import OPERATIONS_OMITTED
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType as Resource
 from ...context import BrokerContext
-from ...refusals import refused
-from ...session import CLIENT
+from ...net.refusals import refused
+from ...net.session import CLIENT
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from ..endpoints import endpoint_for
 from .share import forget_share_state

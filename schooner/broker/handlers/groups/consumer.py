@@ -20,7 +20,7 @@ from ....coordinators.groups.modern.group import Assignment
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 from ...context import BrokerContext
-from ...session import CLIENT
+from ...net.session import CLIENT
 from ..common import NO_THROTTLE, STORAGE_ERRORS
 from .describe import Described, describe_group
 from .heartbeat import BrokerTopics, answer_heartbeat

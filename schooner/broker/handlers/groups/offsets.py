@@ -21,7 +21,7 @@ from ....security.acls import ResourceType as Resource
 from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
-from ...internal_topics import internal_topic
+from ...metadata.internal_topics import internal_topic
 from ...partitions.sequencer import group_offsets
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
@@ -75,7 +75,8 @@ async def _topic_name(
         return name, ErrorCode.topic_authorization_failed
     if not name:
         return name, None
-    # Committed offsets of an internal topic's partitions are kept like any others (internal_topics.py).
+    # Committed offsets of an internal topic's partitions are kept like any others
+    # (metadata/internal_topics.py).
     return name, internal_topic(name, ctx.topic_defaults) or await ctx.topics.load(name)
 
 

@@ -17,7 +17,7 @@ from ....coordinators.groups.share.coordinator import ShareHeartbeat
 from ....protocol.messages import make, response_module_of
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
 from ...context import BrokerContext
-from ...session import CLIENT
+from ...net.session import CLIENT
 from ..common import NO_THROTTLE, STORAGE_ERRORS
 from .describe import describe_group, undescribed
 from .heartbeat import BrokerTopics, answer_heartbeat
