@@ -106,8 +106,10 @@ class ColdStore:
         state = self._state(topic)
         with state.lock, _errors():
             for attempt in range(COMMIT_ATTEMPTS):
-                table = self._load(state, refresh=True)
-                done = None if table is None else table.transaction_version(app_id)
+                # The check and the write use one snapshot: Delta's conflict check then refuses the commit
+                # if another writer committed this app id after it.
+                table = self._load(state, refresh=True) or self._create(state, topic)
+                done = table.transaction_version(app_id)
                 if done is not None and done >= piece.end:
                     return Archived(0, done)
                 if done is not None and done < piece.start:
@@ -118,7 +120,7 @@ class ColdStore:
                 )  # fmt: skip
                 commit = CommitProperties(app_transactions=[Transaction(app_id, piece.end)])
                 try:
-                    self._write(state, topic, rows, commit)
+                    self._write(table, rows, commit)
                 except CommitFailedError:
                     # Another writer committed first: the next attempt sees what it holds.
                     if attempt == COMMIT_ATTEMPTS - 1:
@@ -127,25 +129,42 @@ class ColdStore:
                 return Archived(rows.num_rows, piece.end)
         raise AssertionError("unreachable")
 
-    def _write(self, state: _TopicTable, topic: Topic, rows: pa.Table, commit: CommitProperties) -> None:
-        target: str | DeltaTable = state.table if state.table is not None else state.uri
+    def _write(self, table: DeltaTable, rows: pa.Table, commit: CommitProperties) -> None:
+        # Always through a loaded table: Delta's conflict check compares app transactions against the
+        # snapshot the writer read, and a write from a bare path has none to compare with.
         write_deltalake(
-            target,
+            table,
             rows,
             mode="append",
             partition_by=[layout.PARTITION],
-            name=topic.name,
-            description=f"Schooner cold tier of topic {topic.name}",
-            configuration={
-                # Statistics only where reads prune by them.
-                "delta.dataSkippingStatsColumns": f"{layout.OFFSET},{layout.TS}",
-            },
             storage_options=self._options,
             writer_properties=self._writer,
             commit_properties=commit,
         )
-        if not isinstance(target, DeltaTable):
-            state.table = None  # a write from a path leaves no table object; the next use loads it
+
+    def _create(self, state: _TopicTable, topic: Topic) -> DeltaTable:
+        """The topic's table, made empty if it has none (a writer that loses the race to make it loads
+        the winner's). Caller holds state.lock."""
+        try:
+            DeltaTable.create(
+                state.uri,
+                layout.SCHEMA,
+                mode="ignore",
+                partition_by=[layout.PARTITION],
+                name=topic.name,
+                description=f"Schooner cold tier of topic {topic.name} ({topic.id})",
+                configuration={
+                    # Statistics only where reads prune by them.
+                    "delta.dataSkippingStatsColumns": f"{layout.OFFSET},{layout.TS}",
+                },
+                storage_options=self._options,
+            )
+        except CommitFailedError:
+            pass  # another writer made it first
+        table = self._load(state, refresh=True)
+        if table is None:
+            raise ColdStoreUnavailable(f"{state.uri}: the table could not be made")
+        return table
 
     # -- reads --------------------------------------------------------------------------------------
     def read(
