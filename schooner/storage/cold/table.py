@@ -17,6 +17,7 @@ Every method blocks: the broker calls them through aio.AsyncColdStore, in thread
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -145,7 +146,7 @@ class ColdStore:
     def _create(self, state: _TopicTable, topic: Topic) -> DeltaTable:
         """The topic's table, made empty if it has none (a writer that loses the race to make it loads
         the winner's). Caller holds state.lock."""
-        try:
+        with contextlib.suppress(CommitFailedError):  # another writer made it first
             DeltaTable.create(
                 state.uri,
                 layout.SCHEMA,
@@ -159,8 +160,6 @@ class ColdStore:
                 },
                 storage_options=self._options,
             )
-        except CommitFailedError:
-            pass  # another writer made it first
         table = self._load(state, refresh=True)
         if table is None:
             raise ColdStoreUnavailable(f"{state.uri}: the table could not be made")
@@ -185,7 +184,8 @@ class ColdStore:
             for fragment in index.fragments_from(partition, offset):
                 wanted = pc.field(layout.OFFSET) >= offset
                 rows = fragment.to_table(filter=wanted, columns=layout.READ_COLUMNS)
-                rows = rows.sort_by(layout.OFFSET)
+                # A file a delete rewrote (DataFusion) holds view types: back to the table's own.
+                rows = rows.cast(layout.READ_SCHEMA).sort_by(layout.OFFSET)
                 rows, budget_bytes, full = _within(rows, budget_bytes, budget_rows, not picked)
                 if rows.num_rows:
                     picked.append(rows)
@@ -248,6 +248,7 @@ class ColdStore:
             commit = CommitProperties(app_transactions=[Transaction(_start_id(topic, partition), below)])
             result = table.delete(
                 f"{layout.PARTITION} = {int(partition)} AND {layout.OFFSET} < {int(below)}",
+                writer_properties=self._writer,
                 commit_properties=commit,
             )
             state.index = None
