@@ -45,7 +45,8 @@ def run(redis_url: str, cold_url: str, records: int = RECORDS, slice_records: in
     try:
         topic = drive_sync(redis, metadata.create(ks, "cold", 1, {"retention.ms": "-1"}, {}))
         for start in range(0, records, CHUNK):
-            batch = [Record(OLD + i, b"key-%012d" % i, VALUE) for i in range(start, min(start + CHUNK, records))]
+            ids = range(start, min(start + CHUNK, records))
+            batch = [Record(OLD + i, b"key-%012d" % i, VALUE) for i in ids]
             run_sync(redis, append.append(ks, topic, 0, RecordBatch(batch)))
         cold = ColdStore(ColdLocation.from_url(cold_url), ks.prefix)
         offset, archived, read_s, write_s = 0, 0, 0.0, 0.0
