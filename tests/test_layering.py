@@ -162,18 +162,20 @@ LAYER_RULES = [
     only("schooner.spark", "schooner.storage"),  # so does the Spark connector
     # Only storage talks to Redis.
     never("schooner", "redis", "hiredis", exempt=("schooner.storage",)),
+    # Only the cold tier talks to the cold store.
+    never("schooner", "deltalake", exempt=("schooner.storage.cold",)),
 ]
 
 # Within storage (its package docstring draws the map): floors redis/, keys, offsets, topic_partition ->
-# topics/, cluster -> log/ -> mq/, groups/ -> store, blocking_store (the lists of round trips); groups/ never
-# imports mq/, and log/ never imports mq/ (mq/ appends through log/, never the reverse).
+# topics/, cluster -> log/ -> mq/, groups/, cold/ -> store, blocking_store (the lists of round trips);
+# groups/ never imports mq/, and log/ never imports mq/ (mq/ appends through log/, never the reverse).
 SUBPACKAGE_RULES = [
     *floors(
         "schooner.storage",
         ("redis", "keys", "offsets", "topic_partition"),
         ("topics", "cluster", "quotas", "security"),
         "log",
-        ("mq", "groups"),
+        ("mq", "groups", "cold"),
         ("store", "blocking_store"),
     ),
     never("schooner.storage.groups", "schooner.storage.mq"),

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 from . import cluster, quotas
 from .cluster import BrokerInfo
+from .cold import source as cold_source
+from .cold.source import ArchiveSlice
 from .groups import commits, configs, state
 from .groups.commits import CommittedOffset, Owner
 from .keys import Keyspace
@@ -209,6 +211,11 @@ class Store:
     async def stable_bounds(self, topic: Topic, partition: int) -> tuple[PartitionBounds, int]:
         """The bounds and the last stable offset."""
         return await self.drive(read.stable_bounds(self.ks, topic, partition))
+
+    async def archive_slice(self, topic: Topic, partition: int, start: int, max_records: int) -> ArchiveSlice:
+        """Up to max_records committed entries from `start`, never past the LSO: a cold archive step's
+        input (cold/source.py)."""
+        return await self.drive(cold_source.archive_slice(self.ks, topic, partition, start, max_records))
 
     async def write_markers(
         self, markers: Sequence[tuple[Topic, int]], producer_id: int, producer_epoch: int, commit: bool

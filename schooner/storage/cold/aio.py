@@ -1,0 +1,63 @@
+"""AsyncColdStore: the cold tier's blocking calls (delta-rs, pyarrow) run in threads of its own, so the
+event loop never waits on the cold store and cold work never takes the loop's default executor."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ..topics.metadata import Topic
+from .source import ArchiveSlice
+from .table import Archived, ColdRead, ColdStore
+
+T = TypeVar("T")
+
+THREADS = 4  # delta-rs and pyarrow release the GIL while they read, write and decompress
+
+
+class AsyncColdStore:
+    def __init__(self, cold: ColdStore, threads: int = THREADS) -> None:
+        self.cold = cold
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="schooner-cold")
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    async def archived_end(self, topic: Topic, partition: int) -> int | None:
+        return await self._run(self.cold.archived_end, topic, partition)
+
+    async def archive(self, topic: Topic, partition: int, piece: ArchiveSlice) -> Archived:
+        return await self._run(self.cold.archive, topic, partition, piece)
+
+    async def read(
+        self,
+        topic: Topic,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        max_records: int = 100_000,
+        committed: bool = False,
+    ) -> ColdRead:
+        return await self._run(self.cold.read, topic, partition, offset, max_bytes, max_records, committed)
+
+    async def start_offset(self, topic: Topic, partition: int) -> int | None:
+        return await self._run(self.cold.start_offset, topic, partition)
+
+    async def offset_for_timestamp(
+        self, topic: Topic, partition: int, timestamp: int
+    ) -> tuple[int, int] | None:
+        return await self._run(self.cold.offset_for_timestamp, topic, partition, timestamp)
+
+    async def trim(self, topic: Topic, partition: int, below: int, vacuum: bool = True) -> int:
+        return await self._run(self.cold.trim, topic, partition, below, vacuum)
+
+    async def vacuum(self, topic: Topic) -> list[str]:
+        return await self._run(self.cold.vacuum, topic)
+
+    def close(self) -> None:
+        """Waits for running calls to end (a delta-rs call cannot be cancelled midway)."""
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,81 @@
+"""The hot side of an archive step: a partition's committed entries read out of Redis.
+
+A slice is read with the log's own read (log/read.py, read_committed), so it never passes the last
+stable offset: every transaction with records in it has ended, and whether each record was aborted is
+known. The slice then ends before the first record of a transaction whose marker lies past it, so that
+the markers inside the slice settle every record in it, with no limit on how many transactions it
+holds. Only a slice that starts inside such a transaction (one longer than the slice) falls back to the
+partition's aborted index, which a read lists up to transactions.ABORTED_READ_LIMIT deep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..keys import Keyspace
+from ..log import read
+from ..log.transactions import ABORT, CONTROL, TXN, AbortedTransaction
+from ..offsets import OffsetCodec
+from ..redis.calls import Steps
+from ..topics.metadata import Topic
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveSlice:
+    """Entries [start, end) of a partition, ready to archive."""
+
+    start: int  # the offset the slice was read from
+    end: int  # after its last entry (start when it has none): the next slice's start
+    entries: list[Any]  # raw XRANGE entries, all below the last stable offset
+    aborted: tuple[AbortedTransaction, ...]  # every aborted transaction with records among them
+    log_start_offset: int
+    high_watermark: int
+    last_stable_offset: int
+
+
+def archive_slice(
+    ks: Keyspace, topic: Topic, partition: int, start: int, max_records: int
+) -> Steps[ArchiveSlice]:
+    """Up to max_records committed entries from `start`. One round trip (and read()'s rare second)."""
+    found = yield from read.read(ks, topic, partition, start, max_records, committed=True)
+    entries, aborted = settle(found.entries, topic.offsets, found.aborted)
+    end = topic.offsets.offset_of_id(entries[-1][0]) + 1 if entries else start
+    return ArchiveSlice(
+        start, end, entries, aborted, found.log_start_offset, found.high_watermark, found.last_stable_offset
+    )
+
+
+def settle(
+    entries: list[Any], offsets: OffsetCodec, indexed: tuple[AbortedTransaction, ...]
+) -> tuple[list[Any], tuple[AbortedTransaction, ...]]:
+    """The entries cut before the first record of a transaction whose marker is past them (unless that
+    is the first entry), and the aborted transactions among what is left."""
+    opened: dict[int, int] = {}  # producer id -> first offset of its records since its last marker
+    aborted: list[AbortedTransaction] = []
+    for entry_id, fields in entries:
+        txn = control = None
+        for i in range(0, len(fields) - 1, 2):
+            if fields[i] == TXN:
+                txn = fields[i + 1]
+            elif fields[i] == CONTROL:
+                control = fields[i + 1]
+        if txn is None:
+            continue
+        pid = int(txn.partition(b":")[0])
+        offset = offsets.offset_of_id(entry_id)
+        if control is None:
+            opened.setdefault(pid, offset)
+        elif pid in opened:
+            first = opened.pop(pid)
+            if control == ABORT:
+                aborted.append(AbortedTransaction(pid, first, offset))
+    if not opened:
+        return entries, tuple(aborted)
+    cut = min(opened.values())
+    if cut > offsets.offset_of_id(entries[0][0]):
+        return [e for e in entries if offsets.offset_of_id(e[0]) < cut], tuple(aborted)
+    # The slice starts inside a transaction longer than itself: the index says how those ended.
+    for pid, first in opened.items():
+        aborted.extend(a for a in indexed if a.producer_id == pid and a.first_offset <= first < a.last_offset)
+    return entries, tuple(aborted)

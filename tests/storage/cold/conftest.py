@@ -1,0 +1,139 @@
+"""The cold tier's fixtures: a partition log in the test redis-server, written through the real append
+and marker scripts, a cold store on a test folder, and an S3-compatible server (moto's, from PyPI) on a
+free port for the tests that run on S3."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from schooner.storage.cold.location import ColdLocation
+from schooner.storage.cold.source import ArchiveSlice, archive_slice
+from schooner.storage.cold.table import ColdStore
+from schooner.storage.keys import Keyspace
+from schooner.storage.log import append as log_append
+from schooner.storage.log import read as log_read
+from schooner.storage.log import transactions
+from schooner.storage.log.append import APPENDED, RecordBatch
+from schooner.storage.log.entry import Record
+from schooner.storage.log.read import PartitionRead
+from schooner.storage.redis import calls, client
+from schooner.storage.redis.embedded import free_port
+from schooner.storage.topics import metadata
+from schooner.storage.topics.metadata import Topic
+
+
+class Log:
+    """One topic's partition 0 in Redis, on a client of its own (each call runs its own event loop)."""
+
+    def __init__(self, url: str, ks: Keyspace, topic: Topic) -> None:
+        self.url, self.ks, self.topic = url, ks, topic
+
+    def _run(self, fn: Any) -> Any:
+        async def main() -> Any:
+            redis = client.connect(self.url)
+            try:
+                return await fn(redis)
+            finally:
+                await redis.aclose()
+
+        return asyncio.run(main())
+
+    def append(self, records: Sequence[Record], pid: int = -1, epoch: int = -1, seq: int = -1) -> int:
+        """Appends one batch (transactional when pid is given); its base offset."""
+        batch = RecordBatch(records, pid, epoch, seq, transactional_id=f"tx-{pid}" if pid >= 0 else None)
+        result = self._run(lambda r: calls.run(r, log_append.append(self.ks, self.topic, 0, batch)))
+        assert result.status == APPENDED, result
+        return int(result.base_offset)
+
+    def end_txn(self, pid: int, epoch: int, commit: bool) -> int:
+        """The marker's offset."""
+        call = transactions.write_marker(self.ks, self.topic, 0, pid, epoch, commit)
+        result = self._run(lambda r: calls.run(r, call))
+        assert result.status == transactions.MARKER_WRITTEN, result
+        return int(result.offset)
+
+    def slice(self, start: int, max_records: int) -> ArchiveSlice:
+        return self._run(lambda r: calls.drive(r, archive_slice(self.ks, self.topic, 0, start, max_records)))
+
+    def read(self, offset: int, count: int, committed: bool = False) -> PartitionRead:
+        steps = log_read.read(self.ks, self.topic, 0, offset, count, committed)
+        return self._run(lambda r: calls.drive(r, steps))
+
+
+@pytest.fixture
+def make_log(redis_server: Any, keyspace: str, topic_defaults: dict[str, str]) -> Any:
+    def make(name: str = "orders", **configs: str) -> Log:
+        ks = Keyspace(keyspace)
+        overrides = {"retention.ms": "-1", **configs}  # made-up old timestamps must not be trimmed
+
+        async def create(redis: Any) -> Topic:
+            return await calls.drive(redis, metadata.create(ks, name, 1, overrides, topic_defaults))
+
+        log = Log(redis_server.url, ks, None)  # type: ignore[arg-type]
+        log.topic = log._run(create)
+        return log
+
+    return make
+
+
+@pytest.fixture
+def cold(tmp_path: Path, keyspace: str) -> ColdStore:
+    return ColdStore(ColdLocation.from_url(f"file://{tmp_path}/cold"), keyspace)
+
+
+@dataclass
+class S3Server:
+    endpoint: str
+    process: subprocess.Popen[bytes]
+
+    def bucket(self) -> str:
+        """A new bucket on the server."""
+        name = f"cold-{uuid.uuid4().hex[:12]}"
+        s3 = boto3.client(
+            "s3", endpoint_url=self.endpoint, region_name="us-east-1",
+            aws_access_key_id="test", aws_secret_access_key="test",
+        )  # fmt: skip
+        s3.create_bucket(Bucket=name)
+        return name
+
+    def location(self, bucket: str, endpoint: str | None = None) -> ColdLocation:
+        return ColdLocation.from_url(
+            f"s3://{bucket}/tiered", endpoint=endpoint or self.endpoint, region="us-east-1",
+            access_key_id="test", secret_access_key="test",
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3-compatible server, in a process of its own on a free port of the loopback."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("the S3 test server did not start") from None
+            time.sleep(0.1)
+    yield S3Server(f"http://127.0.0.1:{port}", process)
+    process.terminate()
+    process.wait(10)
