@@ -175,10 +175,12 @@ SUBPACKAGE_RULES = [
         ("redis", "keys", "offsets", "topic_partition"),
         ("topics", "cluster", "quotas", "security"),
         "log",
-        ("mq", "groups", "cold"),
+        ("mq", "groups", "transactions", "share", "cold"),
         ("store", "blocking_store"),
     ),
     never("schooner.storage.groups", "schooner.storage.mq"),
+    # The cold tier reads the log; the log never knows it is archived.
+    never("schooner.storage.log", "schooner.storage.cold"),
 ]
 
 

@@ -22,11 +22,15 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   transactions/ the transaction coordinator's state (state.py) and transactional offsets (offsets.py)
   share/     share groups (KIP-932): partition.py, share partitions on Redis consumer groups
   mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
+  cold/      the cold tier: one Delta Lake table per topic (a local folder or S3), written exactly once
+             from the log's committed entries (source.py, table.py) and read back as stream entries;
+             location.py, layout.py (the columns), index.py (files by offset), aio.py, errors.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace
   blocking_store.py  BlockingStore: the same for the blocking callers (the MQ library, Spark, the CLI)
 
 Rules: mq/ may import log/ (retries and dead-letter replays append), never the reverse; groups/
-never imports mq/; nothing here imports a layer above storage. tests/test_layering.py pins them.
+never imports mq/; cold/ reads log/, never the reverse; nothing here imports a layer above storage.
+tests/test_layering.py pins them.
 
 The round-trip idiom: every public function returns a Call (one command or script, with the parser
 of its reply) or Steps (a generator that yields the Calls of each round trip and is sent their
