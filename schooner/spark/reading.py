@@ -6,12 +6,11 @@ import gc
 import logging
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ..storage.blocking_store import BlockingStore
-from ..storage.cold.table import ColdStore
 from ..storage.keys import Keyspace
 from ..storage.log import transactions
 from ..storage.log.transactions import AbortedTransaction
@@ -20,6 +19,9 @@ from .options import ColdOptions, SourceOptions
 from .planning import DataLossError, RangePartition, data_loss_message
 from .schema import CREATE_TIME, LOG_APPEND_TIME, entries_to_batch
 from .tiers import COLD_PAGE, COLD_PAGE_BYTES, TieredLog, cold_for
+
+if TYPE_CHECKING:
+    from ..storage.cold.table import ColdStore
 
 PAGE = 10_000  # entries per XRANGE and per Arrow batch
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..storage.blocking_store import BlockingStore
-from ..storage.cold.location import ColdLocation
-from ..storage.cold.table import ColdStore
 from ..storage.log.read import PartitionBounds
 from ..storage.topics.metadata import Topic
 from .options import ColdOptions
+
+if TYPE_CHECKING:
+    from ..storage.cold.table import ColdStore
 
 COLD_PAGE = 32_768  # records per cold read: one Parquet row group of the archiver's files
 COLD_PAGE_BYTES = 64 << 20  # ... and at most this much key and value data
@@ -31,6 +32,10 @@ def cold_for(cold: ColdOptions, keyspace: str) -> ColdStore:
     """One ColdStore per cold store, keyspace and process: it caches each table's file index."""
     found = _cold_stores.get((cold, keyspace))
     if found is None:
+        # Imported here: delta-rs loads only in the processes of queries that read a cold tier.
+        from ..storage.cold.location import ColdLocation
+        from ..storage.cold.table import ColdStore
+
         location = ColdLocation.from_url(
             cold.url,
             endpoint=cold.endpoint,
