@@ -98,8 +98,8 @@ def read_partition(
             break
         # Redis no longer holds pos: the archived records from there. Looped, as the archiver may trim
         # Redis past the cold tier's end as we read (after archiving more).
-        resume = yield from _cold_batches(cold_for(cold, keyspace), part, pos, committed, include_headers,
-                                          fail_on_data_loss)  # fmt: skip
+        tier = cold_for(cold, keyspace)
+        resume = yield from _cold_batches(tier, part, pos, committed, include_headers, fail_on_data_loss)
         if resume >= part.end:
             return
         if resume == pos:
