@@ -34,7 +34,19 @@ SOURCE_OPTIONS = (
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "includeHeaders", "failOnDataLoss", "maxRecordsPerPartition", "minPartitions",
     "isolation.level", "kafka.isolation.level",
+    "coldStore", "coldStore.endpoint", "coldStore.region", "coldStore.accessKeyId",
+    "coldStore.secretAccessKey", "coldStore.allowHttp",
 )  # fmt: skip
+# The cold store options and the broker settings (SCHOONER_COLD_STORE_*) they default to, so a job
+# run beside a broker finds its cold tier as the broker does.
+COLD_OPTIONS = {
+    "coldstore": "url",
+    "coldstore.endpoint": "endpoint",
+    "coldstore.region": "region",
+    "coldstore.accesskeyid": "access_key_id",
+    "coldstore.secretaccesskey": "secret_access_key",
+    "coldstore.allowhttp": "allow_http",
+}
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 
@@ -74,6 +86,18 @@ class Position:
 
 
 @dataclass(frozen=True, slots=True)
+class ColdOptions:
+    """Where the topics' cold tier (their Delta tables) is: the broker's cold_store_* settings."""
+
+    url: str
+    endpoint: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = field(default=None, repr=False)
+    allow_http: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SourceOptions:
     redis_url: str
     keyspace: str
@@ -89,6 +113,7 @@ class SourceOptions:
     min_partitions: int = 0
     timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy: "error" or "latest"
     committed: bool = True  # isolation.level read_committed: ends at the LSO, no aborted records
+    cold: ColdOptions | None = None  # coldStore: offsets below Redis' start are read from there
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +243,27 @@ def parse_isolation(opts: Mapping[str, str]) -> bool:
     return level == "read_committed"
 
 
+def parse_cold(opts: Mapping[str, str]) -> ColdOptions | None:
+    """The coldStore options, each defaulting to the broker's setting in the environment
+    (SCHOONER_COLD_STORE_URL, ..._ENDPOINT, ..._REGION, ..._ACCESS_KEY_ID, ..._SECRET_ACCESS_KEY,
+    ..._ALLOW_HTTP), resolved here on the driver as the Redis URL is. None: no cold store."""
+    given: dict[str, str] = {}
+    for name, attr in COLD_OPTIONS.items():
+        text = opts.get(name) or os.environ.get(f"SCHOONER_COLD_STORE_{attr.upper()}")
+        if text:
+            given[attr] = text
+    url = given.pop("url", None)
+    if url is None:
+        if given and any(name in opts for name in COLD_OPTIONS):
+            raise OptionError("the coldStore.* options need coldStore, the cold store's URL")
+        return None
+    allow = given.pop("allow_http", None)
+    allow_http = None if allow is None else parse_bool("coldStore.allowHttp", allow, False)
+    if "://" in url and not url.startswith(("file://", "s3://", "s3a://")):
+        raise OptionError(f"coldStore must be a path, file:// or s3:// URL, not {url!r}")
+    return ColdOptions(url, allow_http=allow_http, **given)
+
+
 def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     opts = _lower(options)
     url, keyspace = connection(opts)
@@ -246,6 +292,7 @@ def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         min_partitions=parse_positive("minPartitions", opts.get("minpartitions")) or 0,
         timestamp_strategy=strategy,
         committed=parse_isolation(opts),
+        cold=parse_cold(opts),
     )
 
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from ..storage.blocking_store import BlockingStore
 from ..storage.log.read import PartitionBounds
 from ..storage.topics.metadata import Topic
 from .options import EARLIEST, LATEST, OptionError, Position, Subscription, TopicPartition
+from .tiers import PlanningLog
 
 PROBES = 64  # milliseconds sampled to estimate how many records a range holds
 MAX_SPLITS = 64  # per topic partition and micro-batch
@@ -48,7 +48,7 @@ class RangePartition(InputPartition):
         self.check_loss = check_loss  # False for a new partition read from its beginning
 
 
-def discover(store: BlockingStore, sub: Subscription) -> list[tuple[Topic, int]]:
+def discover(store: PlanningLog, sub: Subscription) -> list[tuple[Topic, int]]:
     """The (topic, partition) pairs the subscription names right now, in a fixed order."""
     found = []
     for topic in store.topics():
@@ -60,7 +60,7 @@ def discover(store: BlockingStore, sub: Subscription) -> list[tuple[Topic, int]]
 
 
 def load_bounds(
-    store: BlockingStore, tps: Sequence[tuple[Topic, int]], committed: bool
+    store: PlanningLog, tps: Sequence[tuple[Topic, int]], committed: bool
 ) -> tuple[list[PartitionBounds], list[int]]:
     """Each partition's bounds, and where the reader's view of it ends: the last stable offset for
     read_committed (as Kafka's "latest" is for such a consumer), else the high watermark."""
@@ -94,7 +94,7 @@ def from_json(data: Mapping[str, Any] | None) -> dict[TopicPartition, int]:
 
 
 def resolve(
-    store: BlockingStore,
+    store: PlanningLog,
     tps: Sequence[tuple[Topic, int]],
     bounds: Sequence[PartitionBounds],
     position: Position,
@@ -148,7 +148,7 @@ def split(start: int, end: int, pieces: int) -> list[tuple[int, int]]:
 
 
 def plan(
-    store: BlockingStore,
+    store: PlanningLog,
     ranges: Iterable[tuple[Topic, int, int, int]],
     max_records: int,
     min_partitions: int = 0,

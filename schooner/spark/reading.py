@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -15,8 +15,13 @@ from ..storage.keys import Keyspace
 from ..storage.log import transactions
 from ..storage.log.transactions import AbortedTransaction
 from ..storage.redis import client
+from .options import ColdOptions, SourceOptions
 from .planning import DataLossError, RangePartition, data_loss_message
 from .schema import CREATE_TIME, LOG_APPEND_TIME, entries_to_batch
+from .tiers import COLD_PAGE, COLD_PAGE_BYTES, TieredLog, cold_for
+
+if TYPE_CHECKING:
+    from ..storage.cold.table import ColdStore
 
 PAGE = 10_000  # entries per XRANGE and per Arrow batch
 
@@ -33,6 +38,12 @@ def store_for(url: str, keyspace: str) -> BlockingStore:
     return BlockingStore(redis, Keyspace(keyspace))
 
 
+def log_for(opts: SourceOptions) -> TieredLog:
+    """The log the driver plans on: Redis, and the cold tier when coldStore is set."""
+    cold = cold_for(opts.cold, opts.keyspace) if opts.cold is not None else None
+    return TieredLog(store_for(opts.redis_url, opts.keyspace), cold)
+
+
 @contextmanager
 def _no_gc() -> Iterator[None]:
     """A page of entries is tens of thousands of new objects, none in a cycle; left on, the collector
@@ -46,6 +57,12 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _lost(text: str, fail_on_data_loss: bool) -> None:
+    if fail_on_data_loss:
+        raise DataLossError(text)
+    log.warning(text)
+
+
 def read_partition(
     part: RangePartition,
     url: str,
@@ -53,31 +70,50 @@ def read_partition(
     include_headers: bool,
     fail_on_data_loss: bool,
     committed: bool = True,
+    cold: ColdOptions | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The records of one input partition. Its range ends at or below the last stable offset when
     committed (planning's doing), so each transaction with records in it has ended: markers are always
     dropped, and when committed the records of aborted transactions too (each page comes with the
-    aborted transactions that may touch it, one sorted-set lookup in the same round trip)."""
+    aborted transactions that may touch it, one sorted-set lookup in the same round trip).
+
+    With a cold store, the part of the range that Redis no longer holds is read from the cold tier
+    first, then Redis from where the cold tier ends: one offset order, each record once (the two tiers
+    hold the same records where they overlap, so where the boundary falls changes no row)."""
     store = store_for(url, keyspace)
     topic = part.topic
     p = part.partition
     ts_type = LOG_APPEND_TIME if topic.log_append_time else CREATE_TIME
     aborted: list[AbortedTransaction] = []
-    with _no_gc():
-        if committed:
-            entries, bounds, aborted = store.read_committed_range_and_bounds(
-                topic, p, part.start, part.end, PAGE
-            )
+    pos = part.start
+    while True:
+        with _no_gc():
+            if committed:
+                entries, bounds, aborted = store.read_committed_range_and_bounds(
+                    topic, p, pos, part.end, PAGE
+                )
+            else:
+                entries, bounds = store.read_range_and_bounds(topic, p, pos, part.end, PAGE)
+        if cold is None or pos >= bounds.first_valid_offset:
+            break
+        # Redis no longer holds pos: the archived records from there. Looped, as the archiver may trim
+        # Redis past the cold tier's end as we read (after archiving more).
+        tier = cold_for(cold, keyspace)
+        resume = yield from _cold_batches(tier, part, pos, committed, include_headers, fail_on_data_loss)
+        if resume >= part.end:
+            return
+        if resume == pos:
+            break  # the cold tier has nothing from pos either: data loss, reported below
+        pos = resume
+    if part.check_loss and pos < bounds.first_valid_offset:
+        if cold is None:
+            where = f"the log now starts at {bounds.first_valid_offset} (for a tiered topic, set coldStore)"
         else:
-            entries, bounds = store.read_range_and_bounds(topic, p, part.start, part.end, PAGE)
-    if part.check_loss and part.start < bounds.first_valid_offset:
-        text = data_loss_message(
-            f"{topic.name}-{p}: offsets from {part.start} were to be read, but the log now "
-            f"starts at {bounds.first_valid_offset}"
+            where = f"neither tier holds them (Redis starts at {bounds.first_valid_offset})"
+        _lost(
+            data_loss_message(f"{topic.name}-{p}: offsets from {pos} were to be read, but {where}"),
+            fail_on_data_loss,
         )
-        if fail_on_data_loss:
-            raise DataLossError(text)
-        log.warning(text)
     offsets = topic.offsets
 
     def settle(page: list[Any]) -> list[Any]:
@@ -96,3 +132,49 @@ def read_partition(
                 entries = store.read_range(topic, p, after_id, part.end, PAGE)
         if batch.num_rows:
             yield batch
+
+
+def _cold_batches(
+    cold: ColdStore,
+    part: RangePartition,
+    pos: int,
+    committed: bool,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+) -> Generator[pa.RecordBatch, None, int]:
+    """The range's records from pos that the cold tier holds, as batches; returns where Redis takes over
+    (the cold tier's end, or the range's end). The cold tier holds nothing at or past the last stable
+    offset of when it was archived, and settled transactions only, so its aborted list is complete."""
+    topic, p, end = part.topic, part.partition, part.end
+    offsets = topic.offsets
+    ts_type = LOG_APPEND_TIME if topic.log_append_time else CREATE_TIME
+    first = True
+    while pos < end:
+        read = cold.read(topic, p, pos, COLD_PAGE_BYTES, COLD_PAGE, committed)
+        if first and part.check_loss and pos < read.start_offset and read.entries:
+            _lost(
+                data_loss_message(
+                    f"{topic.name}-{p}: offsets from {pos} were to be read, but the cold tier now starts "
+                    f"at {read.start_offset}"
+                ),
+                fail_on_data_loss,
+            )
+        first = False
+        if not read.entries:
+            return max(pos, read.end_offset)
+        entries = read.entries
+        if offsets.offset_of_id(entries[-1][0]) >= end:
+            entries = [e for e in entries if offsets.offset_of_id(e[0]) < end]
+        aborted = list(read.aborted)
+
+        def settle(page: list[Any], aborted: list[AbortedTransaction] = aborted) -> list[Any]:
+            return transactions.committed_entries(page, offsets, aborted, end)
+
+        with _no_gc():
+            batch = entries_to_batch(entries, topic.name, p, offsets, ts_type, include_headers, settle)
+        if batch.num_rows:
+            yield batch
+        if len(entries) < len(read.entries):
+            return end
+        pos = read.next_offset
+    return pos

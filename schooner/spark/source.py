@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from . import planning
 from .options import SourceOptions, parse_bool, parse_sink, parse_source
-from .reading import read_partition, store_for
+from .reading import log_for, read_partition
 from .schema import kafka_schema
 from .sink import SchoonerBatchWriter, SchoonerStreamWriter, check_sink_schema
 from .stream_reader import SchoonerStreamReader
@@ -38,7 +38,7 @@ class SchoonerBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.opts
-        store = store_for(o.redis_url, o.keyspace)
+        store = log_for(o)
         tps = planning.discover(store, o.subscription)
         bounds, ends = planning.load_bounds(store, tps, o.committed)
         seen = planning.visible(bounds, ends)
@@ -56,7 +56,7 @@ class SchoonerBatchReader(DataSourceReader):
             return iter(())  # Spark plans one empty partition when there is nothing to read
         o = self.opts
         return read_partition(
-            partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed
+            partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed, o.cold
         )
 
 

@@ -21,20 +21,20 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..storage.blocking_store import BlockingStore
 from ..storage.log.read import PartitionBounds
 from ..storage.topics.metadata import Topic
 from . import planning
 from .options import SourceOptions, TopicPartition
 from .planning import FROM_BEGINNING, DataLossError, RangePartition, data_loss_message
-from .reading import PAGE, read_partition, store_for
+from .reading import PAGE, log_for, read_partition
+from .tiers import PlanningLog
 
 log = logging.getLogger(__name__)
 
 Range = tuple[Topic, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
 
 
-def take(store: BlockingStore, ranges: Sequence[Range], n: int) -> tuple[dict[TopicPartition, int], int]:
+def take(store: PlanningLog, ranges: Sequence[Range], n: int) -> tuple[dict[TopicPartition, int], int]:
     """Ends that admit exactly n records in all (fewer if fewer are there), shared out evenly: each
     round asks every partition that still has records for an equal part of what is left.
 
@@ -70,8 +70,8 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger = time.monotonic()  # for minOffsetsPerTrigger with maxTriggerDelay
 
     # -- driver ------------------------------------------------------------------------------------
-    def _store(self) -> BlockingStore:
-        return store_for(self.opts.redis_url, self.opts.keyspace)
+    def _store(self) -> PlanningLog:
+        return log_for(self.opts)
 
     def _current(
         self,
@@ -197,5 +197,5 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return iter(())
         o = self.opts
         return read_partition(
-            partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed
+            partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed, o.cold
         )

@@ -14,9 +14,13 @@ from typing import Any
 import pytest
 
 from schooner.spark import ensure_topic, register
+from schooner.storage.cold.location import ColdLocation
+from schooner.storage.cold.source import archive_slice
+from schooner.storage.cold.table import ColdStore
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
 from schooner.storage.log import read as log_read
+from schooner.storage.log import retention, transactions
 from schooner.storage.log.append import RecordBatch
 from schooner.storage.log.entry import parse_fields
 from schooner.storage.redis import client
@@ -133,3 +137,43 @@ def log(redis_server: Any, keyspace: str, offset_encoding: str) -> Iterator[Log]
     store = Log(redis_server.url, keyspace, offset_encoding)
     yield store
     store.redis.close()
+
+
+class Tiers:
+    """A cold store on a test folder beside the log: archives through the cold storage API, as the
+    broker's archiver does (a committed slice out of Redis, one Delta commit), then trims Redis."""
+
+    def __init__(self, log: Log, root: Path) -> None:
+        self.log = log
+        self.url = f"file://{root}"
+        self.cold = ColdStore(ColdLocation.from_url(self.url), log.keyspace)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return {**self.log.options, "coldStore": self.url}
+
+    def archive(self, name: str, partition: int, max_records: int, trim: bool = True) -> int:
+        """Archives up to max_records more of the partition (trimming Redis below them); the new end."""
+        topic = self.log.load(name)
+        start = self.cold.archived_end(topic, partition) or 0
+        piece = drive_sync(self.log.redis, archive_slice(self.log.ks, topic, partition, start, max_records))
+        end = self.cold.archive(topic, partition, piece).end
+        if trim:
+            run_sync(self.log.redis, retention.delete_records(self.log.ks, topic, partition, end))
+        return end
+
+    def txn(self, name: str, partition: int, pid: int, seq: int, records: list[Rec]) -> None:
+        batch = RecordBatch(records, pid, 0, seq, transactional_id=f"tx-{pid}")
+        result = run_sync(
+            self.log.redis, log_append.append(self.log.ks, self.log.load(name), partition, batch)
+        )
+        assert result.status == 0, result
+
+    def end_txn(self, name: str, partition: int, pid: int, commit: bool) -> None:
+        marker = transactions.write_marker(self.log.ks, self.log.load(name), partition, pid, 0, commit)
+        assert run_sync(self.log.redis, marker).status == transactions.MARKER_WRITTEN
+
+
+@pytest.fixture
+def tiers(log: Log, tmp_path: Path) -> Tiers:
+    return Tiers(log, tmp_path / "cold")

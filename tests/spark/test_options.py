@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from schooner.spark import planning
-from schooner.spark.options import EARLIEST, LATEST, SOURCE_OPTIONS, OptionError, parse_sink, parse_source
+from schooner.spark.options import (
+    EARLIEST,
+    LATEST,
+    SOURCE_OPTIONS,
+    ColdOptions,
+    OptionError,
+    parse_sink,
+    parse_source,
+)
 from schooner.spark.sink import PRODUCER_ID_BASE, default_partition, murmur2, producer_id
 
 
@@ -121,6 +129,40 @@ def test_producer_ids_are_stable_and_out_of_the_brokers_range() -> None:
     a, b = producer_id("query:q1", 0), producer_id("query:q1", 1)
     assert a == producer_id("query:q1", 0) and a != b
     assert PRODUCER_ID_BASE <= a < 1 << 63 and PRODUCER_ID_BASE <= b < 1 << 63
+
+
+def test_cold_store_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("URL", "ENDPOINT", "REGION", "ACCESS_KEY_ID", "SECRET_ACCESS_KEY", "ALLOW_HTTP"):
+        monkeypatch.delenv(f"SCHOONER_COLD_STORE_{name}", raising=False)
+    assert parse_source({"subscribe": "t"}, streaming=False).cold is None
+    given = {
+        "subscribe": "t",
+        "coldstore": "s3://bucket/tiered",
+        "coldstore.endpoint": "http://h:9000",
+        "coldstore.region": "eu-west-1",
+        "coldstore.accesskeyid": "id",
+        "coldstore.secretaccesskey": "secret",
+        "coldstore.allowhttp": "false",
+    }
+    o = parse_source(given, streaming=True)
+    assert o.cold == ColdOptions("s3://bucket/tiered", "http://h:9000", "eu-west-1", "id", "secret", False)
+    assert "secret" not in repr(o)
+    assert parse_source({"subscribe": "t", "coldstore": "/data/cold"}, streaming=False).cold == ColdOptions(
+        "/data/cold"
+    )
+    # The broker's settings in the environment are the defaults, resolved on the driver.
+    monkeypatch.setenv("SCHOONER_COLD_STORE_URL", "file:///srv/cold")
+    monkeypatch.setenv("SCHOONER_COLD_STORE_ALLOW_HTTP", "true")
+    assert parse_source({"subscribe": "t"}, streaming=False).cold == ColdOptions(
+        "file:///srv/cold", allow_http=True
+    )
+    monkeypatch.delenv("SCHOONER_COLD_STORE_URL")
+    with pytest.raises(OptionError, match="need coldStore"):
+        parse_source({"subscribe": "t", "coldstore.region": "x"}, streaming=False)
+    with pytest.raises(OptionError, match="coldStore.allowHttp must be true or false"):
+        parse_source({"subscribe": "t", "coldstore": "/c", "coldstore.allowhttp": "yes"}, streaming=False)
+    with pytest.raises(OptionError, match="coldStore must be a path"):
+        parse_source({"subscribe": "t", "coldstore": "gs://b/p"}, streaming=False)
 
 
 def test_sink_options() -> None:

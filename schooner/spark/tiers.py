@@ -1,0 +1,169 @@
+"""The log as the readers plan it: Redis (the hot tier) and, with coldStore, the topics' Delta tables (the
+cold tier) below it, one offset order across both.
+
+TieredLog answers the driver's planning questions (bounds, timestamps, record counts) over both tiers,
+with the same methods as BlockingStore, so planning and admission control read it in place of one.
+Everything it answers about a range comes from the records in that range, whichever tier holds them;
+the archiver moving records from Redis to Delta (and trimming Redis) changes no answer, so a replayed
+micro-batch is planned and split as it was the first time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
+
+from ..storage.blocking_store import BlockingStore
+from ..storage.log.read import PartitionBounds
+from ..storage.topics.metadata import Topic
+from .options import ColdOptions
+
+if TYPE_CHECKING:
+    from ..storage.cold.table import ColdStore
+
+COLD_PAGE = 32_768  # records per cold read: one Parquet row group of the archiver's files
+COLD_PAGE_BYTES = 64 << 20  # ... and at most this much key and value data
+
+_cold_stores: dict[tuple[ColdOptions, str], ColdStore] = {}
+
+
+def cold_for(cold: ColdOptions, keyspace: str) -> ColdStore:
+    """One ColdStore per cold store, keyspace and process: it caches each table's file index."""
+    found = _cold_stores.get((cold, keyspace))
+    if found is None:
+        # Imported here: delta-rs loads only in the processes of queries that read a cold tier.
+        from ..storage.cold.location import ColdLocation
+        from ..storage.cold.table import ColdStore
+
+        location = ColdLocation.from_url(
+            cold.url,
+            endpoint=cold.endpoint,
+            region=cold.region,
+            access_key_id=cold.access_key_id,
+            secret_access_key=cold.secret_access_key,
+            allow_http=cold.allow_http,
+        )
+        found = _cold_stores[(cold, keyspace)] = ColdStore(location, keyspace)
+    return found
+
+
+class PlanningLog(Protocol):
+    """What planning reads of the log: BlockingStore (Redis alone) or TieredLog (both tiers)."""
+
+    def topics(self) -> list[Topic]: ...
+    def bounds_of(self, partitions: Sequence[tuple[Topic, int]]) -> list[PartitionBounds]: ...
+    def stable_bounds_of(
+        self, partitions: Sequence[tuple[Topic, int]]
+    ) -> list[tuple[PartitionBounds, int]]: ...
+    def offset_for_timestamp(
+        self, topic: Topic, partition: int, timestamp: int
+    ) -> tuple[int, int] | None: ...
+    def entries_in_ms(self, topic: Topic, partition: int, probes: Sequence[int], below: int) -> list[int]: ...
+    def next_ends(self, wanted: Sequence[tuple[Topic, int, int, int, int]]) -> list[tuple[int, int]]: ...
+
+
+class TieredLog:
+    """BlockingStore's planning reads over both tiers; with no cold store, BlockingStore's answers."""
+
+    def __init__(self, store: BlockingStore, cold: ColdStore | None) -> None:
+        self.store = store
+        self.cold = cold
+
+    def topics(self) -> list[Topic]:
+        return self.store.topics()
+
+    def bounds_of(self, partitions: Sequence[tuple[Topic, int]]) -> list[PartitionBounds]:
+        return [
+            self._lowered(t, p, b)
+            for (t, p), b in zip(partitions, self.store.bounds_of(partitions), strict=True)
+        ]
+
+    def stable_bounds_of(self, partitions: Sequence[tuple[Topic, int]]) -> list[tuple[PartitionBounds, int]]:
+        pairs = self.store.stable_bounds_of(partitions)
+        return [
+            (self._lowered(t, p, b), stable) for (t, p), (b, stable) in zip(partitions, pairs, strict=True)
+        ]
+
+    def _lowered(self, topic: Topic, partition: int, hot: PartitionBounds) -> PartitionBounds:
+        """The whole log's bounds: its start is the cold tier's first offset (Kafka's earliest, -2)."""
+        if self.cold is None:
+            return hot
+        start = self.cold.start_offset(topic, partition)
+        if start is None or start >= hot.log_start_offset:
+            return hot
+        return replace(hot, log_start_offset=start, first_valid_offset=min(start, hot.first_valid_offset))
+
+    def offset_for_timestamp(self, topic: Topic, partition: int, timestamp: int) -> tuple[int, int] | None:
+        """Kafka's rule over both tiers: a cold hit is the earliest, as every cold offset Redis lacks lies
+        below Redis' start (and those it still has are the same records)."""
+        if self.cold is not None:
+            found = self.cold.offset_for_timestamp(topic, partition, timestamp)
+            if found is not None:
+                return found
+        return self.store.offset_for_timestamp(topic, partition, timestamp)
+
+    def _hot_from(self, topic: Topic, partition: int) -> int:
+        """The lowest offset Redis still holds every record from (nothing at or after it was removed)."""
+        return self.store.bounds_of([(topic, partition)])[0].first_valid_offset
+
+    def entries_in_ms(self, topic: Topic, partition: int, probes: Sequence[int], below: int) -> list[int]:
+        """BlockingStore.entries_in_ms, with the milliseconds Redis no longer holds counted in the cold
+        tier: the last entry's sequence + 1 either way, so a range is estimated (and split) the same
+        before and after the archiver moved it."""
+        counts = self.store.entries_in_ms(topic, partition, probes, below)
+        if self.cold is None or not any(c == 0 for c in counts):
+            return counts
+        bits = topic.offsets.bits
+        mask = (1 << bits) - 1
+        hot_from = self._hot_from(topic, partition)
+        out = list(counts)
+        for i, (ms, count) in enumerate(zip(probes, counts, strict=True)):
+            first = ms << bits
+            if count or first >= hot_from:
+                continue
+            stop = min(first + mask + 1, below)
+            got = self.cold.read(topic, partition, first, COLD_PAGE_BYTES, mask + 1)
+            inside = [o for o in map(topic.offsets.offset_of_id, (e[0] for e in got.entries)) if o < stop]
+            out[i] = (inside[-1] & mask) + 1 if inside else 0
+        return out
+
+    def next_ends(self, wanted: Sequence[tuple[Topic, int, int, int, int]]) -> list[tuple[int, int]]:
+        """BlockingStore.next_ends: for each (topic, partition, start, end, n), how many records lie in
+        [start, end) up to n and the offset after the last of them; counted in the cold tier from
+        where Redis no longer holds the records, then on in Redis."""
+        if self.cold is None:
+            return self.store.next_ends(wanted)
+        hot_from = [b.first_valid_offset for b in self.store.bounds_of([(t, p) for t, p, *_ in wanted])]
+        cold: list[tuple[int, int]] = []  # per ask: records counted in the cold tier, and after them
+        asks: list[tuple[Topic, int, int, int, int]] = []  # what is left for Redis
+        for (topic, p, start, end, n), valid in zip(wanted, hot_from, strict=True):
+            if start >= valid or end <= start or n <= 0:
+                cold.append((0, start))
+                asks.append((topic, p, start, end, n))
+                continue
+            got, after, resume = self._cold_count(topic, p, start, end, n)
+            cold.append((got, after))
+            asks.append((topic, p, resume, end, n - got))  # n - got == 0: Redis counts nothing
+        out = []
+        for (got, after), (more, later) in zip(cold, self.store.next_ends(asks), strict=True):
+            out.append((got + more, later if more else after))
+        return out
+
+    def _cold_count(self, topic: Topic, partition: int, start: int, end: int, n: int) -> tuple[int, int, int]:
+        """Up to n cold records in [start, end): how many, the offset after the last, and where the
+        count goes on in Redis when it found fewer (the cold tier's end)."""
+        assert self.cold is not None
+        got, after, pos = 0, start, start
+        while got < n and pos < end:
+            read = self.cold.read(topic, partition, pos, COLD_PAGE_BYTES, min(n - got, COLD_PAGE))
+            if not read.entries:
+                return got, after, max(pos, read.end_offset)
+            inside = [o for o in map(topic.offsets.offset_of_id, (e[0] for e in read.entries)) if o < end]
+            got += len(inside)
+            if inside:
+                after = inside[-1] + 1
+            if len(inside) < len(read.entries):
+                return got, after, end
+            pos = read.next_offset
+        return got, after, pos
