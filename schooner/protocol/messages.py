@@ -184,9 +184,23 @@ def has_field(cls: type, name: str) -> bool:
 
 
 def sibling(entity_or_type: object, name: str) -> type[Any]:
-    """Another class from the same generated kio module (the nested types of one version)."""
+    """Another class from the same generated kio module (the nested types of one version): a
+    response's topics and partitions are `sibling(response_for(request), "<Name>")`."""
+    found = optional_sibling(entity_or_type, name)
+    if found is None:
+        raise AttributeError(f"{_module_of(entity_or_type).__name__} has no {name}")
+    return found
+
+
+def optional_sibling(entity_or_type: object, name: str) -> type[Any] | None:
+    """The sibling class of that name, or None in a version that has none."""
+    found = getattr(_module_of(entity_or_type), name, None)
+    return found if isinstance(found, type) else None
+
+
+def _module_of(entity_or_type: object) -> Any:
     cls = entity_or_type if isinstance(entity_or_type, type) else type(entity_or_type)
-    return getattr(sys.modules[cls.__module__], name)
+    return sys.modules[cls.__module__]
 
 
 def response_module_of(request_body: RequestPayload) -> ModuleType:
