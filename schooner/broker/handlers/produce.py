@@ -101,7 +101,9 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
                 jobs[key] = asyncio.ensure_future(writer.refuse(turns[key], batches))
             else:
                 assert isinstance(topic, Topic)
-                jobs[key] = asyncio.ensure_future(writer.append(turns[key], topic, key[1], batches))
+                jobs[key] = asyncio.ensure_future(
+                    writer.append(turns[key], topic, key[1], batches, transactional_id)
+                )
     finally:
         for key, turn in turns.items():
             if key not in jobs:
@@ -213,11 +215,9 @@ def _decode(
         if batch.checked_bytes > limit:
             message = f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}"
             return _refused(topic, data.index, ErrorCode.message_too_large, message)
-        if batch.is_transactional:
-            if transactional_id is None:
-                message = "a transactional batch needs the request's transactional id"
-                return PartitionAppend(ErrorCode.invalid_record, message=message)
-            batch.transactional_id = transactional_id
+        if batch.is_transactional and transactional_id is None:
+            message = "a transactional batch needs the request's transactional id"
+            return PartitionAppend(ErrorCode.invalid_record, message=message)
         if topic.compacted and (keyless := _keyless(batch)):
             # As Kafka: the compactor keeps the latest record per key, so every record needs one.
             why = f"compacted topic {topic.name!r} refuses records without a key"
