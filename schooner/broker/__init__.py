@@ -3,7 +3,7 @@
 A map, bottom floor first (tests/test_layering.py pins the floors):
 
 ```
-session.py limits.py tls.py    a connection's session and limits (SESSION, CLIENT), TLS contexts
+session.py limits.py tls.py    a connection's session, a request's RequestScope, limits, TLS contexts
 response_budget.py watchdog.py a connection's untaken responses; its one timer for deadlines
 outages.py internal_topics.py  what a Redis failure is answered with; Kafka's internal topics
 compactor.py                   log compaction of compacted topics (run by upkeep.py)
@@ -23,5 +23,7 @@ listener.py server.py          the listening sockets, and the broker's start, he
 ```
 
 Handlers own no state: what outlives a request lives in a part of the context, and a part takes what
-it needs (the Store, another part), never the context.
+it needs (the Store, another part), never the context. A handler's answer depends on its arguments
+alone: (ctx, request, scope), where the RequestScope says who asks (session, client id, quota windows)
+and the request and its response are typed per API (protocol/request_types.py, response_types.py).
 """

@@ -8,7 +8,9 @@ from kio.static.protocol import Entity, ResponsePayload
 from ...protocol.apis import SUPPORTED_VERSIONS, response_type
 from ...protocol.messages import make, sibling
 from ...protocol.request_types import ApiVersionsRequest
+from ...protocol.response_types import ApiVersionsResponse, response_for
 from ..context import BrokerContext
+from ..session import RequestScope
 from .common import NO_THROTTLE
 
 # KIP-584 features, each finalized at its highest level: transaction.version 2 is transactions v2
@@ -32,8 +34,10 @@ def unsupported_version_response() -> ResponsePayload:
     return make(cls, error_code=ErrorCode.unsupported_version, api_keys=_api_list(cls))
 
 
-async def handle_api_versions(ctx: BrokerContext, body: ApiVersionsRequest) -> ResponsePayload:
-    cls = response_type(18, body.__version__)
+async def handle_api_versions(
+    ctx: BrokerContext, body: ApiVersionsRequest, scope: RequestScope
+) -> ApiVersionsResponse:
+    cls = response_for(body)
     supported, finalized = (), ()
     if body.__version__ >= 3:
         supported = tuple(
