@@ -5,9 +5,9 @@ A map, bottom floor first (tests/test_layering.py pins the floors; each package'
 ```
 net/          the network, knowing no other part: listener.py (sockets) and connection.py (a
               connection's frames, its limits and response budget, SASL's gate), session.py (who is on
-              the other end: SESSION, CLIENT), limits.py, tls.py, watchdog.py, authentication.py (SASL),
-              refusals.py (the log of refused requests). A connection hands requests to a dispatch
-              function it is given.
+              the other end, and a request's RequestScope), limits.py, tls.py, watchdog.py,
+              authentication.py (SASL), refusals.py (the log of refused requests). A connection hands
+              requests to a dispatch function it is given.
 outages.py    what a Redis failure is answered with (error codes per kind of request)
 health.py     RedisHealth: whether this broker reaches Redis (the groups and the topic cache read it)
 compactor.py  log compaction of compacted topics (run by upkeep.py)
@@ -25,7 +25,9 @@ server.py     the broker's start (listeners, contexts, heartbeat) and stop
 ```
 
 Handlers own no state: what outlives a request lives in a part of the context, and a part takes what
-it needs (the Store, another part), never the context.
+it needs (the Store, another part), never the context. A handler's answer depends on its arguments
+alone: (ctx, request, scope), where the RequestScope says who asks (session, client id, quota windows)
+and the request and its response are typed per API (protocol/request_types.py, response_types.py).
 
 Where things go: a new API is a handler in handlers/ and a line in dispatch.py's table; a new source of
 records for Fetch is a step of PartitionReader's cascade (partitions/reader.py); a new per-connection

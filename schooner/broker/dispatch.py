@@ -1,10 +1,11 @@
 """API key -> handler, and the client quotas around it (broker/access/quotas.py sets every response's
 throttle_time_ms, so handlers answer NO_THROTTLE).
 
-A handler takes the broker context and its API's request (the union of versions in
-protocol/request_types.py) and returns the response, or NO_RESPONSE when none is due. A request of
-an API with no handler (decoded only when kio has its schema) gets UNSUPPORTED_VERSION in its own
-response (protocol/unsupported.py).
+A handler takes the broker context, its API's request (the union of versions in
+protocol/request_types.py) and the request's scope (session.py: who asks, and the client's quota
+windows), and returns its API's response (protocol/response_types.py), or NO_RESPONSE when none is
+due. A request of an API with no handler (decoded only when kio has its schema) gets
+UNSUPPORTED_VERSION in its own response (protocol/unsupported.py).
 
 The context is the session's tenant's (broker/tenants.py): handlers read ctx.ks and ctx.store, so a
 tenant's requests see its own keyspace and nothing else. The APIs of DEPLOYMENT_APIS get the
@@ -79,7 +80,7 @@ from .handlers.transactions import (
     handle_txn_offset_commit,
 )
 from .net.refusals import refused
-from .net.session import SESSION
+from .net.session import RequestScope
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ R = TypeVar("R")
 # SaslHandshake, SaslAuthenticate (a re-authentication comes from a session that has its tenant),
 # DescribeUserScramCredentials, AlterUserScramCredentials: by number, as they may have no handler here.
 DEPLOYMENT_APIS = frozenset({17, 36, 50, 51})
-Handler: TypeAlias = Callable[[BrokerContext, R], Awaitable[Answer]]
+Handler: TypeAlias = Callable[[BrokerContext, R, RequestScope], Awaitable[Answer]]
 
 # Any stands for "the request type of this key's API", which a table keyed by a runtime value cannot
 # state: decode_request builds the body from the key's own schemas, so it is one of the versions the
@@ -156,15 +157,14 @@ HANDLERS: dict[int, Handler[Any]] = {
 
 def dispatcher(
     ctx: BrokerContext, tenant_context: Callable[[str], BrokerContext] | None = None
-) -> Callable[[Request], Awaitable[Answer]]:
+) -> Callable[[Request, RequestScope], Awaitable[Answer]]:
     """Serves each request with the context of its session's tenant: tenant_context(name) (Tenants.context)
     for a session with a tenant, ctx (the deployment's) for one without. A session of a tenant that
     has no context (no tenant_context, or a name no tenant may have) is never served from another's:
     its handler raises, and the connection closes."""
 
-    def context_of(api_key: int) -> BrokerContext:
-        session = SESSION.get(None)
-        tenant = session.tenant if session is not None else None
+    def context_of(api_key: int, scope: RequestScope) -> BrokerContext:
+        tenant = scope.tenant
         if tenant is None or api_key in DEPLOYMENT_APIS:
             return ctx
         if tenant_context is None:
@@ -174,25 +174,25 @@ def dispatcher(
     quotas = ctx.access.quotas  # deployment-wide: one for every tenant
     book = quotas.book
 
-    async def handle(request: Request) -> Answer:
+    async def handle(request: Request, scope: RequestScope) -> Answer:
         handler = HANDLERS.get(request.header.api_key)
         if handler is None:  # an API kio knows that this broker does not serve: see protocol/unsupported.py
-            _refuse_unserved(request)
+            _refuse_unserved(request, scope)
             return unsupported_response(request.body)
-        served = context_of(request.header.api_key)
+        served = context_of(request.header.api_key, scope)
         if book.active:  # some client quota is configured: throttle_time_ms is set here (access/quotas.py)
-            return await quotas.serve(handler, served, request)
-        return await handler(served, request.body)
+            return await quotas.serve(handler, served, request, scope)
+        return await handler(served, request.body, scope)
 
     return handle
 
 
 # -- logs ---------------------------------------------------------------------------------------------
-def _refuse_unserved(request: Request) -> None:
+def _refuse_unserved(request: Request, scope: RequestScope) -> None:
     header = request.header
     reason = (
         f"v{header.api_version} of an API this broker does not serve (ApiVersions does not advertise it); "
         "answered UNSUPPORTED_VERSION"
     )
-    refused(log, api_name(header.api_key), reason, kind="unserved", api_key=header.api_key,
+    refused(log, api_name(header.api_key), reason, kind="unserved", scope=scope, api_key=header.api_key,
             api_version=header.api_version)  # fmt: skip

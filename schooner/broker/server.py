@@ -28,7 +28,7 @@ from .metrics.exporter import MetricsServer
 from .metrics.gauges import ScrapeGauges, snapshot
 from .net.limits import ConnectionStats
 from .net.listener import ClientConnections
-from .net.session import Session
+from .net.session import RequestScope, Session
 from .net.tls import TlsSetupError, certificate_principals, handshake_timeout, server_contexts
 from .tenants import REFRESH_SECONDS, Tenants
 from .upkeep import Upkeep
@@ -47,7 +47,7 @@ class Broker:
         self.ctx: BrokerContext | None = None  # the deployment's
         self.tenants: Tenants | None = None  # every tenant's context (broker/tenants.py)
         # Serves one request with its session's tenant's context (dispatch.dispatcher).
-        self.dispatch: Callable[[Request], Awaitable[Answer]] | None = None
+        self.dispatch: Callable[[Request, RequestScope], Awaitable[Answer]] | None = None
         self._server: asyncio.Server | None = None  # the first listener's
         self.servers: dict[str, asyncio.Server] = {}  # listener protocol -> its server
         self._tasks: list[asyncio.Task[Any]] = []  # the broker's own: heartbeat, tenant refresh

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import io
 import re
 import struct
 import sys
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Final, TypeAlias, TypeVar
 
 from kio.schema.index import api_key_map, schema_name_map
@@ -184,11 +184,26 @@ def has_field(cls: type, name: str) -> bool:
 
 
 def sibling(entity_or_type: object, name: str) -> type[Any]:
-    """Another class from the same generated kio module (the nested types of one version)."""
+    """Another class from the same generated kio module (the nested types of one version): a
+    response's topics and partitions are `sibling(response_for(request), "<Name>")`."""
+    found = optional_sibling(entity_or_type, name)
+    if found is None:
+        raise AttributeError(f"{_module_of(entity_or_type).__name__} has no {name}")
+    return found
+
+
+def optional_sibling(entity_or_type: object, name: str) -> type[Any] | None:
+    """The sibling class of that name, or None in a version that has none."""
     cls = entity_or_type if isinstance(entity_or_type, type) else type(entity_or_type)
-    return getattr(sys.modules[cls.__module__], name)
+    return _sibling_of(cls, name)
 
 
-def response_module_of(request_body: RequestPayload) -> ModuleType:
-    """The kio module holding the response types that match a request's API and version."""
-    return sys.modules[response_type(request_body.__api_key__, request_body.__version__).__module__]
+@functools.cache
+def _sibling_of(cls: type, name: str) -> type[Any] | None:
+    found = getattr(sys.modules[cls.__module__], name, None)
+    return found if isinstance(found, type) else None
+
+
+def _module_of(entity_or_type: object) -> Any:
+    cls = entity_or_type if isinstance(entity_or_type, type) else type(entity_or_type)
+    return sys.modules[cls.__module__]

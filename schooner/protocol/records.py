@@ -128,8 +128,6 @@ class ProducedBatch:
     # What max.message.bytes limits when it is not the whole batch: the largest message of a legacy
     # message set (legacy_records.py), as Kafka checks each of those. 0: the whole batch.
     largest_message_bytes: int = 0
-    # Set by the produce handler for a transactional batch: the request's transactional id.
-    transactional_id: str | None = None
     # The common batch as columns (then `records` decodes only on demand); None for any other.
     plain: PlainRecords | None = None
     raw: bytes = b""  # the batch as the producer sent it (v2 only; empty for a legacy message set)

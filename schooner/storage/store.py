@@ -158,29 +158,42 @@ class Store:
         await self.drive(metadata.stamp_partitions(self.ks, name, topic_id, partitions))
 
     # -- the log ------------------------------------------------------------------------------------
-    async def send_append(self, topic: Topic, partition: int, batch: Batch) -> asyncio.Future[AppendResult]:
+    async def send_append(
+        self, topic: Topic, partition: int, batch: Batch, transactional_id: str | None = None
+    ) -> asyncio.Future[AppendResult]:
         """Sends the append on the lane before returning (so appends keep their order); the future
-        resolves when Redis has run it. Pass the future to settle_append."""
-        call = append.append(self.ks, topic, partition, batch, sharded=self.sharded)
+        resolves when Redis has run it. Pass the future to settle_append. transactional_id: the
+        producing request's, for a transactional batch."""
+        call = append.append(
+            self.ks, topic, partition, batch, sharded=self.sharded, transactional_id=transactional_id
+        )
         return await self.lane.send_call(call)
 
     async def settle_append(
-        self, topic: Topic, partition: int, batch: Batch, sent: asyncio.Future[AppendResult]
+        self,
+        topic: Topic,
+        partition: int,
+        batch: Batch,
+        sent: asyncio.Future[AppendResult],
+        transactional_id: str | None = None,
     ) -> AppendResult:
         """The append's result; a partition left unstamped (a create interrupted before its second step)
         is stamped and the batch appended again, when the topic still has this id and partition."""
         result = await sent
         if result.status == UNKNOWN_PARTITION:
             again = await self.drive(
-                append.append_restamped(self.ks, topic, partition, batch, sharded=self.sharded)
+                append.append_restamped(
+                    self.ks, topic, partition, batch, sharded=self.sharded, transactional_id=transactional_id
+                )
             )
             result = again or result
         return result
 
-    async def append(self, topic: Topic, partition: int, batch: Batch) -> AppendResult:
-        return await self.settle_append(
-            topic, partition, batch, await self.send_append(topic, partition, batch)
-        )
+    async def append(
+        self, topic: Topic, partition: int, batch: Batch, transactional_id: str | None = None
+    ) -> AppendResult:
+        sent = await self.send_append(topic, partition, batch, transactional_id)
+        return await self.settle_append(topic, partition, batch, sent, transactional_id)
 
     async def wait_durable(self, partitions: Iterable[tuple[Topic, int]]) -> bool:
         """acks=all, after appends to these partitions: WAIT for the replicas their Redis has (and

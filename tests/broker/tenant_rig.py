@@ -1,7 +1,7 @@
 """Requests served by a running broker's dispatcher as a session of a tenant would have them served.
 
 Until a client can authenticate as a tenant's user (SASL), this is how the tests reach a tenant: the
-request is encoded and decoded as on the wire, SESSION is set as the connection sets it, and the
+request is encoded and decoded as on the wire, its scope is built as the connection builds it, and the
 broker's own dispatcher (Broker.dispatch) picks the context and runs the real handler on the broker's
 loop against the real Redis. The response must serialize, as it would have to on a connection.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from schooner.broker.net.session import SESSION, Session
+from schooner.broker.net.session import RequestScope, Session
 from schooner.config import Listener
 from schooner.protocol.apis import ApiKey, request_type
 from schooner.protocol.messages import decode_request, encode_response, make, sibling
@@ -27,13 +27,18 @@ def serve(broker: Any, tenant: str | None, body: Any) -> Any:
 
     async def as_session() -> Any:
         principal = f"User:{tenant}-user" if tenant else "User:ANONYMOUS"
-        SESSION.set(Session(LISTENER, "127.0.0.1", principal=principal, tenant=tenant))
+        session = Session(LISTENER, "127.0.0.1", principal=principal, tenant=tenant)
         assert broker.broker.dispatch is not None
-        return await broker.broker.dispatch(request)
+        return await broker.broker.dispatch(request, scope(session))
 
     response = broker.call(as_session())
     encode_response(request.header, response)
     return response
+
+
+def scope(session: Session) -> RequestScope:
+    """The scope the connection gives a request of the session."""
+    return RequestScope(session, "tenant-rig", f"/{session.host}")
 
 
 def body(api: ApiKey, version: int, **values: Any) -> Any:

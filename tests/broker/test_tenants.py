@@ -13,7 +13,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
-from schooner.broker.net.session import SESSION, Session
+from schooner.broker.net.session import Session
 from schooner.mq import Producer
 from schooner.protocol.apis import ApiKey
 from schooner.protocol.messages import decode_request
@@ -33,6 +33,7 @@ from tests.broker.tenant_rig import (
     metadata,
     produce,
     producer_ids,
+    scope,
     serve,
     transactional_ids,
 )
@@ -172,8 +173,8 @@ def test_a_session_with_an_impossible_tenant_is_not_served(broker) -> None:
     decoded = decode_request(encode_request(request)[4:])
 
     async def as_session() -> Any:
-        SESSION.set(Session(LISTENER, "127.0.0.1", principal="User:x", tenant="no:colons"))
-        return await broker.broker.dispatch(decoded)
+        session = Session(LISTENER, "127.0.0.1", principal="User:x", tenant="no:colons")
+        return await broker.broker.dispatch(decoded, scope(session))
 
     with pytest.raises(ValueError, match="tenant name"):
         broker.call(as_session())

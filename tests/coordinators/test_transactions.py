@@ -37,10 +37,8 @@ async def _prepared_then_crashed(url: str, ks: Keyspace) -> None:
         first = _coordinator(store, 1)
         producer = await first.init_producer("t1", 60_000, None)
         await first.add("t1", producer, [TopicPartition("tc", 0)])
-        batch = RecordBatch(
-            [Record(0, b"k", b"v")], producer.producer_id, producer.producer_epoch, 0, transactional_id="t1"
-        )
-        assert (await store.append(topic, 0, batch)).status == 0
+        batch = RecordBatch([Record(0, b"k", b"v")], producer.producer_id, producer.producer_epoch, 0)
+        assert (await store.append(topic, 0, batch, transactional_id="t1")).status == 0
         _, stable = await store.stable_bounds(topic, 0)
         assert stable == 0  # the open transaction holds the LSO at its first record
 

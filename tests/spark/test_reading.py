@@ -18,8 +18,9 @@ pytestmark = pytest.mark.both_encodings
 
 
 def _txn_append(log: Log, pid: int, seq: int, values: list[bytes]) -> None:
-    batch = RecordBatch([Rec(BASE_MS, None, v) for v in values], pid, 0, seq, transactional_id=f"tx-{pid}")
-    result = run_sync(log.redis, log_append.append(log.ks, log.load("big-txn"), 0, batch))
+    batch = RecordBatch([Rec(BASE_MS, None, v) for v in values], pid, 0, seq)
+    appended = log_append.append(log.ks, log.load("big-txn"), 0, batch, transactional_id=f"tx-{pid}")
+    result = run_sync(log.redis, appended)
     assert result.status == 0, result
 
 

@@ -80,7 +80,7 @@ def _owner() -> Owner:
 CASES: dict[str, Build] = {
     # the log
     "log_append": lambda ks, t, g: append.append(
-        ks, t, 3, RecordBatch([RECORD], transactional_id=g), sharded=True
+        ks, t, 3, RecordBatch([RECORD]), sharded=True, transactional_id=g
     ),
     "log_txn_marker": lambda ks, t, g: transactions.write_marker(ks, t, 3, 1, 0, commit=True, sharded=True),
     "log_producer_expiry": lambda ks, t, g: _sent(producers.expire(ks, t, 3, 1000), "log_producer_expiry"),

@@ -28,14 +28,13 @@ from ...security.acls import (
     AclBinding,
     AclOperation,
     AclSet,
-    Caller,
     ResourceType,
     operations_bits,
 )
 from ...storage.redis.calls import StorageError
 from ...storage.store import Store
 from ..net.refusals import peer_of
-from ..net.session import ANONYMOUS, CLIENT, SESSION, Session
+from ..net.session import RequestScope
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +44,6 @@ Resource = ResourceType
 VERSION_CHECK_SECONDS = 1.0  # the safety net: a lost notice delays a change at most this long
 DENIAL_LOG_SECONDS = 60.0  # a denial is logged once per principal, resource and operation per minute
 _STORAGE_ERRORS = (StorageError, OSError)
-
-
-def caller_of(session: Session | None = None) -> Caller:
-    """The principal and host a request comes from: its connection's session (SESSION)."""
-    if session is None:
-        session = SESSION.get(None)
-    if session is None:  # a handler called outside a connection (tests of handlers alone)
-        return Caller(ANONYMOUS, "")
-    return Caller(session.principal, session.host)
 
 
 class Authorizer:
@@ -71,29 +61,27 @@ class Authorizer:
         self._load_failed = False
 
     # -- questions -------------------------------------------------------------------------------
-    async def allowed(
-        self, op: AclOperation, rtype: ResourceType, name: str, session: Session | None = None
-    ) -> bool:
+    async def allowed(self, op: AclOperation, rtype: ResourceType, name: str, scope: RequestScope) -> bool:
         """Whether the request's principal may perform `op` on the resource."""
         if not self.enabled:
             return True
-        caller = caller_of(session)
+        caller = scope.caller
         if caller.principal in self.super_users:
             return True
         acls = await self._current()
         decision = acls is not None and acls.authorize(caller, op, rtype, name, self.allow_if_no_acl)
         if not decision:
-            self._log_denial(caller, op, rtype, name)
+            self._log_denial(scope, op, rtype, name)
         return decision
 
     async def allowed_names(
-        self, op: AclOperation, rtype: ResourceType, names: Iterable[str], session: Session | None = None
+        self, op: AclOperation, rtype: ResourceType, names: Iterable[str], scope: RequestScope
     ) -> set[str]:
         """The names among `names` whose resource the principal may perform `op` on (the batch form).
         Denials are not logged: callers use this to filter listings."""
         if not self.enabled:
             return set(names)
-        caller = caller_of(session)
+        caller = scope.caller
         if caller.principal in self.super_users:
             return set(names)
         acls = await self._current()
@@ -101,31 +89,29 @@ class Authorizer:
             return set()
         return {n for n in names if acls.authorize(caller, op, rtype, n, self.allow_if_no_acl)}
 
-    async def allowed_on_cluster(self, op: AclOperation, session: Session | None = None) -> bool:
+    async def allowed_on_cluster(self, op: AclOperation, scope: RequestScope) -> bool:
         """`op` on the CLUSTER resource: what broker-wide APIs (DescribeCluster, CreateAcls, the user
         credential APIs, ...) need."""
-        return await self.allowed(op, Resource.CLUSTER, CLUSTER_NAME, session)
+        return await self.allowed(op, Resource.CLUSTER, CLUSTER_NAME, scope)
 
-    async def allowed_any(
-        self, op: AclOperation, rtype: ResourceType, session: Session | None = None
-    ) -> bool:
+    async def allowed_any(self, op: AclOperation, rtype: ResourceType, scope: RequestScope) -> bool:
         """Whether the principal may perform `op` on at least one resource of the type (Kafka's
         authorizeByResourceType): an idempotent producer needs WRITE on some topic."""
         if not self.enabled:
             return True
-        caller = caller_of(session)
+        caller = scope.caller
         if caller.principal in self.super_users:
             return True
         acls = await self._current()
         return acls is not None and acls.authorize_any(caller, op, rtype, self.allow_if_no_acl)
 
-    async def operations(self, rtype: ResourceType, name: str, session: Session | None = None) -> int:
+    async def operations(self, rtype: ResourceType, name: str, scope: RequestScope) -> int:
         """Kafka's *_authorized_operations bit field for the resource. Without an authorizer (and for a
         super user) every operation of the type, as Kafka reports it."""
         every = OPERATIONS.get(rtype, ())
         if not self.enabled:
             return operations_bits(every)
-        caller = caller_of(session)
+        caller = scope.caller
         if caller.principal in self.super_users:
             return operations_bits(every)
         acls = await self._current()
@@ -210,7 +196,8 @@ class Authorizer:
         self._checked_at = time.monotonic() if checked_at is None else checked_at
         self._load_failed = False
 
-    def _log_denial(self, caller: Caller, op: AclOperation, rtype: ResourceType, name: str) -> None:
+    def _log_denial(self, scope: RequestScope, op: AclOperation, rtype: ResourceType, name: str) -> None:
+        caller = scope.caller
         key = (caller.principal, caller.host, int(op), int(rtype), name)
         now = time.monotonic()
         if now - self._denials_logged.get(key, -math.inf) < DENIAL_LOG_SECONDS:
@@ -220,9 +207,8 @@ class Authorizer:
                 k: t for k, t in self._denials_logged.items() if now - t < DENIAL_LOG_SECONDS
             }
         self._denials_logged[key] = now
-        session = SESSION.get(None)
         fields = {
-            "client_id": CLIENT.get()[0], "peer": peer_of(session, caller.host),
+            "client_id": scope.client_id, "peer": peer_of(scope.session, caller.host),
             "principal": caller.principal, "reason": "authorization denied", "operation": op.name,
             "resource_type": rtype.name, "resource": name,
         }  # fmt: skip

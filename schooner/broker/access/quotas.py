@@ -31,6 +31,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from contextvars import Context, ContextVar
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -43,17 +44,15 @@ from ...storage.keys import Keyspace
 from ...storage.quotas import CLIENT_ID, USER, Entity
 from ...storage.redis.calls import StorageError
 from ...storage.store import Store
-from ..net.session import ANONYMOUS, CLIENT, SESSION
+from ..net.session import RequestScope
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RELOAD_SECONDS = 1.0  # the safety net behind the change notices
 _GATE = "quota_gate"  # Session.extra: the lock that serves a quota'd connection's requests one at a time
-# The quota windows of the request being served, for handlers that shape their response by them (Fetch).
-LIMITS: ContextVar[ClientLimits | None] = ContextVar("quota_limits", default=None)
 
-Handler = Callable[[Any, RequestPayload], Awaitable[Answer]]
+Handler = Callable[[Any, RequestPayload, RequestScope], Awaitable[Answer]]
 
 
 class ClientQuotas:
@@ -107,15 +106,14 @@ class ClientQuotas:
                 await asyncio.wait_for(self._changed.wait(), RELOAD_SECONDS)
 
     # -- a request --------------------------------------------------------------------------------
-    async def serve(self, handler: Handler, ctx: Any, request: Request) -> Answer:
-        """Runs the handler under the client's quotas (dispatch calls this only while book.active)."""
-        session = SESSION.get(None)
-        user = session.user if session is not None else ANONYMOUS.partition(":")[2]
-        limits = self.book.limits(user, CLIENT.get()[0])
+    async def serve(self, handler: Handler, ctx: Any, request: Request, scope: RequestScope) -> Answer:
+        """Runs the handler under the client's quotas (dispatch calls this only while book.active); the
+        handler's scope carries the client's windows (Fetch caps its max_bytes by them)."""
+        session = scope.session
+        limits = self.book.limits(session.user, scope.client_id)
         if limits is None:
-            return await handler(ctx, request.body)
-        if session is None:  # no connection (a test driving dispatch): nothing to mute
-            return (await self._serve(handler, ctx, request, limits))[0]
+            return await handler(ctx, request.body, scope)
+        scope = replace(scope, limits=limits)
         # One request at a time, as a Kafka broker serves every connection: requests the client
         # pipelined before it heard of its throttle wait out the mute instead of all counting at once.
         gate = session.extra.get(_GATE)
@@ -125,20 +123,19 @@ class ClientQuotas:
             loop = asyncio.get_running_loop()
             if (wait := session.throttled_until - loop.time()) > 0:
                 await asyncio.sleep(wait)
-            answer, throttle_ms = await self._serve(handler, ctx, request, limits)
+            answer, throttle_ms = await self._serve(handler, ctx, request, scope, limits)
             if throttle_ms > 0:
                 session.throttled_until = max(session.throttled_until, loop.time() + throttle_ms / 1000)
             return answer
 
     async def _serve(
-        self, handler: Handler, ctx: Any, request: Request, limits: ClientLimits
+        self, handler: Handler, ctx: Any, request: Request, scope: RequestScope, limits: ClientLimits
     ) -> tuple[Answer, int]:
-        LIMITS.set(limits)  # this request's task has a context of its own
         seconds: float | None = None
         if limits.request is not None:
-            answer, seconds = await run_metered(handler(ctx, request.body))
+            answer, seconds = await run_metered(handler(ctx, request.body, scope))
         else:
-            answer = await handler(ctx, request.body)
+            answer = await handler(ctx, request.body, scope)
         return _account(request, answer, limits, seconds, asyncio.get_running_loop().time())
 
 
@@ -183,10 +180,10 @@ def _record_bytes(answer: Any) -> int:
     return sum(len(p.records or b"") for t in answer.responses for p in t.partitions)
 
 
-def fetch_byte_cap(max_bytes: int) -> int:
+def fetch_byte_cap(max_bytes: int, limits: ClientLimits | None) -> int:
     """A Fetch's max_bytes within what the client's consumer_byte_rate allows over the window (Kafka's
-    cap: a larger response would be throttled however long the client waited)."""
-    limits = LIMITS.get()
+    cap: a larger response would be throttled however long the client waited); `limits` are the
+    request's (RequestScope.limits)."""
     if limits is None or limits.fetch_window_bytes is None:
         return max_bytes
     return min(max_bytes, limits.fetch_window_bytes)

@@ -17,10 +17,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from ...protocol.response_types import (
+    CreateAclsResponse,
+    DeleteAclsResponse,
+    DescribeAclsResponse,
+    response_for,
+)
 from ...security.acls import (
     AclBinding,
     AclFilter,
@@ -30,6 +36,7 @@ from ...security.acls import (
     filter_from_wire,
 )
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 NO_AUTHORIZER = "No authorizer is configured on the broker: ACLs are neither stored nor enforced"
@@ -51,17 +58,21 @@ def _filter(f: Any) -> AclFilter:
     )
 
 
-async def handle_create_acls(ctx: BrokerContext, body: CreateAclsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
-    answers = await _create(ctx, body.creations)
-    results = tuple(make(mod.AclCreationResult, error_code=c, error_message=m) for c, m in answers)
-    return make(mod.CreateAclsResponse, throttle_time=NO_THROTTLE, results=results)
+async def handle_create_acls(
+    ctx: BrokerContext, body: CreateAclsRequest, scope: RequestScope
+) -> CreateAclsResponse:
+    resp = response_for(body)
+    answers = await _create(ctx, scope, body.creations)
+    results = tuple(
+        make(sibling(resp, "AclCreationResult"), error_code=c, error_message=m) for c, m in answers
+    )
+    return make(resp, throttle_time=NO_THROTTLE, results=results)
 
 
-async def _create(ctx: BrokerContext, creations: Sequence[Any]) -> list[Answer]:
+async def _create(ctx: BrokerContext, scope: RequestScope, creations: Sequence[Any]) -> list[Answer]:
     if not ctx.access.authorizer.enabled:
         return [(ErrorCode.security_disabled, NO_AUTHORIZER)] * len(creations)
-    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER, scope):
         return [(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED.format("alter"))] * len(creations)
     answers: list[Answer] = []
     valid: list[tuple[int, AclBinding]] = []
@@ -90,12 +101,16 @@ async def _create(ctx: BrokerContext, creations: Sequence[Any]) -> list[Answer]:
     return answers
 
 
-async def handle_describe_acls(ctx: BrokerContext, body: DescribeAclsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_describe_acls(
+    ctx: BrokerContext, body: DescribeAclsRequest, scope: RequestScope
+) -> DescribeAclsResponse:
+    resp = response_for(body)
 
-    def answer(code: ErrorCode, message: str | None, resources: tuple[Entity, ...] = ()) -> ResponsePayload:
+    def answer(
+        code: ErrorCode, message: str | None, resources: tuple[Entity, ...] = ()
+    ) -> DescribeAclsResponse:
         return make(
-            mod.DescribeAclsResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=code,
             error_message=message,
@@ -104,7 +119,7 @@ async def handle_describe_acls(ctx: BrokerContext, body: DescribeAclsRequest) ->
 
     if not ctx.access.authorizer.enabled:
         return answer(ErrorCode.security_disabled, NO_AUTHORIZER)
-    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE, scope):
         return answer(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED.format("describe"))
     try:
         wanted = _filter(body)
@@ -119,13 +134,13 @@ async def handle_describe_acls(ctx: BrokerContext, body: DescribeAclsRequest) ->
         grouped.setdefault((b.resource_type, b.name, b.pattern_type), []).append(b)
     resources = tuple(
         make(
-            mod.DescribeAclsResource,
+            sibling(resp, "DescribeAclsResource"),
             resource_type=rtype,
             resource_name=name,
             pattern_type=pattern,
             acls=tuple(
                 make(
-                    mod.AclDescription,
+                    sibling(resp, "AclDescription"),
                     principal=b.principal,
                     host=b.host,
                     operation=int(b.operation),
@@ -139,17 +154,19 @@ async def handle_describe_acls(ctx: BrokerContext, body: DescribeAclsRequest) ->
     return answer(ErrorCode.none, None, resources)
 
 
-async def handle_delete_acls(ctx: BrokerContext, body: DeleteAclsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_delete_acls(
+    ctx: BrokerContext, body: DeleteAclsRequest, scope: RequestScope
+) -> DeleteAclsResponse:
+    resp = response_for(body)
 
     def result(code: ErrorCode, message: str | None, deleted: Sequence[AclBinding] = ()) -> Entity:
         return make(
-            mod.DeleteAclsFilterResult,
+            sibling(resp, "DeleteAclsFilterResult"),
             error_code=code,
             error_message=message,
             matching_acls=tuple(
                 make(
-                    mod.DeleteAclsMatchingAcl,
+                    sibling(resp, "DeleteAclsMatchingAcl"),
                     error_code=ErrorCode.none,
                     error_message=None,
                     resource_type=int(b.resource_type),
@@ -164,13 +181,13 @@ async def handle_delete_acls(ctx: BrokerContext, body: DeleteAclsRequest) -> Res
             ),
         )
 
-    def every(code: ErrorCode, message: str) -> ResponsePayload:
+    def every(code: ErrorCode, message: str) -> DeleteAclsResponse:
         results = tuple(result(code, message) for _ in body.filters)
-        return make(mod.DeleteAclsResponse, throttle_time=NO_THROTTLE, filter_results=results)
+        return make(resp, throttle_time=NO_THROTTLE, filter_results=results)
 
     if not ctx.access.authorizer.enabled:
         return every(ErrorCode.security_disabled, NO_AUTHORIZER)
-    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER, scope):
         return every(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED.format("alter"))
     filters: list[AclFilter | str] = []
     for f in body.filters:
@@ -199,4 +216,4 @@ async def handle_delete_acls(ctx: BrokerContext, body: DeleteAclsRequest) -> Res
         else result(ErrorCode.none, None, outcome)
         for outcome in per_filter
     )
-    return make(mod.DeleteAclsResponse, throttle_time=NO_THROTTLE, filter_results=results)
+    return make(resp, throttle_time=NO_THROTTLE, filter_results=results)

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from types import ModuleType
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, optional_sibling, sibling
 from ...protocol.request_types import (
     AlterPartitionReassignmentsRequest,
     AlterReplicaLogDirsRequest,
@@ -27,12 +26,22 @@ from ...protocol.request_types import (
     ListPartitionReassignmentsRequest,
     UpdateFeaturesRequest,
 )
+from ...protocol.response_types import (
+    AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDirsResponse,
+    DescribeLogDirsResponse,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsResponse,
+    UpdateFeaturesResponse,
+    response_for,
+)
 from ...security.acls import AclOperation
 from ...storage.cluster import BrokerInfo
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import ADMIN_UNAVAILABLE, LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, all_topics
 
 # The one log dir of every broker: Redis, under the deployment's keyspace. A fixed name rather than
@@ -75,19 +84,18 @@ def _grouped(named: Iterable[_NamedPartitions]) -> dict[str, list[int]]:
 # -- DescribeLogDirs ------------------------------------------------------------------------------
 
 
-async def handle_describe_log_dirs(ctx: BrokerContext, body: DescribeLogDirsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
-    if not await ctx.access.authorizer.allowed_on_cluster(
-        AclOperation.DESCRIBE
-    ):  # Kafka: no log dirs, and v3+
-        return make(  # says why
-            mod.DescribeLogDirsResponse, throttle_time=NO_THROTTLE, error_code=CLUSTER_DENIED, results=()
-        )
+async def handle_describe_log_dirs(
+    ctx: BrokerContext, body: DescribeLogDirsRequest, scope: RequestScope
+) -> DescribeLogDirsResponse:
+    resp = response_for(body)
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE, scope):
+        # Kafka answers no log dirs; v3+ says why
+        return make(resp, throttle_time=NO_THROTTLE, error_code=CLUSTER_DENIED, results=())
     try:
-        result = await _describe_log_dir(ctx, mod, body.topics)
+        result = await _describe_log_dir(ctx, resp, body.topics)
     except STORAGE_ERRORS:  # Redis down: the log dir is offline, which Kafka reports this way
         result = make(
-            mod.DescribeLogDirsResult,
+            sibling(resp, "DescribeLogDirsResult"),
             error_code=LOG_UNAVAILABLE,
             log_dir=log_dir(ctx),
             topics=(),
@@ -95,13 +103,11 @@ async def handle_describe_log_dirs(ctx: BrokerContext, body: DescribeLogDirsRequ
             usable_bytes=-1,
             is_cordoned=False,
         )
-    return make(
-        mod.DescribeLogDirsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=(result,)
-    )
+    return make(resp, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=(result,))
 
 
 async def _describe_log_dir(
-    ctx: BrokerContext, mod: ModuleType, requested: Sequence[_NamedPartitions] | None
+    ctx: BrokerContext, resp: type[DescribeLogDirsResponse], requested: Sequence[_NamedPartitions] | None
 ) -> Entity:
     """The partitions this broker leads, of those requested (null: all); unknown ones are left out."""
     brokers = await ctx.cluster.live_brokers()
@@ -125,7 +131,7 @@ async def _describe_log_dir(
     by_topic: dict[str, list[Entity]] = {}
     for tp in mine:
         entry = make(
-            mod.DescribeLogDirsPartition,
+            sibling(resp, "DescribeLogDirsPartition"),
             partition_index=tp.partition,
             partition_size=sizes[tp],
             offset_lag=0,
@@ -133,11 +139,11 @@ async def _describe_log_dir(
         )
         by_topic.setdefault(tp.topic, []).append(entry)
     return make(
-        mod.DescribeLogDirsResult,
+        sibling(resp, "DescribeLogDirsResult"),
         error_code=ErrorCode.none,
         log_dir=log_dir(ctx),
         topics=tuple(
-            make(mod.DescribeLogDirsTopic, name=name, partitions=tuple(entries))
+            make(sibling(resp, "DescribeLogDirsTopic"), name=name, partitions=tuple(entries))
             for name, entries in by_topic.items()
         ),
         total_bytes=memory.total,
@@ -150,11 +156,11 @@ async def _describe_log_dir(
 
 
 async def handle_alter_replica_log_dirs(
-    ctx: BrokerContext, body: AlterReplicaLogDirsRequest
-) -> ResponsePayload:
+    ctx: BrokerContext, body: AlterReplicaLogDirsRequest, scope: RequestScope
+) -> AlterReplicaLogDirsResponse:
     """Moving a replica into the one log dir it is already in does nothing, and succeeds."""
-    mod = response_module_of(body)
-    allowed = await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER)
+    resp = response_for(body)
+    allowed = await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER, scope)
     results: dict[str, list[Entity]] = {}
     for target in body.dirs:
         for requested in target.topics:
@@ -164,14 +170,16 @@ async def handle_alter_replica_log_dirs(
                 else [CLUSTER_DENIED] * len(requested.partitions)
             )
             results.setdefault(requested.name, []).extend(
-                make(mod.AlterReplicaLogDirPartitionResult, partition_index=p, error_code=code)
+                make(sibling(resp, "AlterReplicaLogDirPartitionResult"), partition_index=p, error_code=code)
                 for p, code in zip(requested.partitions, codes, strict=True)
             )
     return make(
-        mod.AlterReplicaLogDirsResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         results=tuple(
-            make(mod.AlterReplicaLogDirTopicResult, topic_name=name, partitions=tuple(partitions))
+            make(
+                sibling(resp, "AlterReplicaLogDirTopicResult"), topic_name=name, partitions=tuple(partitions)
+            )
             for name, partitions in results.items()
         ),
     )
@@ -201,37 +209,40 @@ async def _log_dir_moves(
 # -- ElectLeaders ---------------------------------------------------------------------------------
 
 
-async def handle_elect_leaders(ctx: BrokerContext, body: ElectLeadersRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_elect_leaders(
+    ctx: BrokerContext, body: ElectLeadersRequest, scope: RequestScope
+) -> ElectLeadersResponse:
+    resp = response_for(body)
     election = getattr(body, "election_type", PREFERRED)  # v1 added the choice
     code = ErrorCode.none
     results: tuple[Entity, ...] = ()
-    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER, scope):
         code = CLUSTER_DENIED  # v1+; v0 hears it per partition
         denied = (CLUSTER_DENIED, "The principal may not ALTER the cluster.")
         results = tuple(
-            _election_result(mod, name, [(p, denied) for p in indexes])
+            _election_result(resp, name, [(p, denied) for p in indexes])
             for name, indexes in _grouped(body.topic_partitions or ()).items()
         )
     elif election not in (PREFERRED, UNCLEAN):
         code = ErrorCode.invalid_request
     else:
         try:
-            results = await _elections(ctx, mod, election, body.topic_partitions)
+            results = await _elections(ctx, resp, election, body.topic_partitions)
         except STORAGE_ERRORS:
             code = ADMIN_UNAVAILABLE  # v1+; v0 hears it per partition
             unavailable = (ADMIN_UNAVAILABLE, "Redis is unavailable.")
             results = tuple(
-                _election_result(mod, name, [(p, unavailable) for p in indexes])
+                _election_result(resp, name, [(p, unavailable) for p in indexes])
                 for name, indexes in _grouped(body.topic_partitions or ()).items()
             )
-    return make(
-        mod.ElectLeadersResponse, throttle_time=NO_THROTTLE, error_code=code, replica_election_results=results
-    )
+    return make(resp, throttle_time=NO_THROTTLE, error_code=code, replica_election_results=results)
 
 
 async def _elections(
-    ctx: BrokerContext, mod: ModuleType, election: int, requested: Sequence[_NamedPartitions] | None
+    ctx: BrokerContext,
+    resp: type[ElectLeadersResponse],
+    election: int,
+    requested: Sequence[_NamedPartitions] | None,
 ) -> tuple[Entity, ...]:
     brokers = await ctx.cluster.live_brokers()
     results = []
@@ -240,22 +251,24 @@ async def _elections(
         for t in await all_topics(ctx):
             outcomes = [(p, _election(brokers, t, p, election)) for p in range(t.partitions)]
             needed = [o for o in outcomes if o[1][0] != ErrorCode.election_not_needed]
-            results.append(_election_result(mod, t.name, needed))
+            results.append(_election_result(resp, t.name, needed))
         return tuple(results)
     for name, indexes in _grouped(requested).items():
         topic = await _topic(ctx, name)
         results.append(
-            _election_result(mod, name, [(p, _election(brokers, topic, p, election)) for p in indexes])
+            _election_result(resp, name, [(p, _election(brokers, topic, p, election)) for p in indexes])
         )
     return tuple(results)
 
 
-def _election_result(mod: ModuleType, topic: str, outcomes: Iterable[tuple[int, Outcome]]) -> Entity:
+def _election_result(
+    resp: type[ElectLeadersResponse], topic: str, outcomes: Iterable[tuple[int, Outcome]]
+) -> Entity:
     entries = tuple(
-        make(mod.PartitionResult, partition_id=p, error_code=code, error_message=message)
+        make(sibling(resp, "PartitionResult"), partition_id=p, error_code=code, error_message=message)
         for p, (code, message) in outcomes
     )
-    return make(mod.ReplicaElectionResult, topic=topic, partition_result=entries)
+    return make(sibling(resp, "ReplicaElectionResult"), topic=topic, partition_result=entries)
 
 
 def _election(brokers: list[BrokerInfo], topic: Topic | None, p: int, election: int) -> Outcome:
@@ -282,15 +295,15 @@ class _Reassignment(Protocol):
 
 
 async def handle_alter_partition_reassignments(
-    ctx: BrokerContext, body: AlterPartitionReassignmentsRequest
-) -> ResponsePayload:
+    ctx: BrokerContext, body: AlterPartitionReassignmentsRequest, scope: RequestScope
+) -> AlterPartitionReassignmentsResponse:
     """Accepting a reassignment to one live broker records that broker in the topic hash: Metadata
     then names it as the partition's leader, and clients move their traffic to it. Nothing has to
     be copied (every broker reads the same Redis), so the move is complete when this answers."""
-    mod = response_module_of(body)
+    resp = response_for(body)
     allow_new_factor = bool(getattr(body, "allow_replication_factor_change", True))  # v1
     top: Outcome = OK
-    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER, scope):
         top = (CLUSTER_DENIED, "The principal may not ALTER the cluster.")
     responses = []
     for requested in body.topics:
@@ -305,11 +318,11 @@ async def handle_alter_partition_reassignments(
             outcomes = [(ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")] * len(partitions)
         responses.append(
             make(
-                mod.ReassignableTopicResponse,
+                sibling(resp, "ReassignableTopicResponse"),
                 name=requested.name,
                 partitions=tuple(
                     make(
-                        mod.ReassignablePartitionResponse,
+                        sibling(resp, "ReassignablePartitionResponse"),
                         partition_index=r.partition_index,
                         error_code=code,
                         error_message=message,
@@ -319,7 +332,7 @@ async def handle_alter_partition_reassignments(
             )
         )
     return make(
-        mod.AlterPartitionReassignmentsResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         allow_replication_factor_change=allow_new_factor,
         error_code=top[0],
@@ -373,13 +386,13 @@ def _reassignment(
 
 
 async def handle_list_partition_reassignments(
-    ctx: BrokerContext, body: ListPartitionReassignmentsRequest
-) -> ResponsePayload:
+    ctx: BrokerContext, body: ListPartitionReassignmentsRequest, scope: RequestScope
+) -> ListPartitionReassignmentsResponse:
     """Reassignments complete when they are accepted, so none is ever ongoing."""
-    mod = response_module_of(body)
-    allowed = await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE)
+    resp = response_for(body)
+    allowed = await ctx.access.authorizer.allowed_on_cluster(AclOperation.DESCRIBE, scope)
     return make(
-        mod.ListPartitionReassignmentsResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none if allowed else CLUSTER_DENIED,
         error_message=None if allowed else "The principal may not DESCRIBE the cluster.",
@@ -392,15 +405,17 @@ async def handle_list_partition_reassignments(
 UPGRADE_TYPES = (1, 2, 3)  # upgrade, safe downgrade, unsafe downgrade
 
 
-async def handle_update_features(ctx: BrokerContext, body: UpdateFeaturesRequest) -> ResponsePayload:
+async def handle_update_features(
+    ctx: BrokerContext, body: UpdateFeaturesRequest, scope: RequestScope
+) -> UpdateFeaturesResponse:
     """The features ApiVersions lists stay at their levels, so every update fails with
     INVALID_UPDATE_VERSION; validate_only gives the same answers."""
-    mod = response_module_of(body)
+    resp = response_for(body)
     counts = Counter(u.feature for u in body.feature_updates)
     top: Outcome = OK
     twice = sorted(name for name, n in counts.items() if n > 1)
     outcomes: list[tuple[str, Outcome]] = []
-    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER):
+    if not await ctx.access.authorizer.allowed_on_cluster(AclOperation.ALTER, scope):
         top = CLUSTER_DENIED, "The principal may not ALTER the cluster."
         outcomes = [(u.feature, top) for u in body.feature_updates]
     elif twice:
@@ -416,11 +431,11 @@ async def handle_update_features(ctx: BrokerContext, body: UpdateFeaturesRequest
                     f"The broker does not support feature {update.feature!r}.",
                 )
             outcomes.append((update.feature, outcome))
-    result_cls = getattr(mod, "UpdatableFeatureResult", None)
+    result_cls = optional_sibling(resp, "UpdatableFeatureResult")
     if result_cls is None and outcomes:  # v2 has no results: it answers with the first failure
         top = outcomes[0][1]
     return make(
-        mod.UpdateFeaturesResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=top[0],
         error_message=top[1],

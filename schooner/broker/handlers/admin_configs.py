@@ -6,18 +6,23 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from types import ModuleType
-from typing import Protocol, cast
+from typing import Protocol, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
 from ...config import Settings
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import (
     AlterConfigsRequest,
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
+)
+from ...protocol.response_types import (
+    AlterConfigsResponse,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsResponse,
+    response_for,
 )
 from ...security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ...storage.cluster import format_endpoints
@@ -37,6 +42,7 @@ from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
 from ..metadata.internal_topics import READ_ONLY, internal_topic, is_internal
 from ..net.refusals import refused
+from ..net.session import RequestScope
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .group_configs import GROUP, Change, alter_group, describe_group
 
@@ -194,20 +200,22 @@ class _DescribedResource(Protocol):
     def resource_name(self) -> str: ...
 
 
-async def handle_describe_configs(ctx: BrokerContext, body: DescribeConfigsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
-    synonyms = bool(getattr(body, "include_synonyms", False))
+async def handle_describe_configs(
+    ctx: BrokerContext, body: DescribeConfigsRequest, scope: RequestScope
+) -> DescribeConfigsResponse:
+    resp = response_for(body)
+    synonyms = bool(body.include_synonyms)
     docs = bool(getattr(body, "include_documentation", False))
     results = []
     for resource in body.resources:
-        code, message, found = await _describe_resource(ctx, resource)
+        code, message, found = await _describe_resource(ctx, scope, resource)
         wanted = set(resource.configuration_keys or ())
         configs = tuple(
-            _config_entry(mod, c, synonyms, docs) for c in found if c.name in wanted or not wanted
+            _config_entry(resp, c, synonyms, docs) for c in found if c.name in wanted or not wanted
         )
         results.append(
             make(
-                mod.DescribeConfigsResult,
+                sibling(resp, "DescribeConfigsResult"),
                 error_code=code,
                 error_message=message,
                 resource_type=resource.resource_type,
@@ -215,11 +223,11 @@ async def handle_describe_configs(ctx: BrokerContext, body: DescribeConfigsReque
                 configs=configs,
             )
         )
-    return make(mod.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+    return make(resp, throttle_time=NO_THROTTLE, results=tuple(results))
 
 
 async def _config_denial(
-    ctx: BrokerContext, resource_type: int, name: str, op: AclOperation
+    ctx: BrokerContext, scope: RequestScope, resource_type: int, name: str, op: AclOperation
 ) -> tuple[ErrorCode, str] | None:
     """Kafka's check of a config resource: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic, the
     group, or (broker and broker-logger configs) the cluster."""
@@ -231,16 +239,16 @@ async def _config_denial(
         kind, code, name = ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed, CLUSTER_NAME
     else:
         return None
-    if await ctx.access.authorizer.allowed(op, kind, name):
+    if await ctx.access.authorizer.allowed(op, kind, name, scope):
         return None
     return code, f"The principal may not {op.name} of {kind.name} {name!r}"
 
 
 async def _describe_resource(
-    ctx: BrokerContext, resource: _DescribedResource
+    ctx: BrokerContext, scope: RequestScope, resource: _DescribedResource
 ) -> tuple[ErrorCode, str | None, list[ConfigValue]]:
     name = resource.resource_name
-    denied = await _config_denial(ctx, resource.resource_type, name, AclOperation.DESCRIBE_CONFIGS)
+    denied = await _config_denial(ctx, scope, resource.resource_type, name, AclOperation.DESCRIBE_CONFIGS)
     if denied is not None:
         return *denied, []
     if resource.resource_type == TOPIC:
@@ -263,16 +271,19 @@ async def _describe_resource(
     return ErrorCode.invalid_request, f"Config resource type {resource.resource_type} is not supported", []
 
 
-def _config_entry(mod: ModuleType, c: ConfigValue, synonyms: bool, docs: bool) -> Entity:
+def _config_entry(resp: type[DescribeConfigsResponse], c: ConfigValue, synonyms: bool, docs: bool) -> Entity:
     return make(
-        mod.DescribeConfigsResourceResult,
+        sibling(resp, "DescribeConfigsResourceResult"),
         name=c.name,
         value=c.value,
         read_only=c.read_only,
         config_source=c.source,
         is_sensitive=False,
         synonyms=(
-            tuple(make(mod.DescribeConfigsSynonym, name=n, value=v, source=s) for n, v, s in c.synonyms)
+            tuple(
+                make(sibling(resp, "DescribeConfigsSynonym"), name=n, value=v, source=s)
+                for n, v, s in c.synonyms
+            )
             if synonyms
             else ()
         ),
@@ -310,27 +321,36 @@ class _AlterResource(Protocol):
     def configs(self) -> Sequence[_AlterableConfig]: ...
 
 
-async def handle_alter_configs(ctx: BrokerContext, body: AlterConfigsRequest) -> ResponsePayload:
+async def handle_alter_configs(
+    ctx: BrokerContext, body: AlterConfigsRequest, scope: RequestScope
+) -> AlterConfigsResponse:
     """Legacy AlterConfigs: the given configs replace every override the topic had."""
-    return await _alter(ctx, body, incremental=False)
+    return await _alter(ctx, scope, body, response_for(body), incremental=False)
 
 
 async def handle_incremental_alter_configs(
-    ctx: BrokerContext, body: IncrementalAlterConfigsRequest
-) -> ResponsePayload:
-    return await _alter(ctx, body, incremental=True)
+    ctx: BrokerContext, body: IncrementalAlterConfigsRequest, scope: RequestScope
+) -> IncrementalAlterConfigsResponse:
+    return await _alter(ctx, scope, body, response_for(body), incremental=True)
+
+
+# AlterConfigs and IncrementalAlterConfigs answer alike, each in its own response.
+A = TypeVar("A", AlterConfigsResponse, IncrementalAlterConfigsResponse)
 
 
 async def _alter(
-    ctx: BrokerContext, body: AlterConfigsRequest | IncrementalAlterConfigsRequest, incremental: bool
-) -> ResponsePayload:
-    mod = response_module_of(body)
+    ctx: BrokerContext,
+    scope: RequestScope,
+    body: AlterConfigsRequest | IncrementalAlterConfigsRequest,
+    resp: type[A],
+    incremental: bool,
+) -> A:
     seen = Counter((r.resource_type, r.resource_name) for r in body.resources)
     responses = []
     for resource in body.resources:
         message: str | None
         denied = await _config_denial(
-            ctx, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
+            ctx, scope, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
         )
         if seen[(resource.resource_type, resource.resource_name)] > 1:
             code, message = ErrorCode.invalid_request, "Duplicate resource in the request"
@@ -355,17 +375,17 @@ async def _alter(
             api = "INCREMENTAL_ALTER_CONFIGS" if incremental else "ALTER_CONFIGS"
             name, kind = resource.resource_name, resource.resource_type
             reason = f"resource {name!r} (type {kind}): {code.name.upper()}: {message}"
-            refused(log, api, reason, resource=resource.resource_name, error=code.name.upper())
+            refused(log, api, reason, resource=resource.resource_name, error=code.name.upper(), scope=scope)
         responses.append(
             make(
-                mod.AlterConfigsResourceResponse,
+                sibling(resp, "AlterConfigsResourceResponse"),
                 error_code=code,
                 error_message=message,
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
             )
         )
-    response_cls = mod.IncrementalAlterConfigsResponse if incremental else mod.AlterConfigsResponse
+    response_cls = resp if incremental else resp
     return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 

@@ -3,36 +3,41 @@
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import DeleteRecordsRequest
+from ...protocol.response_types import DeleteRecordsResponse, response_for
 from ...security.acls import AclOperation
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 HIGH_WATERMARK = -1
 
 
-async def handle_delete_records(ctx: BrokerContext, body: DeleteRecordsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_delete_records(
+    ctx: BrokerContext, body: DeleteRecordsRequest, scope: RequestScope
+) -> DeleteRecordsResponse:
+    resp = response_for(body)
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.name, op=AclOperation.DELETE)
+        topic = await resolve_topic(ctx, scope, requested.name, op=AclOperation.DELETE)
         partitions = []
         for p in requested.partitions:
             code, low = await _delete_before(ctx, topic, p.partition_index, p.offset)
             partitions.append(
                 make(
-                    mod.DeleteRecordsPartitionResult,
+                    sibling(resp, "DeleteRecordsPartitionResult"),
                     partition_index=p.partition_index,
                     low_watermark=low,
                     error_code=code,
                 )
             )
-        topics.append(make(mod.DeleteRecordsTopicResult, name=requested.name, partitions=tuple(partitions)))
-    return make(mod.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+        topics.append(
+            make(sibling(resp, "DeleteRecordsTopicResult"), name=requested.name, partitions=tuple(partitions))
+        )
+    return make(resp, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
 async def _delete_before(

@@ -6,20 +6,26 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from types import ModuleType
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, optional_sibling, sibling
 from ...protocol.request_types import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from ...protocol.response_types import (
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    response_for,
+)
 from ...security.acls import AclOperation, ResourceType
 from ...storage.topics.config import InvalidConfig, check_together, effective, valid_topic_name
 from ...storage.topics.metadata import PartitionsNotIncreasing, TopicExists, UnknownTopic, fixed_configs
 from ..context import BrokerContext
 from ..metadata.internal_topics import READ_ONLY, internal_topic_by_id, is_internal
 from ..net.refusals import refused
+from ..net.session import RequestScope
 from .admin_configs import check_config, topic_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_create_topic
 
@@ -113,8 +119,10 @@ def _placed(first: int, replica_lists: Sequence[Sequence[int]]) -> dict[int, int
 # -- CreateTopics ---------------------------------------------------------------------------------
 
 
-async def handle_create_topics(ctx: BrokerContext, body: CreateTopicsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_create_topics(
+    ctx: BrokerContext, body: CreateTopicsRequest, scope: RequestScope
+) -> CreateTopicsResponse:
+    resp = response_for(body)
     counts = Counter(t.name for t in body.topics)
     reported: set[str] = set()
     results = []
@@ -122,17 +130,21 @@ async def handle_create_topics(ctx: BrokerContext, body: CreateTopicsRequest) ->
         if counts[requested.name] > 1:
             if requested.name not in reported:
                 reported.add(requested.name)
-                error = _create_error(mod, requested.name, ErrorCode.invalid_request, "Duplicate topic name.")
+                error = _create_error(
+                    scope, resp, requested.name, ErrorCode.invalid_request, "Duplicate topic name."
+                )
                 results.append(error)
             continue
-        if not await may_create_topic(ctx, requested.name):
-            results.append(_create_error(mod, requested.name, ErrorCode.topic_authorization_failed, DENIED))
+        if not await may_create_topic(ctx, scope, requested.name):
+            results.append(
+                _create_error(scope, resp, requested.name, ErrorCode.topic_authorization_failed, DENIED)
+            )
             continue
         try:
-            results.append(await _create_one(ctx, mod, requested, bool(body.validate_only)))
+            results.append(await _create_one(ctx, scope, resp, requested, bool(body.validate_only)))
         except STORAGE_ERRORS as exc:
-            results.append(_create_error(mod, requested.name, *_storage_failure(exc)))
-    return make(mod.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
+            results.append(_create_error(scope, resp, requested.name, *_storage_failure(exc)))
+    return make(resp, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
 # Outcomes a client understands by itself: success, an existing topic (often what it hoped for), Redis
@@ -142,16 +154,18 @@ _NOT_REFUSALS = frozenset(
 )
 
 
-def _log_refusal(name: str, code: ErrorCode, message: str | None) -> None:
+def _log_refusal(scope: RequestScope, name: str, code: ErrorCode, message: str | None) -> None:
     reason = f"topic {name!r} not created: {code.name.upper()}: {message or 'no message'}"
-    refused(log, "CREATE_TOPICS", reason, topic=name, error=code.name.upper())
+    refused(log, "CREATE_TOPICS", reason, topic=name, error=code.name.upper(), scope=scope)
 
 
-def _create_error(mod: ModuleType, name: str, code: ErrorCode, message: str | None) -> Entity:
+def _create_error(
+    scope: RequestScope, resp: type[CreateTopicsResponse], name: str, code: ErrorCode, message: str | None
+) -> Entity:
     if code not in _NOT_REFUSALS:
-        _log_refusal(name, code, message)
+        _log_refusal(scope, name, code, message)
     return make(
-        mod.CreatableTopicResult,
+        sibling(resp, "CreatableTopicResult"),
         name=name,
         topic_id=None,
         error_code=code,
@@ -164,17 +178,23 @@ def _create_error(mod: ModuleType, name: str, code: ErrorCode, message: str | No
 
 
 async def _create_one(
-    ctx: BrokerContext, mod: ModuleType, requested: _CreatableTopic, validate_only: bool
+    ctx: BrokerContext,
+    scope: RequestScope,
+    resp: type[CreateTopicsResponse],
+    requested: _CreatableTopic,
+    validate_only: bool,
 ) -> Entity:
     name = requested.name
     if not valid_topic_name(name):
         illegal = f"Topic name {name!r} is illegal: use 1 to 249 of [a-zA-Z0-9._-], and not '.' or '..'"
-        return _create_error(mod, name, ErrorCode.invalid_topic_exception, illegal)
+        return _create_error(scope, resp, name, ErrorCode.invalid_topic_exception, illegal)
     if is_internal(name):  # it exists, as in Kafka, though Redis holds no such topic
-        return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' is an {READ_ONLY}.")
+        return _create_error(
+            scope, resp, name, ErrorCode.topic_already_exists, f"Topic '{name}' is an {READ_ONLY}."
+        )
     code, message, partitions = await _partition_count(ctx, requested)
     if code != ErrorCode.none:
-        return _create_error(mod, name, code, message)
+        return _create_error(scope, resp, name, code, message)
     ordered = sorted(requested.assignments, key=lambda a: a.partition_index)  # checked: 0..n-1
     leaders = _placed(0, [a.broker_ids for a in ordered])
     overrides: dict[str, str] = {}
@@ -182,26 +202,32 @@ async def _create_one(
         try:
             check_config(config.name, config.value)
         except InvalidConfig as exc:
-            return _create_error(mod, name, ErrorCode.invalid_config, str(exc))
+            return _create_error(scope, resp, name, ErrorCode.invalid_config, str(exc))
         overrides[config.name] = str(config.value)
     try:
         check_together(effective(overrides, ctx.topic_defaults))
     except InvalidConfig as exc:
-        return _create_error(mod, name, ErrorCode.invalid_config, str(exc))
+        return _create_error(scope, resp, name, ErrorCode.invalid_config, str(exc))
     if await ctx.topics.fresh(name) is not None:
-        return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        return _create_error(
+            scope, resp, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists."
+        )
     defaults = ctx.topic_defaults
     # Kafka returns the new topic's configs only to a principal that may describe them.
-    shown = await ctx.access.authorizer.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
+    shown = await ctx.access.authorizer.allowed(
+        AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name, scope
+    )
     if validate_only:
         fixed = fixed_configs(overrides, defaults)
-        return _created(mod, name, None, partitions, overrides, defaults, fixed, shown)
+        return _created(resp, name, None, partitions, overrides, defaults, fixed, shown)
     try:
         topic = await ctx.topics.create(name, partitions, overrides, leaders)
     except TopicExists:
-        return _create_error(mod, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        return _create_error(
+            scope, resp, name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists."
+        )
     return _created(
-        mod, name, topic.id, topic.partitions, topic.overrides, defaults, topic.fixed_configs, shown
+        resp, name, topic.id, topic.partitions, topic.overrides, defaults, topic.fixed_configs, shown
     )
 
 
@@ -235,7 +261,7 @@ async def _partition_count(
 
 
 def _created(
-    mod: ModuleType,
+    resp: type[CreateTopicsResponse],
     name: str,
     topic_id: uuid.UUID | None,
     partitions: int,
@@ -245,7 +271,7 @@ def _created(
     configs_shown: bool = True,
 ) -> Entity:
     configs: tuple[Entity, ...] = ()
-    config_cls = getattr(mod, "CreatableTopicConfigs", None)
+    config_cls = optional_sibling(resp, "CreatableTopicConfigs")
     if config_cls is not None and configs_shown:
         configs = tuple(
             make(
@@ -259,7 +285,7 @@ def _created(
             for c in topic_config_values(overrides, defaults, fixed)
         )
     return make(
-        mod.CreatableTopicResult,
+        sibling(resp, "CreatableTopicResult"),
         name=name,
         topic_id=topic_id,
         error_code=ErrorCode.none,
@@ -278,8 +304,10 @@ def _given_id(topic_id: uuid.UUID | None) -> uuid.UUID | None:
     return None if topic_id is None or topic_id.int == 0 else topic_id
 
 
-async def handle_delete_topics(ctx: BrokerContext, body: DeleteTopicsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_delete_topics(
+    ctx: BrokerContext, body: DeleteTopicsRequest, scope: RequestScope
+) -> DeleteTopicsResponse:
+    resp = response_for(body)
     if hasattr(body, "topics"):  # v6 names topics by name or id
         wanted = [(t.name, _given_id(t.topic_id)) for t in body.topics]
     else:
@@ -297,23 +325,23 @@ async def handle_delete_topics(ctx: BrokerContext, body: DeleteTopicsRequest) ->
             outcome = (ErrorCode.invalid_request, "Duplicate topic in the request.")
         else:
             try:
-                name, topic_id, outcome = await _delete_one(ctx, name, topic_id)
+                name, topic_id, outcome = await _delete_one(ctx, scope, name, topic_id)
             except STORAGE_ERRORS as exc:
                 outcome = _storage_failure(exc)
         results.append(
             make(
-                mod.DeletableTopicResult,
+                sibling(resp, "DeletableTopicResult"),
                 name=name,
                 topic_id=topic_id,
                 error_code=outcome[0],
                 error_message=outcome[1],
             )
         )
-    return make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=tuple(results))
+    return make(resp, throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
 async def _delete_one(
-    ctx: BrokerContext, name: str | None, topic_id: uuid.UUID | None
+    ctx: BrokerContext, scope: RequestScope, name: str | None, topic_id: uuid.UUID | None
 ) -> tuple[str | None, uuid.UUID | None, Outcome]:
     if name is None:
         assert topic_id is not None
@@ -323,10 +351,12 @@ async def _delete_one(
         topic = await ctx.topics.by_id(topic_id)
         if topic is None:
             return None, topic_id, (ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist.")
-        if not await ctx.access.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, topic.name):
+        if not await ctx.access.authorizer.allowed(
+            AclOperation.DELETE, ResourceType.TOPIC, topic.name, scope
+        ):
             return None, topic_id, (ErrorCode.topic_authorization_failed, DENIED)
     else:
-        if not await ctx.access.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, name):
+        if not await ctx.access.authorizer.allowed(AclOperation.DELETE, ResourceType.TOPIC, name, scope):
             return name, None, (ErrorCode.topic_authorization_failed, DENIED)
         unknown = (ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
         if not valid_topic_name(name):
@@ -347,8 +377,10 @@ async def _delete_one(
 # -- CreatePartitions -----------------------------------------------------------------------------
 
 
-async def handle_create_partitions(ctx: BrokerContext, body: CreatePartitionsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_create_partitions(
+    ctx: BrokerContext, body: CreatePartitionsRequest, scope: RequestScope
+) -> CreatePartitionsResponse:
+    resp = response_for(body)
     counts = Counter(t.name for t in body.topics)
     results = []
     for requested in body.topics:
@@ -356,23 +388,25 @@ async def handle_create_partitions(ctx: BrokerContext, body: CreatePartitionsReq
             outcome: Outcome = (ErrorCode.invalid_request, "Duplicate topic name.")
         else:
             try:
-                outcome = await _grow(ctx, requested, bool(body.validate_only))
+                outcome = await _grow(ctx, scope, requested, bool(body.validate_only))
             except STORAGE_ERRORS as exc:
                 outcome = _storage_failure(exc)
         results.append(
             make(
-                mod.CreatePartitionsTopicResult,
+                sibling(resp, "CreatePartitionsTopicResult"),
                 name=requested.name,
                 error_code=outcome[0],
                 error_message=outcome[1],
             )
         )
-    return make(mod.CreatePartitionsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+    return make(resp, throttle_time=NO_THROTTLE, results=tuple(results))
 
 
-async def _grow(ctx: BrokerContext, requested: _PartitionsTopic, validate_only: bool) -> Outcome:
+async def _grow(
+    ctx: BrokerContext, scope: RequestScope, requested: _PartitionsTopic, validate_only: bool
+) -> Outcome:
     name, count = requested.name, requested.count
-    if not await ctx.access.authorizer.allowed(AclOperation.ALTER, ResourceType.TOPIC, name):
+    if not await ctx.access.authorizer.allowed(AclOperation.ALTER, ResourceType.TOPIC, name, scope):
         return ErrorCode.topic_authorization_failed, DENIED
     unknown = (ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
     if not valid_topic_name(name):

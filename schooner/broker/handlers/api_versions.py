@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
-from ...protocol.apis import response_type
 from ...protocol.messages import make, sibling
 from ...protocol.request_types import ApiVersionsRequest
+from ...protocol.response_types import ApiVersionsResponse, response_for
 from ...protocol.unsupported import api_version_list
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import NO_THROTTLE
 
 # KIP-584 features, each finalized at its highest level: transaction.version 2 is transactions v2
@@ -20,8 +20,10 @@ FEATURES = {"transaction.version": (0, 2), "share.version": (0, 1)}
 FEATURES_EPOCH = 1
 
 
-async def handle_api_versions(ctx: BrokerContext, body: ApiVersionsRequest) -> ResponsePayload:
-    cls = response_type(18, body.__version__)
+async def handle_api_versions(
+    ctx: BrokerContext, body: ApiVersionsRequest, scope: RequestScope
+) -> ApiVersionsResponse:
+    cls = response_for(body)
     supported, finalized = (), ()
     if body.__version__ >= 3:
         supported = tuple(

@@ -16,7 +16,7 @@ from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..metadata.internal_topics import READ_ONLY, internal_topic, internal_topic_by_id, is_internal
 from ..net.refusals import refused
-from ..net.session import SESSION
+from ..net.session import RequestScope
 from ..outages import ADMIN_UNAVAILABLE as ADMIN_UNAVAILABLE
 from ..outages import APPEND_UNANSWERED as APPEND_UNANSWERED
 from ..outages import GROUPS_UNAVAILABLE as GROUPS_UNAVAILABLE
@@ -37,6 +37,7 @@ def long_poll_deadline(ctx: BrokerContext, max_wait: datetime.timedelta) -> floa
 
 async def resolve_topic(
     ctx: BrokerContext,
+    scope: RequestScope,
     name: str | None,
     topic_id: uuid.UUID | None = None,
     unavailable: ErrorCode = LOG_UNAVAILABLE,
@@ -51,14 +52,16 @@ async def resolve_topic(
     if (
         op is not None
         and name is not None
-        and not await ctx.access.authorizer.allowed(op, ResourceType.TOPIC, name)
+        and not await ctx.access.authorizer.allowed(op, ResourceType.TOPIC, name, scope)
     ):
         return ErrorCode.topic_authorization_failed
     internal = internal_topic(name, ctx.topic_defaults) or (
         internal_topic_by_id(topic_id, ctx.topic_defaults) if name is None else None
     )
     if internal is not None:
-        if op is not None and not await ctx.access.authorizer.allowed(op, ResourceType.TOPIC, internal.name):
+        if op is not None and not await ctx.access.authorizer.allowed(
+            op, ResourceType.TOPIC, internal.name, scope
+        ):
             return ErrorCode.topic_authorization_failed
         # Kafka refuses clients' appends to (and record deletions from) internal topics this way.
         return ErrorCode.invalid_topic_exception if op in _CHANGES else internal
@@ -67,7 +70,9 @@ async def resolve_topic(
             found = await ctx.topics.by_id(topic_id) if topic_id is not None else None
             if found is None:
                 return ErrorCode.unknown_topic_id
-            if op is not None and not await ctx.access.authorizer.allowed(op, ResourceType.TOPIC, found.name):
+            if op is not None and not await ctx.access.authorizer.allowed(
+                op, ResourceType.TOPIC, found.name, scope
+            ):
                 return ErrorCode.topic_authorization_failed
             return found
         found = await ctx.topics.load(name)
@@ -81,25 +86,26 @@ _CHANGES = (AclOperation.WRITE, AclOperation.DELETE)
 
 async def resolve_partition(
     ctx: BrokerContext,
+    scope: RequestScope,
     name: str | None,
     index: int,
     topic_id: uuid.UUID | None = None,
     op: AclOperation | None = None,
 ) -> Topic | ErrorCode:
     """resolve_topic, and UNKNOWN_TOPIC_OR_PARTITION when the topic has no partition `index`."""
-    topic = await resolve_topic(ctx, name, topic_id, op=op)
+    topic = await resolve_topic(ctx, scope, name, topic_id, op=op)
     if isinstance(topic, Topic) and not 0 <= index < topic.partitions:
         return ErrorCode.unknown_topic_or_partition
     return topic
 
 
-async def may_administer_deployment(ctx: BrokerContext, operation: AclOperation) -> bool:
+async def may_administer_deployment(ctx: BrokerContext, scope: RequestScope, operation: AclOperation) -> bool:
     """Users and client quotas belong to the whole deployment, not to a tenant: only a principal outside
     every tenant may touch them (whatever the tenant's own ACLs grant), and with the authorizer on only
     with the operation on the cluster."""
-    if SESSION.get().tenant is not None:
+    if scope.tenant is not None:
         return False
-    return await ctx.access.authorizer.allowed_on_cluster(operation)
+    return await ctx.access.authorizer.allowed_on_cluster(operation, scope)
 
 
 async def all_topics(ctx: BrokerContext) -> list[Topic]:
@@ -107,30 +113,31 @@ async def all_topics(ctx: BrokerContext) -> list[Topic]:
     return await ctx.topics.all()
 
 
-async def may_create_topic(ctx: BrokerContext, name: str) -> bool:
+async def may_create_topic(ctx: BrokerContext, scope: RequestScope, name: str) -> bool:
     """Kafka's rule for creating a topic: CREATE on the cluster, or else on the topic."""
     return await ctx.access.authorizer.allowed_on_cluster(
-        AclOperation.CREATE
-    ) or await ctx.access.authorizer.allowed(AclOperation.CREATE, ResourceType.TOPIC, name)
+        AclOperation.CREATE, scope
+    ) or await ctx.access.authorizer.allowed(AclOperation.CREATE, ResourceType.TOPIC, name, scope)
 
 
 async def topic_for_write(
-    ctx: BrokerContext, name: str, authorize: bool = True, api: str = "METADATA"
+    ctx: BrokerContext, scope: RequestScope, name: str, authorize: bool = True, api: str = "METADATA"
 ) -> Topic | None:
     """The topic, created with the default partition count when auto-creation is on (and, unless the
     broker writes on its own behalf, the request's principal may create it). `api` names the request
     in the log line of a refused auto-creation."""
     if is_internal(name):  # never written, never created (a leftover stored one included)
-        refused(log, api, f"topic {name!r} is an {READ_ONLY}", topic=name, error="INVALID_TOPIC_EXCEPTION")
+        reason = f"topic {name!r} is an {READ_ONLY}"
+        refused(log, api, reason, topic=name, error="INVALID_TOPIC_EXCEPTION", scope=scope)
         return None
     topic = await ctx.topics.load(name)
     if topic is not None or not ctx.settings.auto_create_topics:
         return topic
     if not valid_topic_name(name):
         reason = f"topic {name!r} not auto-created: the name is illegal (1 to 249 of [a-zA-Z0-9._-])"
-        refused(log, api, reason, topic=name, error="INVALID_TOPIC_EXCEPTION")
+        refused(log, api, reason, topic=name, error="INVALID_TOPIC_EXCEPTION", scope=scope)
         return None
-    if not authorize or await may_create_topic(ctx, name):
+    if not authorize or await may_create_topic(ctx, scope, name):
         from ...storage.topics.metadata import TopicExists
 
         try:
@@ -139,6 +146,6 @@ async def topic_for_write(
             topic = await ctx.topics.load(name)
         except InvalidConfig as exc:
             reason = f"topic {name!r} not auto-created: the topic defaults are invalid: {exc}"
-            refused(log, api, reason, topic=name, error="INVALID_CONFIG")
+            refused(log, api, reason, topic=name, error="INVALID_CONFIG", scope=scope)
             return None
     return topic

@@ -8,29 +8,19 @@ broker that has no such listener (as Kafka does).
 from __future__ import annotations
 
 from ...storage.cluster import BrokerInfo
-from ..net.session import SESSION
+from ..net.session import RequestScope
 
 
-def request_listener() -> str | None:
-    """The listener name (security protocol) of the request being served; None outside a connection."""
-    session = SESSION.get(None)
-    return session.listener.protocol if session is not None else None
+def endpoint_for(broker: BrokerInfo, scope: RequestScope) -> tuple[str, int] | None:
+    """The broker's address on the request's listener; None when it has no such listener."""
+    return broker.endpoint(scope.session.listener.protocol)
 
 
-def endpoint_for(broker: BrokerInfo, listener: str | None = None) -> tuple[str, int] | None:
-    """The broker's address on the request's listener (its first listener's outside a connection)."""
-    listener = listener or request_listener()
-    if listener is None:
-        return broker.host, broker.port
-    return broker.endpoint(listener)
-
-
-def on_listener(brokers: list[BrokerInfo]) -> list[tuple[BrokerInfo, str, int]]:
+def on_listener(brokers: list[BrokerInfo], scope: RequestScope) -> list[tuple[BrokerInfo, str, int]]:
     """The brokers that have the request's listener, each with its host and port there."""
-    listener = request_listener()
     found = []
     for broker in brokers:
-        where = endpoint_for(broker, listener)
+        where = endpoint_for(broker, scope)
         if where is not None:
             found.append((broker, *where))
     return found

@@ -6,28 +6,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import FetchRequest
+from ...protocol.response_types import FetchResponse, response_for
 from ...security.acls import AclOperation
 from ...storage.log.transactions import AbortedTransaction
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..access.quotas import fetch_byte_cap
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from ..partitions.fetch_sessions import FINAL_EPOCH, FetchPlan, TopicRef, WantedPartition, WantedTopic
 from ..partitions.reader import PartitionAnswer, PartitionReader
 from ..partitions.reader import WantedTopic as _FetchTopic
 from .common import NO_THROTTLE, long_poll_deadline, resolve_topic
 
 
-async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_fetch(ctx: BrokerContext, body: FetchRequest, scope: RequestScope) -> FetchResponse:
+    resp = response_for(body)
     version = body.__version__
     plan = ctx.fetch_sessions.begin(
         getattr(body, "session_id", 0),
@@ -36,17 +36,17 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         _forgotten(body),
     )
     if isinstance(plan, ErrorCode):  # the session is unknown or out of step: the client starts a new one
-        return make(mod.FetchResponse, throttle_time=NO_THROTTLE, error_code=plan, session_id=0, responses=())
+        return make(resp, throttle_time=NO_THROTTLE, error_code=plan, session_id=0, responses=())
     deadline = long_poll_deadline(ctx, body.max_wait)
     committed = body.isolation_level == 1
     # A consumer_byte_rate quota caps the response (and so min_bytes) at what the window allows.
-    max_bytes = fetch_byte_cap(body.max_bytes)
+    max_bytes = fetch_byte_cap(body.max_bytes, scope.limits)
     min_bytes = min(body.min_bytes, max_bytes)
     partition_cap = max_bytes if max_bytes < body.max_bytes else None
     requested: Sequence[_FetchTopic] = plan.topics
     resolved: list[tuple[_FetchTopic, Topic | ErrorCode]] = []
     for fetch_topic in requested:
-        resolved.append((fetch_topic, await _resolve(ctx, fetch_topic, version)))
+        resolved.append((fetch_topic, await _resolve(ctx, scope, fetch_topic, version)))
     waits = [
         TopicPartition(t.name, p.partition)
         for ft, t in resolved
@@ -70,18 +70,19 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         if plan.incremental:
             results = changed
     topics = []
+    partition_cls, topic_cls = sibling(resp, "PartitionData"), sibling(resp, "FetchableTopicResponse")
     for (fetch_topic, _), partition_results in zip(reading, results, strict=True):
         if plan.incremental and not partition_results:
             continue
         partitions = tuple(
             make(
-                mod.PartitionData,
+                partition_cls,
                 partition_index=r.index,
                 error_code=r.error,
                 high_watermark=r.high_watermark,
                 last_stable_offset=r.last_stable,
                 log_start_offset=r.log_start,
-                aborted_transactions=_aborted(mod, r.aborted) if committed else None,
+                aborted_transactions=_aborted(resp, r.aborted) if committed else None,
                 preferred_read_replica=-1,
                 records=r.records,
             )
@@ -89,14 +90,14 @@ async def handle_fetch(ctx: BrokerContext, body: FetchRequest) -> ResponsePayloa
         )
         topics.append(
             make(
-                mod.FetchableTopicResponse,
+                topic_cls,
                 topic=getattr(fetch_topic, "topic", None),
                 topic_id=getattr(fetch_topic, "topic_id", None),
                 partitions=partitions,
             )
         )
     return make(
-        mod.FetchResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         session_id=plan.session.id if plan.session is not None else 0,
@@ -188,13 +189,18 @@ def _changed(
     return out
 
 
-def _aborted(mod: ModuleType, aborted: tuple[AbortedTransaction, ...]) -> tuple[Any, ...]:
+def _aborted(resp: type[FetchResponse], aborted: tuple[AbortedTransaction, ...]) -> tuple[Any, ...]:
     return tuple(
-        make(mod.AbortedTransaction, producer_id=a.producer_id, first_offset=a.first_offset) for a in aborted
+        make(sibling(resp, "AbortedTransaction"), producer_id=a.producer_id, first_offset=a.first_offset)
+        for a in aborted
     )
 
 
-async def _resolve(ctx: BrokerContext, fetch_topic: _FetchTopic, version: int) -> Topic | ErrorCode:
+async def _resolve(
+    ctx: BrokerContext, scope: RequestScope, fetch_topic: _FetchTopic, version: int
+) -> Topic | ErrorCode:
     if version >= 13:  # topics by id only
-        return await resolve_topic(ctx, None, getattr(fetch_topic, "topic_id", None), op=AclOperation.READ)
-    return await resolve_topic(ctx, getattr(fetch_topic, "topic", ""), op=AclOperation.READ)
+        return await resolve_topic(
+            ctx, scope, None, getattr(fetch_topic, "topic_id", None), op=AclOperation.READ
+        )
+    return await resolve_topic(ctx, scope, getattr(fetch_topic, "topic", ""), op=AclOperation.READ)

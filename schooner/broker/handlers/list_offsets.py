@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from ...protocol.response_types import ListOffsetsResponse, OffsetForLeaderEpochResponse, response_for
 from ...security.acls import AclOperation
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 LATEST = -1
@@ -21,19 +22,21 @@ LATEST_TIERED = -5
 LEADER_EPOCH = 0
 
 
-async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_list_offsets(
+    ctx: BrokerContext, body: ListOffsetsRequest, scope: RequestScope
+) -> ListOffsetsResponse:
+    resp = response_for(body)
     # read_committed (v2+): the latest offset is the last stable one, below any open transaction.
     committed = getattr(body, "isolation_level", 0) == 1
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.name, op=AclOperation.DESCRIBE)
+        topic = await resolve_topic(ctx, scope, requested.name, op=AclOperation.DESCRIBE)
         partitions = []
         for p in requested.partitions:
             code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp, committed)
             partitions.append(
                 make(
-                    mod.ListOffsetsPartitionResponse,
+                    sibling(resp, "ListOffsetsPartitionResponse"),
                     partition_index=p.partition_index,
                     error_code=code,
                     timestamp=timestamp,
@@ -41,8 +44,10 @@ async def handle_list_offsets(ctx: BrokerContext, body: ListOffsetsRequest) -> R
                     leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
                 )
             )
-        topics.append(make(mod.ListOffsetsTopicResponse, name=requested.name, partitions=tuple(partitions)))
-    return make(mod.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+        topics.append(
+            make(sibling(resp, "ListOffsetsTopicResponse"), name=requested.name, partitions=tuple(partitions))
+        )
+    return make(resp, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
 async def _lookup(
@@ -77,19 +82,19 @@ async def _lookup(
 
 
 async def handle_offset_for_leader_epoch(
-    ctx: BrokerContext, body: OffsetForLeaderEpochRequest
-) -> ResponsePayload:
+    ctx: BrokerContext, body: OffsetForLeaderEpochRequest, scope: RequestScope
+) -> OffsetForLeaderEpochResponse:
     """Every partition has one epoch (0) whose end is the high watermark; no truncation ever happens."""
-    mod = response_module_of(body)
+    resp = response_for(body)
     # Kafka: CLUSTER_ACTION on the cluster (followers), or else DESCRIBE on each topic.
     op = (
         None
-        if await ctx.access.authorizer.allowed_on_cluster(AclOperation.CLUSTER_ACTION)
+        if await ctx.access.authorizer.allowed_on_cluster(AclOperation.CLUSTER_ACTION, scope)
         else AclOperation.DESCRIBE
     )
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.topic, op=op)
+        topic = await resolve_topic(ctx, scope, requested.topic, op=op)
         partitions = []
         for p in requested.partitions:
             code, epoch, end = ErrorCode.none, LEADER_EPOCH, -1
@@ -104,7 +109,7 @@ async def handle_offset_for_leader_epoch(
                     code, epoch = LOG_UNAVAILABLE, -1
             partitions.append(
                 make(
-                    mod.EpochEndOffset,
+                    sibling(resp, "EpochEndOffset"),
                     error_code=code,
                     partition=p.partition,
                     leader_epoch=epoch,
@@ -112,6 +117,10 @@ async def handle_offset_for_leader_epoch(
                 )
             )
         topics.append(
-            make(mod.OffsetForLeaderTopicResult, topic=requested.topic, partitions=tuple(partitions))
+            make(
+                sibling(resp, "OffsetForLeaderTopicResult"),
+                topic=requested.topic,
+                partitions=tuple(partitions),
+            )
         )
-    return make(mod.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+    return make(resp, throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
-from ...protocol.messages import has_field, make, response_module_of
+from ...protocol.messages import has_field, make, sibling
 from ...protocol.request_types import MetadataRequest
+from ...protocol.response_types import MetadataResponse, response_for
 from ...security.acls import CLUSTER_NAME, OPERATIONS_OMITTED, ResourceType
 from ...security.acls import AclOperation as Op
 from ...storage.cluster import BrokerInfo
@@ -18,6 +18,7 @@ from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..metadata.internal_topics import internal_topic, internal_topic_by_id, internal_topics, is_internal
+from ..net.session import RequestScope
 from .common import (
     LOG_UNAVAILABLE,
     NO_THROTTLE,
@@ -31,18 +32,18 @@ from .endpoints import on_listener
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
-async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_metadata(ctx: BrokerContext, body: MetadataRequest, scope: RequestScope) -> MetadataResponse:
+    resp = response_for(body)
     version = body.__version__
     try:
         live = await ctx.cluster.live_brokers()
     except STORAGE_ERRORS:
         live = [ctx.me]
     # Only brokers with the request's listener are named, and so only they lead partitions here.
-    reachable = on_listener(live) or on_listener([ctx.me])
+    reachable = on_listener(live, scope) or on_listener([ctx.me], scope)
     brokers = [b for b, _, _ in reachable]
     broker_entries = tuple(
-        make(mod.MetadataResponseBroker, node_id=b.broker_id, host=host, port=port, rack=b.rack)
+        make(sibling(resp, "MetadataResponseBroker"), node_id=b.broker_id, host=host, port=port, rack=b.rack)
         for b, host, port in reachable
     )
     allow_create = bool(getattr(body, "allow_auto_topic_creation", True))  # v4 made it a choice
@@ -56,7 +57,7 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
             every = stored + internal_topics(ctx.topic_defaults)
             # A listing leaves out the topics the principal may not describe.
             shown = await ctx.access.authorizer.allowed_names(
-                Op.DESCRIBE, ResourceType.TOPIC, [t.name for t in every]
+                Op.DESCRIBE, ResourceType.TOPIC, [t.name for t in every], scope
             )
             wanted: list[tuple[str | None, Topic | uuid.UUID | None]] = [
                 (t.name, t) for t in every if t.name in shown
@@ -73,11 +74,13 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
                     continue
                 wanted.append((name, None))
         for name, known in wanted:
-            results.append(await _topic_entry(ctx, mod, brokers, name, known, allow_create, with_operations))
+            results.append(
+                await _topic_entry(ctx, scope, resp, brokers, name, known, allow_create, with_operations)
+            )
     except STORAGE_ERRORS:
         results = [
             make(
-                mod.MetadataResponseTopic,
+                sibling(resp, "MetadataResponseTopic"),
                 error_code=LOG_UNAVAILABLE if version >= 0 else ErrorCode.leader_not_available,
                 name=getattr(t, "name", None),
                 topic_id=None,
@@ -88,30 +91,31 @@ async def handle_metadata(ctx: BrokerContext, body: MetadataRequest) -> Response
             for t in (body.topics or ())
         ]
     return make(
-        mod.MetadataResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         brokers=broker_entries,
         cluster_id=ctx.cluster_id,
         controller_id=ctx.cluster.controller_id(brokers),
         topics=tuple(results),
-        cluster_authorized_operations=await _cluster_operations(ctx, body),
+        cluster_authorized_operations=await _cluster_operations(ctx, scope, body),
         error_code=ErrorCode.none,
     )
 
 
-async def _cluster_operations(ctx: BrokerContext, body: MetadataRequest) -> int:
+async def _cluster_operations(ctx: BrokerContext, scope: RequestScope, body: MetadataRequest) -> int:
     """v8-v10, when asked: the cluster's authorized operations, or none to a principal that may not
     describe the cluster (as Kafka answers)."""
     if not getattr(body, "include_cluster_authorized_operations", False):
         return OPERATIONS_OMITTED
-    if not await ctx.access.authorizer.allowed_on_cluster(Op.DESCRIBE):
+    if not await ctx.access.authorizer.allowed_on_cluster(Op.DESCRIBE, scope):
         return 0
-    return await ctx.access.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+    return await ctx.access.authorizer.operations(ResourceType.CLUSTER, CLUSTER_NAME, scope)
 
 
 async def _topic_entry(
     ctx: BrokerContext,
-    mod: ModuleType,
+    scope: RequestScope,
+    resp: type[MetadataResponse],
     brokers: list[BrokerInfo],
     name: str | None,
     found: Topic | uuid.UUID | None,
@@ -122,7 +126,7 @@ async def _topic_entry(
 
     def error(code: ErrorCode, topic_id: uuid.UUID | None = None) -> Entity:
         return make(
-            mod.MetadataResponseTopic,
+            sibling(resp, "MetadataResponseTopic"),
             error_code=code,
             name=name,
             topic_id=topic_id,
@@ -133,7 +137,7 @@ async def _topic_entry(
 
     if name is None:
         return error(ErrorCode.unknown_topic_id, found if isinstance(found, uuid.UUID) else None)
-    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, ResourceType.TOPIC, name):
+    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, ResourceType.TOPIC, name, scope):
         if isinstance(found, Topic):  # asked by id (a listing shows only allowed topics): hide the name
             name = None
             return error(ErrorCode.topic_authorization_failed, found.id)
@@ -142,9 +146,13 @@ async def _topic_entry(
     if topic is None:
         if not valid_topic_name(name):
             return error(ErrorCode.invalid_topic_exception)
-        topic = await (topic_for_write(ctx, name) if allow_create else ctx.topics.load(name))
+        topic = await (topic_for_write(ctx, scope, name) if allow_create else ctx.topics.load(name))
         if topic is None:
-            if allow_create and ctx.settings.auto_create_topics and not await may_create_topic(ctx, name):
+            if (
+                allow_create
+                and ctx.settings.auto_create_topics
+                and not await may_create_topic(ctx, scope, name)
+            ):
                 return error(ErrorCode.topic_authorization_failed)
             return error(ErrorCode.unknown_topic_or_partition)
     partitions = []
@@ -152,7 +160,7 @@ async def _topic_entry(
         leader = ctx.cluster.leader_for(brokers, topic, p)
         partitions.append(
             make(
-                mod.MetadataResponsePartition,
+                sibling(resp, "MetadataResponsePartition"),
                 error_code=ErrorCode.none,
                 partition_index=p,
                 leader_id=leader,
@@ -168,11 +176,11 @@ async def _topic_entry(
         is_internal=is_internal(topic.name),
         partitions=tuple(partitions),
         topic_authorized_operations=(
-            await ctx.access.authorizer.operations(ResourceType.TOPIC, topic.name)
+            await ctx.access.authorizer.operations(ResourceType.TOPIC, topic.name, scope)
             if with_operations
             else OPERATIONS_OMITTED
         ),
     )
-    if has_field(mod.MetadataResponseTopic, "topic_id"):
+    if has_field(sibling(resp, "MetadataResponseTopic"), "topic_id"):
         values["topic_id"] = topic.id
-    return make(mod.MetadataResponseTopic, **values)
+    return make(sibling(resp, "MetadataResponseTopic"), **values)

@@ -8,18 +8,18 @@ import datetime
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
-from types import ModuleType
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
 from ...coordinators.transactions import Producer, TransactionError
 from ...protocol.inflate import decompressed_limit
 from ...protocol.legacy_records import read_message_set
-from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
+from ...protocol.messages import NO_RESPONSE, NoResponse, make, optional_sibling, sibling
 from ...protocol.records import InvalidRecords, ProducedBatch, producer_of, read_batches
 from ...protocol.request_types import ProduceRequest
+from ...protocol.response_types import ProduceResponse, response_for
 from ...security.acls import AclOperation, ResourceType
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
@@ -27,6 +27,7 @@ from ...storage.topics.timestamps import out_of_window
 from ..context import BrokerContext
 from ..metadata.internal_topics import is_internal
 from ..net.refusals import refused
+from ..net.session import RequestScope
 from ..partitions.writer import NOT_REPLICATED, PartitionAppend, RecordError
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic, topic_for_write
 
@@ -58,11 +59,13 @@ def _topic_key(topic_data: _TopicData) -> Hashable:
     return getattr(topic_data, "name", None) or getattr(topic_data, "topic_id", None)
 
 
-async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
-    mod = response_module_of(body)
+async def handle_produce(
+    ctx: BrokerContext, body: ProduceRequest, scope: RequestScope
+) -> ProduceResponse | NoResponse:
+    resp = response_for(body)
     acks = body.acks
     if acks not in (0, 1, -1):
-        return _response(mod, body, lambda t, p: PartitionAppend(ErrorCode.invalid_required_acks))
+        return _response(resp, body, lambda t, p: PartitionAppend(ErrorCode.invalid_required_acks))
     transactional_id: str | None = getattr(body, "transactional_id", None)  # v0-v2 have none
 
     # enumerate() would join the versions' classes into `object`; the protocol keeps them checked.
@@ -79,12 +82,12 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
     resolved: list[tuple[int, _TopicData, Topic | ErrorCode]]
     try:
         if transactional_id is not None and not await ctx.access.authorizer.allowed(
-            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id, scope
         ):  # Kafka refuses the whole request, before any topic is looked at
             denied = ErrorCode.transactional_id_authorization_failed
             resolved = [(ti, td, denied) for ti, td in enumerate(topics)]
         else:
-            resolved = [(ti, td, await _resolve(ctx, td)) for ti, td in enumerate(topics)]
+            resolved = [(ti, td, await _resolve(ctx, scope, td)) for ti, td in enumerate(topics)]
         if transactional_id is not None:
             refusal = await _verify_transaction(ctx, body.__version__, transactional_id, resolved)
             if refusal is not None:
@@ -92,7 +95,7 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
         bound = ctx.settings.max_decompressed_batch_bytes
         # Decoded before the appends start: a partition's batches go to the writer as they are.
         decoded = [
-            ((ti, pd.index), topic, _decode(topic, pd, legacy_ms, transactional_id, bound))
+            ((ti, pd.index), topic, _decode(scope, topic, pd, legacy_ms, transactional_id, bound))
             for ti, topic_data, topic in resolved
             for pd in topic_data.partition_data
         ]
@@ -101,7 +104,9 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
                 jobs[key] = asyncio.ensure_future(writer.refuse(turns[key], batches))
             else:
                 assert isinstance(topic, Topic)
-                jobs[key] = asyncio.ensure_future(writer.append(turns[key], topic, key[1], batches))
+                jobs[key] = asyncio.ensure_future(
+                    writer.append(turns[key], topic, key[1], batches, transactional_id)
+                )
     finally:
         for key, turn in turns.items():
             if key not in jobs:
@@ -124,18 +129,18 @@ async def handle_produce(ctx: BrokerContext, body: ProduceRequest) -> Answer:
                 writer.settle(where[(ti, pd.index)], _outcome(jobs.get((ti, pd.index))), answered, pd.records)
     if acks == 0:
         return NO_RESPONSE
-    return _response(mod, body, lambda ti, p: results[(ti, p)])
+    return _response(resp, body, lambda ti, p: results[(ti, p)])
 
 
-async def _resolve(ctx: BrokerContext, topic_data: _TopicData) -> Topic | ErrorCode:
+async def _resolve(ctx: BrokerContext, scope: RequestScope, topic_data: _TopicData) -> Topic | ErrorCode:
     topic_id = getattr(topic_data, "topic_id", None)
     if topic_id is not None:  # v13 has ids only, and ids are never auto-created
-        return await resolve_topic(ctx, None, topic_id, op=AclOperation.WRITE)
+        return await resolve_topic(ctx, scope, None, topic_id, op=AclOperation.WRITE)
     name = getattr(topic_data, "name", "")
-    if not await ctx.access.authorizer.allowed(AclOperation.WRITE, ResourceType.TOPIC, name):
+    if not await ctx.access.authorizer.allowed(AclOperation.WRITE, ResourceType.TOPIC, name, scope):
         return ErrorCode.topic_authorization_failed
     try:
-        found = await topic_for_write(ctx, name, api="PRODUCE")
+        found = await topic_for_write(ctx, scope, name, api="PRODUCE")
     except STORAGE_ERRORS:
         return LOG_UNAVAILABLE
     if found is None and is_internal(name):  # Kafka's answer to a client's append to one
@@ -187,6 +192,7 @@ def _keyless(batch: ProducedBatch) -> list[int]:
 
 
 def _decode(
+    scope: RequestScope,
     topic: Topic | ErrorCode,
     data: _PartitionData,
     legacy_ms: int | None,
@@ -204,7 +210,7 @@ def _decode(
         raw = data.records or b""
         batches = read_batches(raw, bound) if legacy_ms is None else read_message_set(raw, legacy_ms, bound)
     except InvalidRecords as exc:
-        return _refused(topic, data.index, ErrorCode(exc.error_code), str(exc))
+        return _refused(scope, topic, data.index, ErrorCode(exc.error_code), str(exc))
     if not batches:
         return PartitionAppend(ErrorCode.invalid_record, message="no record batch")
     limit = topic.max_message_bytes
@@ -212,40 +218,47 @@ def _decode(
     for batch in batches:
         if batch.checked_bytes > limit:
             message = f"batch of {batch.checked_bytes} bytes exceeds max.message.bytes={limit}"
-            return _refused(topic, data.index, ErrorCode.message_too_large, message)
-        if batch.is_transactional:
-            if transactional_id is None:
-                message = "a transactional batch needs the request's transactional id"
-                return PartitionAppend(ErrorCode.invalid_record, message=message)
-            batch.transactional_id = transactional_id
+            return _refused(scope, topic, data.index, ErrorCode.message_too_large, message)
+        if batch.is_transactional and transactional_id is None:
+            message = "a transactional batch needs the request's transactional id"
+            return PartitionAppend(ErrorCode.invalid_record, message=message)
         if topic.compacted and (keyless := _keyless(batch)):
             # As Kafka: the compactor keeps the latest record per key, so every record needs one.
             why = f"compacted topic {topic.name!r} refuses records without a key"
             message = f"{len(keyless)} of the batch's {len(batch.records)} records refused: {why}"
             errors = [RecordError(i, why) for i in keyless]
-            return _refused(topic, data.index, ErrorCode.invalid_record, message, errors)
+            return _refused(scope, topic, data.index, ErrorCode.invalid_record, message, errors)
         outside = out_of_window(topic, batch, now_ms)  # KIP-937
         if outside is not None:
             errors = [RecordError(outside.index, outside.message)]
-            return _refused(topic, data.index, ErrorCode.invalid_timestamp, outside.message, errors)
+            return _refused(scope, topic, data.index, ErrorCode.invalid_timestamp, outside.message, errors)
     return batches
 
 
 def _refused(
-    topic: Topic, partition: int, code: ErrorCode, message: str, record_errors: Sequence[RecordError] = ()
+    scope: RequestScope,
+    topic: Topic,
+    partition: int,
+    code: ErrorCode,
+    message: str,
+    record_errors: Sequence[RecordError] = (),
 ) -> PartitionAppend:
     """A batch refused for what it holds, said in the log too (net/refusals.py): a client may only
     retry it."""
     reason = f"{topic.name}-{partition}: {code.name.upper()}: {message}"
     refused(log, "PRODUCE", reason, kind=f"{topic.name}:{code.name}", topic=topic.name, partition=partition,
-            error=code.name.upper())  # fmt: skip
+            error=code.name.upper(), scope=scope)  # fmt: skip
     return PartitionAppend(code, message=message, record_errors=record_errors)
 
 
 def _response(
-    mod: ModuleType, body: ProduceRequest, result_for: Callable[[int, int], PartitionAppend]
-) -> ResponsePayload:
+    resp: type[ProduceResponse], body: ProduceRequest, result_for: Callable[[int, int], PartitionAppend]
+) -> ProduceResponse:
     requested: Sequence[_TopicData] = body.topic_data
+    partition_cls, topic_cls = (
+        sibling(resp, "PartitionProduceResponse"),
+        sibling(resp, "TopicProduceResponse"),
+    )
     topics = []
     for ti, topic_data in enumerate(requested):
         partitions = []
@@ -253,32 +266,37 @@ def _response(
             r: PartitionAppend = result_for(ti, partition_data.index)
             partitions.append(
                 make(
-                    mod.PartitionProduceResponse,
+                    partition_cls,
                     index=partition_data.index,
                     error_code=r.error,
                     base_offset=r.base_offset,
                     log_append_time=_time(r.append_time),
                     log_start_offset=r.log_start,
-                    record_errors=_record_errors(mod, r.record_errors),
+                    record_errors=_record_errors(resp, r.record_errors),
                     error_message=r.message,
                 )
             )
         topics.append(
             make(
-                mod.TopicProduceResponse,
+                topic_cls,
                 name=getattr(topic_data, "name", None),
                 topic_id=getattr(topic_data, "topic_id", None),
                 partition_responses=tuple(partitions),
             )
         )
-    return make(mod.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
+    return make(resp, responses=tuple(topics), throttle_time=NO_THROTTLE)
 
 
-def _record_errors(mod: ModuleType, errors: Sequence[RecordError]) -> tuple[Entity, ...]:
-    if not errors or not hasattr(mod, "BatchIndexAndErrorMessage"):  # v8+ only
+def _record_errors(resp: type[ProduceResponse], errors: Sequence[RecordError]) -> tuple[Entity, ...]:
+    error_cls = optional_sibling(resp, "BatchIndexAndErrorMessage")  # v8+ only
+    if not errors or error_cls is None:
         return ()
     return tuple(
-        make(mod.BatchIndexAndErrorMessage, batch_index=e.batch_index, batch_index_error_message=e.message)
+        make(
+            error_cls,
+            batch_index=e.batch_index,
+            batch_index_error_message=e.message,
+        )
         for e in errors
     )
 

@@ -4,26 +4,29 @@ ones get theirs from the transaction coordinator, which fences the id's earlier 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
 from ...coordinators.transactions import Producer, TransactionError
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make
 from ...protocol.request_types import InitProducerIdRequest
+from ...protocol.response_types import InitProducerIdResponse, response_for
 from ...security.acls import AclOperation as Op
 from ...security.acls import ResourceType as Resource
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import NO_THROTTLE, PRODUCER_IDS_UNAVAILABLE, STORAGE_ERRORS
 
 MAX_EPOCH = 32767
 PRODUCER_FENCED_FROM = 4  # KIP-588
 
 
-async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_init_producer_id(
+    ctx: BrokerContext, body: InitProducerIdRequest, scope: RequestScope
+) -> InitProducerIdResponse:
+    resp = response_for(body)
 
-    def reply(code: ErrorCode, pid: int = -1, epoch: int = -1) -> ResponsePayload:
+    def reply(code: ErrorCode, pid: int = -1, epoch: int = -1) -> InitProducerIdResponse:
         return make(
-            mod.InitProducerIdResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=code,
             producer_id=pid,
@@ -38,7 +41,7 @@ async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdReques
         return reply(ErrorCode.invalid_request)  # as Kafka: an empty id is no transactional id
     if body.transactional_id is not None:
         if not await ctx.access.authorizer.allowed(
-            Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id
+            Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id, scope
         ):
             return reply(ErrorCode.transactional_id_authorization_failed)
         current = Producer(current_pid, current_epoch) if current_pid >= 0 else None
@@ -55,8 +58,8 @@ async def handle_init_producer_id(ctx: BrokerContext, body: InitProducerIdReques
         return reply(ErrorCode.none, got.producer_id, got.producer_epoch)
     # Kafka (KIP-679): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on a topic.
     if not await ctx.access.authorizer.allowed_on_cluster(
-        Op.IDEMPOTENT_WRITE
-    ) and not await ctx.access.authorizer.allowed_any(Op.WRITE, Resource.TOPIC):
+        Op.IDEMPOTENT_WRITE, scope
+    ) and not await ctx.access.authorizer.allowed_any(Op.WRITE, Resource.TOPIC, scope):
         return reply(ErrorCode.cluster_authorization_failed)
     try:
         if current_pid >= 0 and 0 <= current_epoch < MAX_EPOCH - 1:

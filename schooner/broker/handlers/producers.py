@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import DescribeProducersRequest
+from ...protocol.response_types import DescribeProducersResponse, response_for
 from ...security.acls import AclOperation
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 # Coordinators here have no epochs (their state is in Redis, not in a log they lead).
@@ -19,20 +19,24 @@ NO_COORDINATOR_EPOCH = -1
 NO_TRANSACTION = -1
 
 
-async def handle_describe_producers(ctx: BrokerContext, body: DescribeProducersRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_describe_producers(
+    ctx: BrokerContext, body: DescribeProducersRequest, scope: RequestScope
+) -> DescribeProducersResponse:
+    resp = response_for(body)
     topics = []
     for requested in body.topics:
-        topic = await resolve_topic(ctx, requested.name, op=AclOperation.READ)
-        partitions = tuple([await _describe(ctx, mod, topic, p) for p in requested.partition_indexes])
-        topics.append(make(mod.TopicResponse, name=requested.name, partitions=partitions))
-    return make(mod.DescribeProducersResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+        topic = await resolve_topic(ctx, scope, requested.name, op=AclOperation.READ)
+        partitions = tuple([await _describe(ctx, resp, topic, p) for p in requested.partition_indexes])
+        topics.append(make(sibling(resp, "TopicResponse"), name=requested.name, partitions=partitions))
+    return make(resp, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-async def _describe(ctx: BrokerContext, mod: ModuleType, topic: Topic | ErrorCode, partition: int) -> Entity:
+async def _describe(
+    ctx: BrokerContext, resp: type[DescribeProducersResponse], topic: Topic | ErrorCode, partition: int
+) -> Entity:
     def answer(code: ErrorCode, message: str | None = None, producers: tuple[Entity, ...] = ()) -> Entity:
         return make(
-            mod.PartitionResponse,
+            sibling(resp, "PartitionResponse"),
             partition_index=partition,
             error_code=code,
             error_message=message,
@@ -52,7 +56,7 @@ async def _describe(ctx: BrokerContext, mod: ModuleType, topic: Topic | ErrorCod
         ErrorCode.none,
         producers=tuple(
             make(
-                mod.ProducerState,
+                sibling(resp, "ProducerState"),
                 producer_id=s.producer_id,
                 producer_epoch=s.producer_epoch,
                 last_sequence=s.last_sequence,

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from ...protocol.response_types import AlterClientQuotasResponse, DescribeClientQuotasResponse, response_for
 from ...security.acls import AclOperation
 from ...storage import quotas
 from ...storage.quotas import InvalidQuota, QuotaChange, UnknownEntityType
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_administer_deployment
 
 
@@ -51,34 +51,36 @@ class _EntryData(Protocol):
 
 
 async def handle_describe_client_quotas(
-    ctx: BrokerContext, body: DescribeClientQuotasRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
-    if not await may_administer_deployment(ctx, AclOperation.DESCRIBE_CONFIGS):
-        return _describe_failed(mod, ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+    ctx: BrokerContext, body: DescribeClientQuotasRequest, scope: RequestScope
+) -> DescribeClientQuotasResponse:
+    resp = response_for(body)
+    if not await may_administer_deployment(ctx, scope, AclOperation.DESCRIBE_CONFIGS):
+        return _describe_failed(resp, ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
     try:
         wanted = quotas.filter_of(
             ((c.entity_type, c.match_type, c.match) for c in body.components), body.strict
         )
     except InvalidQuota as exc:
-        return _describe_failed(mod, ErrorCode.invalid_request, str(exc))
+        return _describe_failed(resp, ErrorCode.invalid_request, str(exc))
     except UnknownEntityType as exc:  # Kafka answers an unknown entity type so
-        return _describe_failed(mod, ErrorCode.unsupported_version, str(exc))
+        return _describe_failed(resp, ErrorCode.unsupported_version, str(exc))
     try:
         stored = await ctx.store.client_quotas(ctx.access.quotas.base)
     except STORAGE_ERRORS as exc:
-        return _describe_failed(mod, ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
+        return _describe_failed(resp, ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}")
     entries = tuple(
         make(
-            mod.EntryData,
-            entity=tuple(make(mod.EntityData, entity_type=t, entity_name=name) for t, name in entity),
-            values=tuple(make(mod.ValueData, key=k, value=v) for k, v in sorted(values.items())),
+            sibling(resp, "EntryData"),
+            entity=tuple(
+                make(sibling(resp, "EntityData"), entity_type=t, entity_name=name) for t, name in entity
+            ),
+            values=tuple(make(sibling(resp, "ValueData"), key=k, value=v) for k, v in sorted(values.items())),
         )
         for entity, values in sorted(stored.items(), key=lambda item: quotas.entity_id(item[0]))
         if wanted.matches(entity)
     )
     return make(
-        mod.DescribeClientQuotasResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         error_message=None,
@@ -86,9 +88,11 @@ async def handle_describe_client_quotas(
     )
 
 
-def _describe_failed(mod: ModuleType, code: ErrorCode, message: str) -> ResponsePayload:
+def _describe_failed(
+    resp: type[DescribeClientQuotasResponse], code: ErrorCode, message: str
+) -> DescribeClientQuotasResponse:
     return make(
-        mod.DescribeClientQuotasResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         error_message=message,
@@ -96,12 +100,14 @@ def _describe_failed(mod: ModuleType, code: ErrorCode, message: str) -> Response
     )
 
 
-async def handle_alter_client_quotas(ctx: BrokerContext, body: AlterClientQuotasRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_alter_client_quotas(
+    ctx: BrokerContext, body: AlterClientQuotasRequest, scope: RequestScope
+) -> AlterClientQuotasResponse:
+    resp = response_for(body)
     requested: Sequence[_EntryData] = body.entries
     outcomes: list[tuple[ErrorCode, str | None]] = []
     changes: list[QuotaChange] = []
-    allowed = await may_administer_deployment(ctx, AclOperation.ALTER_CONFIGS)
+    allowed = await may_administer_deployment(ctx, scope, AclOperation.ALTER_CONFIGS)
     for entry in requested:
         if not allowed:
             outcomes.append((ErrorCode.cluster_authorization_failed, "Cluster authorization failed."))
@@ -125,15 +131,15 @@ async def handle_alter_client_quotas(ctx: BrokerContext, body: AlterClientQuotas
             with contextlib.suppress(*STORAGE_ERRORS):  # the background reload tries again
                 await ctx.access.quotas.reload()  # in force here before the client hears of it
     return make(
-        mod.AlterClientQuotasResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         entries=tuple(
             make(
-                mod.EntryData,
+                sibling(resp, "EntryData"),
                 error_code=code,
                 error_message=message,
                 entity=tuple(
-                    make(mod.EntityData, entity_type=e.entity_type, entity_name=e.entity_name)
+                    make(sibling(resp, "EntityData"), entity_type=e.entity_type, entity_name=e.entity_name)
                     for e in entry.entity
                 ),
             )

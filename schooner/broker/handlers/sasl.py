@@ -15,36 +15,37 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from types import ModuleType
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
-from ...protocol.messages import NO_RESPONSE, Answer, make, response_module_of
+from ...protocol.messages import NO_RESPONSE, NoResponse, make
 from ...protocol.request_types import SaslAuthenticateRequest, SaslHandshakeRequest
+from ...protocol.response_types import SaslAuthenticateResponse, SaslHandshakeResponse, response_for
 from ...security.sasl import Challenge, NeedCredentials, SaslFailure, Step, Success, server_for
 from ...storage.keys import Keyspace
 from ..context import BrokerContext
 from ..net.authentication import Exchange, authenticate, enabled_mechanisms, session_lifetime_ms
-from ..net.session import SESSION, Session
+from ..net.session import RequestScope, Session
 from .common import STORAGE_ERRORS
 
 log = logging.getLogger(__name__)
 
 
-async def handle_sasl_handshake(ctx: BrokerContext, body: SaslHandshakeRequest) -> ResponsePayload:
-    session = SESSION.get()
-    mod = response_module_of(body)
+async def handle_sasl_handshake(
+    ctx: BrokerContext, body: SaslHandshakeRequest, scope: RequestScope
+) -> SaslHandshakeResponse:
+    session = scope.session
+    resp = response_for(body)
     enabled = tuple(enabled_mechanisms(ctx.settings))
 
-    def answer(error: ErrorCode, close: str | None = None) -> ResponsePayload:
+    def answer(error: ErrorCode, close: str | None = None) -> SaslHandshakeResponse:
         if close is not None:
             session.sasl = None
             session.closing = close
-        return make(mod.SaslHandshakeResponse, error_code=error, mechanisms=enabled)
+        return make(resp, error_code=error, mechanisms=enabled)
 
     if not session.listener.sasl:
-        return make(mod.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
+        return make(resp, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
     if session.sasl is not None:
         return answer(ErrorCode.illegal_sasl_state, "a second SaslHandshake during a SASL exchange")
     if body.mechanism not in enabled:
@@ -61,18 +62,22 @@ async def handle_sasl_handshake(ctx: BrokerContext, body: SaslHandshakeRequest) 
     return answer(ErrorCode.none)
 
 
-async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateRequest) -> Answer:
-    session = SESSION.get()
-    mod = response_module_of(body)
+async def handle_sasl_authenticate(
+    ctx: BrokerContext, body: SaslAuthenticateRequest, scope: RequestScope
+) -> SaslAuthenticateResponse | NoResponse:
+    session = scope.session
+    resp = response_for(body)
     exchange = session.sasl
     if not session.listener.sasl:  # answered, as SaslHandshake is there: the connection stays open
         return _answer(
-            mod, b"", error=ErrorCode.illegal_sasl_state, message="This listener does not use SASL"
+            resp, b"", error=ErrorCode.illegal_sasl_state, message="This listener does not use SASL"
         )
     if not isinstance(exchange, Exchange):
-        return _failed(session, mod, ErrorCode.illegal_sasl_state, "SaslAuthenticate without a SaslHandshake")
+        return _failed(
+            session, resp, ErrorCode.illegal_sasl_state, "SaslAuthenticate without a SaslHandshake"
+        )
     if exchange.refusal is not None:
-        return _failed(session, mod, ErrorCode.sasl_authentication_failed, exchange.refusal)
+        return _failed(session, resp, ErrorCode.sasl_authentication_failed, exchange.refusal)
     try:
         step: Step = exchange.mechanism.step(body.auth_bytes)
         if isinstance(step, NeedCredentials):
@@ -83,7 +88,7 @@ async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateReq
             # PLAIN derives a key from the password (PBKDF2): off the event loop.
             step = await asyncio.to_thread(exchange.mechanism.resume, credentials)
     except SaslFailure as exc:
-        return _failed(session, mod, ErrorCode.sasl_authentication_failed, str(exc))
+        return _failed(session, resp, ErrorCode.sasl_authentication_failed, str(exc))
     except STORAGE_ERRORS as exc:
         # Not the client's fault, and no SASL error is retriable: close, so that it connects again.
         log.warning("cannot read SASL credentials: %s", exc)
@@ -91,26 +96,26 @@ async def handle_sasl_authenticate(ctx: BrokerContext, body: SaslAuthenticateReq
         session.closing = "the users hash is out of reach"
         return NO_RESPONSE
     if isinstance(step, Challenge):
-        return _answer(mod, step.data)
+        return _answer(resp, step.data)
     assert isinstance(step, Success)
     principal = f"User:{step.user}"
     if session.authenticated and principal != session.principal:
         message = f"Re-authentication as {principal} on a connection of {session.principal}"
-        return _failed(session, mod, ErrorCode.sasl_authentication_failed, message)
+        return _failed(session, resp, ErrorCode.sasl_authentication_failed, message)
     lifetime_ms = session_lifetime_ms(ctx.settings, step)
     authenticate(session, exchange, step, lifetime_ms, asyncio.get_running_loop().time())
-    return _answer(mod, step.data, lifetime_ms)
+    return _answer(resp, step.data, lifetime_ms)
 
 
 def _answer(
-    mod: ModuleType,
+    resp: type[SaslAuthenticateResponse],
     data: bytes,
     lifetime_ms: int = 0,
     error: ErrorCode = ErrorCode.none,
     message: str | None = None,
-) -> ResponsePayload:
+) -> SaslAuthenticateResponse:
     return make(
-        mod.SaslAuthenticateResponse,
+        resp,
         error_code=error,
         error_message=message,
         auth_bytes=data,
@@ -118,12 +123,14 @@ def _answer(
     )
 
 
-def _failed(session: Session, mod: ModuleType, error: ErrorCode, message: str) -> ResponsePayload:
+def _failed(
+    session: Session, resp: type[SaslAuthenticateResponse], error: ErrorCode, message: str
+) -> SaslAuthenticateResponse:
     """The error answer; the connection closes once it is out."""
     session.sasl = None
     session.closing = f"SASL authentication failed: {message}"
     return make(
-        mod.SaslAuthenticateResponse,
+        resp,
         error_code=error,
         error_message=message,
         auth_bytes=b"",

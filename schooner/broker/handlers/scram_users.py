@@ -20,21 +20,25 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32
-from kio.static.protocol import ResponsePayload
 
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+from ...protocol.response_types import (
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResponse,
+    response_for,
+)
 from ...security.acls import AclOperation
 from ...security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, credential_from_salted
 from ...storage.keys import Keyspace
 from ...storage.redis.calls import Call, together
 from ...storage.security.users import User, delete_user, put_user
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_administer_deployment
 
 # Kafka's ScramMechanism type numbers.
@@ -48,12 +52,12 @@ def _users_keyspace(ctx: BrokerContext) -> Keyspace:
 
 
 async def handle_describe_user_scram_credentials(
-    ctx: BrokerContext, body: DescribeUserScramCredentialsRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
-    if not await may_administer_deployment(ctx, AclOperation.DESCRIBE):
+    ctx: BrokerContext, body: DescribeUserScramCredentialsRequest, scope: RequestScope
+) -> DescribeUserScramCredentialsResponse:
+    resp = response_for(body)
+    if not await may_administer_deployment(ctx, scope, AclOperation.DESCRIBE):
         return make(
-            mod.DescribeUserScramCredentialsResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.cluster_authorization_failed,
             error_message="Cluster authorization failed.",
@@ -70,7 +74,7 @@ async def handle_describe_user_scram_credentials(
             found = {u.name: u for u in await ctx.store.all_users(ks) if u.credentials}
     except STORAGE_ERRORS as exc:
         return make(
-            mod.DescribeUserScramCredentialsResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=ADMIN_UNAVAILABLE,
             error_message=f"Redis is unavailable: {exc}",
@@ -84,10 +88,10 @@ async def handle_describe_user_scram_credentials(
             error = (ErrorCode.duplicate_resource, f"User {name!r} is named more than once")
         elif user is None or not user.credentials:
             error = (ErrorCode.resource_not_found, f"User {name!r} has no SCRAM credential")
-        infos = () if error or user is None else _infos(mod, user)
+        infos = () if error or user is None else _infos(resp, user)
         results.append(
             make(
-                mod.DescribeUserScramCredentialsResult,
+                sibling(resp, "DescribeUserScramCredentialsResult"),
                 user=name,
                 error_code=error[0] if error else ErrorCode.none,
                 error_message=error[1] if error else None,
@@ -95,7 +99,7 @@ async def handle_describe_user_scram_credentials(
             )
         )
     return make(
-        mod.DescribeUserScramCredentialsResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         error_message=None,
@@ -103,22 +107,22 @@ async def handle_describe_user_scram_credentials(
     )
 
 
-def _infos(mod: ModuleType, user: User) -> tuple[Any, ...]:
+def _infos(resp: type[DescribeUserScramCredentialsResponse], user: User) -> tuple[Any, ...]:
     return tuple(
-        make(mod.CredentialInfo, mechanism=i8(TYPE_OF[m]), iterations=i32(c.iterations))
+        make(sibling(resp, "CredentialInfo"), mechanism=i8(TYPE_OF[m]), iterations=i32(c.iterations))
         for m, c in sorted(user.credentials.items())
         if m in TYPE_OF
     )
 
 
 async def handle_alter_user_scram_credentials(
-    ctx: BrokerContext, body: AlterUserScramCredentialsRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
+    ctx: BrokerContext, body: AlterUserScramCredentialsRequest, scope: RequestScope
+) -> AlterUserScramCredentialsResponse:
+    resp = response_for(body)
     ks = _users_keyspace(ctx)
     order = list(dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions]))
     errors: dict[str, _Error] = {}
-    if not await may_administer_deployment(ctx, AclOperation.ALTER):
+    if not await may_administer_deployment(ctx, scope, AclOperation.ALTER):
         errors = {
             name: (ErrorCode.cluster_authorization_failed, "Cluster authorization failed.") for name in order
         }
@@ -144,14 +148,14 @@ async def handle_alter_user_scram_credentials(
             errors.setdefault(name, (ADMIN_UNAVAILABLE, f"Redis is unavailable: {exc}"))
     results = tuple(
         make(
-            mod.AlterUserScramCredentialsResult,
+            sibling(resp, "AlterUserScramCredentialsResult"),
             user=name,
             error_code=errors[name][0] if name in errors else ErrorCode.none,
             error_message=errors[name][1] if name in errors else None,
         )
         for name in order
     )
-    return make(mod.AlterUserScramCredentialsResponse, throttle_time=NO_THROTTLE, results=results)
+    return make(resp, throttle_time=NO_THROTTLE, results=results)
 
 
 def _invalid(change: Any) -> _Error | None:

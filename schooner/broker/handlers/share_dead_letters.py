@@ -18,6 +18,7 @@ from ...storage.log.append import RecordBatch
 from ...storage.log.entry import Header, Record, parse_fields
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import STORAGE_ERRORS, topic_for_write
 
 log = logging.getLogger(__name__)
@@ -30,14 +31,20 @@ GROUP = "dlq.group.id"
 
 
 async def copy_to_topic(
-    ctx: BrokerContext, group: str, config: ShareGroupConfig, topic: Topic, partition: int, ids: list[bytes]
+    ctx: BrokerContext,
+    scope: RequestScope,
+    group: str,
+    config: ShareGroupConfig,
+    topic: Topic,
+    partition: int,
+    ids: list[bytes],
 ) -> None:
     """Appends one record per dead-lettered entry to the group's dead-letter topic (created with the
     default partition count if it does not exist). Failures are logged: the MQ dead letter stays."""
     if not ids or not config.dlq_topic:
         return
     try:
-        target = await topic_for_write(ctx, config.dlq_topic, authorize=False)
+        target = await topic_for_write(ctx, scope, config.dlq_topic, authorize=False)
         if target is None:
             log.warning("share group %s: dead-letter topic %r cannot be created", group, config.dlq_topic)
             return

@@ -11,21 +11,21 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
 from ...coordinators.groups.config_defs import by_duration_ms
 from ...coordinators.groups.share.config import EARLIEST, ShareGroupConfig, share_group_config
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import ShareAcknowledgeRequest, ShareFetchRequest
+from ...protocol.response_types import ShareAcknowledgeResponse, ShareFetchResponse, response_for
 from ...security.acls import AclOperation, ResourceType
 from ...storage.share.partition import ACK_TYPES, RENEW, AckBatch, Acquired, Limits
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from ..partitions.fetch_codec import codec_for, encode_entries
 from ..partitions.share_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition, ShareSession
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, long_poll_deadline, resolve_partition
@@ -82,37 +82,39 @@ def limits_of(config: ShareGroupConfig) -> Limits:
     )
 
 
-async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_share_fetch(
+    ctx: BrokerContext, body: ShareFetchRequest, scope: RequestScope
+) -> ShareFetchResponse:
+    resp = response_for(body)
     group, member, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
     config = await group_config(ctx, group)
     lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
     if not group or not member:
-        return _fetch_error(mod, ErrorCode.invalid_request, "A share fetch needs a group id and a member id")
-    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+        return _fetch_error(resp, ErrorCode.invalid_request, "A share fetch needs a group id and a member id")
+    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group, scope):
         return _fetch_error(
-            mod, ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}"
+            resp, ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}"
         )
     acks = _acks_of(body)
     if epoch == INITIAL_EPOCH:
         if any(batches for _, _, batches in acks):
             return _fetch_error(
-                mod, ErrorCode.invalid_request, "Acknowledgements in a request opening a session"
+                resp, ErrorCode.invalid_request, "Acknowledgements in a request opening a session"
             )
         opened = ctx.share_sessions.open(group, member)
         if isinstance(opened, ErrorCode):
-            return _fetch_error(mod, opened, "Too many share sessions on this broker")
+            return _fetch_error(resp, opened, "Too many share sessions on this broker")
         session = opened
     else:
         found = ctx.share_sessions.find(group, member, epoch)
         if isinstance(found, ErrorCode):
-            return _fetch_error(mod, found, f"No share session at epoch {epoch} for this member")
+            return _fetch_error(resp, found, f"No share session at epoch {epoch} for this member")
         session = found
     renew = getattr(body, "is_renew_ack", False)  # v2+ (KIP-1222)
     results: dict[SessionPartition, _Result] = {}
-    await _acknowledge(ctx, group, member, config, [a for a in acks if a[2]], results, renew)
+    await _acknowledge(ctx, scope, group, member, config, [a for a in acks if a[2]], results, renew)
     if epoch == FINAL_EPOCH:
-        await _close(ctx, session)
+        await _close(ctx, scope, session)
     else:
         session.add(
             [(t.topic_id, p.partition_index) for t in body.topics for p in t.partitions if t.topic_id]
@@ -124,31 +126,35 @@ async def handle_share_fetch(ctx: BrokerContext, body: ShareFetchRequest) -> Res
         deadline = long_poll_deadline(ctx, body.max_wait)
         if renew:
             deadline = 0.0  # a renewing request only renews
-        await _fetch(ctx, session, config, max_records, deadline, results)
+        await _fetch(ctx, scope, session, config, max_records, deadline, results)
         session.advance()
     if epoch == INITIAL_EPOCH:
         for key in session.partitions:
             results.setdefault(key, _Result(key[1])).listed = True
     return make(
-        mod.ShareFetchResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         error_message=None,
         acquisition_lock_timeout=lock,
-        responses=_topics(mod, results),
+        responses=_topics(resp, results),
         node_endpoints=(),
     )
 
 
-async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_share_acknowledge(
+    ctx: BrokerContext, body: ShareAcknowledgeRequest, scope: RequestScope
+) -> ShareAcknowledgeResponse:
+    resp = response_for(body)
     group, member, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
     config = await group_config(ctx, group)
     lock = datetime.timedelta(milliseconds=config.record_lock_duration_ms)
 
-    def answer(error: ErrorCode, message: str | None, responses: tuple[Any, ...] = ()) -> ResponsePayload:
+    def answer(
+        error: ErrorCode, message: str | None, responses: tuple[Any, ...] = ()
+    ) -> ShareAcknowledgeResponse:
         return make(
-            mod.ShareAcknowledgeResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=error,
             error_message=message,
@@ -159,7 +165,7 @@ async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeReq
 
     if not group or not member:
         return answer(ErrorCode.invalid_request, "A share acknowledge needs a group id and a member id")
-    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group):
+    if not await ctx.access.authorizer.allowed(AclOperation.READ, ResourceType.GROUP, group, scope):
         return answer(ErrorCode.group_authorization_failed, f"The principal may not READ group {group!r}")
     if epoch == INITIAL_EPOCH:
         return answer(ErrorCode.invalid_share_session_epoch, "Acknowledgements cannot open a share session")
@@ -168,24 +174,24 @@ async def handle_share_acknowledge(ctx: BrokerContext, body: ShareAcknowledgeReq
         return answer(found, f"No share session at epoch {epoch} for this member")
     acks = _acks_of(body)
     results: dict[SessionPartition, _Result] = {}
-    await _acknowledge(ctx, group, member, config, acks, results, getattr(body, "is_renew_ack", False))
+    await _acknowledge(ctx, scope, group, member, config, acks, results, getattr(body, "is_renew_ack", False))
     if epoch == FINAL_EPOCH:
-        await _close(ctx, found)
+        await _close(ctx, scope, found)
     else:
         found.advance()
     by_topic: dict[uuid.UUID, list[Any]] = {}
     for (topic_id, _), r in results.items():
         by_topic.setdefault(topic_id, []).append(
             make(
-                mod.PartitionData,
+                sibling(resp, "PartitionData"),
                 partition_index=r.index,
                 error_code=r.ack_error if r.ack_error is not None else r.error,
                 error_message=None,
-                current_leader=make(mod.LeaderIdAndEpoch, leader_id=-1, leader_epoch=-1),
+                current_leader=make(sibling(resp, "LeaderIdAndEpoch"), leader_id=-1, leader_epoch=-1),
             )
         )
     topics = tuple(
-        make(mod.ShareAcknowledgeTopicResponse, topic_id=t, partitions=tuple(ps))
+        make(sibling(resp, "ShareAcknowledgeTopicResponse"), topic_id=t, partitions=tuple(ps))
         for t, ps in by_topic.items()
     )
     return answer(ErrorCode.none, None, topics)
@@ -203,6 +209,7 @@ def _acks_of(
 
 async def _acknowledge(
     ctx: BrokerContext,
+    scope: RequestScope,
     group: str,
     member: str,
     config: ShareGroupConfig,
@@ -216,7 +223,7 @@ async def _acknowledge(
         if topic_id is None:
             continue
         result = results.setdefault((topic_id, index), _Result(index))
-        topic = await resolve_partition(ctx, None, index, topic_id, op=AclOperation.READ)
+        topic = await resolve_partition(ctx, scope, None, index, topic_id, op=AclOperation.READ)
         if isinstance(topic, ErrorCode):
             result.ack_error = topic
             continue
@@ -240,7 +247,7 @@ async def _acknowledge(
             # Room in the window, or released records: members waiting here on this broker look again
             # now, before this member's own acquire in the same request takes it all.
             ctx.data.waiters.notify(topic.name, index)
-        await copy_to_topic(ctx, group, config, topic, index, outcome.dead_lettered)
+        await copy_to_topic(ctx, scope, group, config, topic, index, outcome.dead_lettered)
 
 
 def _ack_batches(batches: Sequence[_Batch], renew_allowed: bool) -> list[AckBatch] | None:
@@ -257,12 +264,12 @@ def _ack_batches(batches: Sequence[_Batch], renew_allowed: bool) -> list[AckBatc
     return out
 
 
-async def _close(ctx: BrokerContext, session: ShareSession) -> None:
+async def _close(ctx: BrokerContext, scope: RequestScope, session: ShareSession) -> None:
     """Ends the session and hands back every record the member still holds in it."""
     ctx.share_sessions.close(session)
     partitions = []
     for topic_id, index in session.partitions:
-        topic = await resolve_partition(ctx, None, index, topic_id)
+        topic = await resolve_partition(ctx, scope, None, index, topic_id)
         if isinstance(topic, Topic):
             partitions.append((topic, index))
     if partitions:
@@ -275,6 +282,7 @@ async def _close(ctx: BrokerContext, session: ShareSession) -> None:
 # -- acquisition ----------------------------------------------------------------------------------
 async def _fetch(
     ctx: BrokerContext,
+    scope: RequestScope,
     session: ShareSession,
     config: ShareGroupConfig,
     max_records: int,
@@ -283,7 +291,7 @@ async def _fetch(
 ) -> None:
     targets: list[tuple[SessionPartition, Topic]] = []
     for key in session.fetch_order():
-        topic = await resolve_partition(ctx, None, key[1], key[0], op=AclOperation.READ)
+        topic = await resolve_partition(ctx, scope, None, key[1], key[0], op=AclOperation.READ)
         if isinstance(topic, ErrorCode):
             results.setdefault(key, _Result(key[1])).error = topic
         else:
@@ -294,7 +302,7 @@ async def _fetch(
     starts = await _starts(ctx, session, targets, config)
 
     async def acquire() -> bool:
-        return await _acquire(ctx, session, targets, config, starts, max_records, results) > 0
+        return await _acquire(ctx, scope, session, targets, config, starts, max_records, results) > 0
 
     await ctx.data.reader.long_poll(waits, deadline, acquire, POLL_SECONDS)
 
@@ -321,6 +329,7 @@ async def _starts(
 
 async def _acquire(
     ctx: BrokerContext,
+    scope: RequestScope,
     session: ShareSession,
     targets: list[tuple[SessionPartition, Topic]],
     config: ShareGroupConfig,
@@ -354,7 +363,7 @@ async def _acquire(
         if reply.created or topic.name not in session.registered:
             # Registered once per session (SADD is idempotent): an MQ group may have made the Redis group.
             created.append(topic.name)
-        await copy_to_topic(ctx, session.group, config, topic, key[1], reply.dead_lettered)
+        await copy_to_topic(ctx, scope, session.group, config, topic, key[1], reply.dead_lettered)
         if reply.entries:
             count, size = _encode(topic, reply, result)
             total += len(reply.entries)
@@ -384,35 +393,36 @@ def _encode(topic: Topic, reply: Acquired, result: _Result) -> tuple[int, int]:
 
 
 # -- the response ---------------------------------------------------------------------------------
-def _topics(mod: ModuleType, results: dict[SessionPartition, _Result]) -> tuple[Any, ...]:
+def _topics(resp: type[ShareFetchResponse], results: dict[SessionPartition, _Result]) -> tuple[Any, ...]:
     by_topic: dict[uuid.UUID, list[Any]] = {}
     for (topic_id, _), r in results.items():
         if not r.worth_sending:
             continue
         by_topic.setdefault(topic_id, []).append(
             make(
-                mod.PartitionData,
+                sibling(resp, "PartitionData"),
                 partition_index=r.index,
                 error_code=r.error,
                 error_message=None,
                 acknowledge_error_code=r.ack_error if r.ack_error is not None else ErrorCode.none,
                 acknowledge_error_message=None,
-                current_leader=make(mod.LeaderIdAndEpoch, leader_id=-1, leader_epoch=-1),
+                current_leader=make(sibling(resp, "LeaderIdAndEpoch"), leader_id=-1, leader_epoch=-1),
                 records=r.records,
                 acquired_records=tuple(
-                    make(mod.AcquiredRecords, first_offset=a, last_offset=b, delivery_count=n)
+                    make(sibling(resp, "AcquiredRecords"), first_offset=a, last_offset=b, delivery_count=n)
                     for a, b, n in r.acquired
                 ),
             )
         )
     return tuple(
-        make(mod.ShareFetchableTopicResponse, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+        make(sibling(resp, "ShareFetchableTopicResponse"), topic_id=t, partitions=tuple(ps))
+        for t, ps in by_topic.items()
     )
 
 
-def _fetch_error(mod: ModuleType, error: ErrorCode, message: str) -> ResponsePayload:
+def _fetch_error(resp: type[ShareFetchResponse], error: ErrorCode, message: str) -> ShareFetchResponse:
     return make(
-        mod.ShareFetchResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=error,
         error_message=message,

@@ -13,26 +13,31 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
 from ...coordinators.groups.classic.model import Group
 from ...coordinators.groups.consumer.group import ConsumerGroup
 from ...coordinators.groups.coordinator import NotCoordinator
 from ...coordinators.groups.share.group import ShareGroup
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import (
     AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
 )
+from ...protocol.response_types import (
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponse,
+    response_for,
+)
 from ...security.acls import AclOperation, ResourceType
 from ...storage.share.partition import NOT_THIS_TOPIC, ShareState
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_partition, resolve_topic
 
 SHARE = "share"  # the `type` field of a share group's hash (as ListGroups shows it)
@@ -62,13 +67,13 @@ async def _other_kind(ctx: BrokerContext, group_id: str) -> str | None:
 
 
 async def _refusal(
-    ctx: BrokerContext, group_id: str, changing: bool, op: AclOperation
+    ctx: BrokerContext, scope: RequestScope, group_id: str, changing: bool, op: AclOperation
 ) -> tuple[ErrorCode, str] | None:
     """Why the group's offsets may not be read (or, changing, altered or deleted), or None. `op` is
     what the principal needs on the group: DESCRIBE to read, READ to alter, DELETE to delete."""
     if not group_id:
         return ErrorCode.invalid_group_id, "The group id is empty"
-    if not await ctx.access.authorizer.allowed(op, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(op, ResourceType.GROUP, group_id, scope):
         return ErrorCode.group_authorization_failed, f"The principal may not {op.name} group {group_id!r}"
     try:
         kind = await _other_kind(ctx, group_id)
@@ -85,37 +90,43 @@ async def _refusal(
 
 # -- DescribeShareGroupOffsets ------------------------------------------------------------------------
 async def handle_describe_share_group_offsets(
-    ctx: BrokerContext, body: DescribeShareGroupOffsetsRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
-    groups = [await _describe_group(ctx, mod, g.group_id, g.topics) for g in body.groups]
-    return make(mod.DescribeShareGroupOffsetsResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
+    ctx: BrokerContext, body: DescribeShareGroupOffsetsRequest, scope: RequestScope
+) -> DescribeShareGroupOffsetsResponse:
+    resp = response_for(body)
+    groups = [await _describe_group(ctx, scope, resp, g.group_id, g.topics) for g in body.groups]
+    return make(resp, throttle_time=NO_THROTTLE, groups=tuple(groups))
 
 
-async def _describe_group(ctx: BrokerContext, mod: ModuleType, group_id: str, topics: Any) -> Any:
+async def _describe_group(
+    ctx: BrokerContext,
+    scope: RequestScope,
+    resp: type[DescribeShareGroupOffsetsResponse],
+    group_id: str,
+    topics: Any,
+) -> Any:
     def group(error: ErrorCode, message: str | None, described: Sequence[Any] = ()) -> Any:
         return make(
-            mod.DescribeShareGroupOffsetsResponseGroup,
+            sibling(resp, "DescribeShareGroupOffsetsResponseGroup"),
             group_id=group_id,
             topics=tuple(described),
             error_code=error,
             error_message=message,
         )
 
-    refusal = await _refusal(ctx, group_id, changing=False, op=AclOperation.DESCRIBE)
+    refusal = await _refusal(ctx, scope, group_id, changing=False, op=AclOperation.DESCRIBE)
     if refusal is not None:
         return group(*refusal)
     try:
         if topics is None:  # every topic where the group has share partitions, those initialized
             wanted = await _initialized(ctx, group_id)
             shown = await ctx.access.authorizer.allowed_names(
-                AclOperation.DESCRIBE, ResourceType.TOPIC, [n for n, _ in wanted]
+                AclOperation.DESCRIBE, ResourceType.TOPIC, [n for n, _ in wanted], scope
             )
             wanted = [(n, ps) for n, ps in wanted if n in shown]
         else:
             wanted = [(t.topic_name, list(t.partitions)) for t in topics]
         described = [
-            await _describe_topic(ctx, mod, group_id, name, ps, topics is None) for name, ps in wanted
+            await _describe_topic(ctx, scope, resp, group_id, name, ps, topics is None) for name, ps in wanted
         ]
     except STORAGE_ERRORS:
         return group(GROUPS_UNAVAILABLE, "Redis is unavailable")
@@ -132,10 +143,16 @@ async def _initialized(ctx: BrokerContext, group_id: str) -> list[tuple[str, lis
 
 
 async def _describe_topic(
-    ctx: BrokerContext, mod: ModuleType, group_id: str, name: str, indexes: list[int], only_initialized: bool
+    ctx: BrokerContext,
+    scope: RequestScope,
+    resp: type[DescribeShareGroupOffsetsResponse],
+    group_id: str,
+    name: str,
+    indexes: list[int],
+    only_initialized: bool,
 ) -> Any:
     """The topic's part of the answer; None when only initialized partitions are wanted and it has none."""
-    topic = await resolve_topic(ctx, name, op=AclOperation.DESCRIBE)
+    topic = await resolve_topic(ctx, scope, name, op=AclOperation.DESCRIBE)
     states: dict[int, ShareState | None] = {}
     if isinstance(topic, Topic):
         known = [i for i in indexes if 0 <= i < topic.partitions]
@@ -150,7 +167,7 @@ async def _describe_topic(
             continue
         partitions.append(
             make(
-                mod.DescribeShareGroupOffsetsResponsePartition,
+                sibling(resp, "DescribeShareGroupOffsetsResponsePartition"),
                 partition_index=index,
                 start_offset=state.start_offset if state else UNKNOWN,
                 leader_epoch=UNKNOWN,
@@ -162,7 +179,7 @@ async def _describe_topic(
     if only_initialized and not partitions:
         return None
     return make(
-        mod.DescribeShareGroupOffsetsResponseTopic,
+        sibling(resp, "DescribeShareGroupOffsetsResponseTopic"),
         topic_name=name,
         topic_id=topic.id if isinstance(topic, Topic) else None,
         partitions=tuple(partitions),
@@ -171,20 +188,22 @@ async def _describe_topic(
 
 # -- AlterShareGroupOffsets ---------------------------------------------------------------------------
 async def handle_alter_share_group_offsets(
-    ctx: BrokerContext, body: AlterShareGroupOffsetsRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
+    ctx: BrokerContext, body: AlterShareGroupOffsetsRequest, scope: RequestScope
+) -> AlterShareGroupOffsetsResponse:
+    resp = response_for(body)
 
-    def answer(error: ErrorCode, message: str | None, responses: Sequence[Any] = ()) -> ResponsePayload:
+    def answer(
+        error: ErrorCode, message: str | None, responses: Sequence[Any] = ()
+    ) -> AlterShareGroupOffsetsResponse:
         return make(
-            mod.AlterShareGroupOffsetsResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=error,
             error_message=message,
             responses=tuple(responses),
         )
 
-    refusal = await _refusal(ctx, body.group_id, changing=True, op=AclOperation.READ)
+    refusal = await _refusal(ctx, scope, body.group_id, changing=True, op=AclOperation.READ)
     if refusal is not None:
         return answer(*refusal)
     rows = [
@@ -192,7 +211,7 @@ async def handle_alter_share_group_offsets(
             t.topic_name,
             p.partition_index,
             p.start_offset,
-            await resolve_partition(ctx, t.topic_name, p.partition_index, op=AclOperation.READ),
+            await resolve_partition(ctx, scope, t.topic_name, p.partition_index, op=AclOperation.READ),
         )
         for t in body.topics
         for p in t.partitions
@@ -203,15 +222,20 @@ async def handle_alter_share_group_offsets(
         return answer(GROUPS_UNAVAILABLE, "Redis is unavailable")
     by_topic: dict[str, list[Any]] = {}
     ids: dict[str, uuid.UUID] = {}
+    partition_cls = sibling(resp, "AlterShareGroupOffsetsResponsePartition")
     for row in rows:
         if isinstance(row.topic, Topic):
             ids[row.name] = row.topic.id
         by_topic.setdefault(row.name, []).append(
-            make(mod.AlterShareGroupOffsetsResponsePartition, partition_index=row.index, error_code=row.error,
-                 error_message=None)
-        )  # fmt: skip
+            make(partition_cls, partition_index=row.index, error_code=row.error, error_message=None)
+        )
     topics = [
-        make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=n, topic_id=ids.get(n), partitions=tuple(ps))
+        make(
+            sibling(resp, "AlterShareGroupOffsetsResponseTopic"),
+            topic_name=n,
+            topic_id=ids.get(n),
+            partitions=tuple(ps),
+        )
         for n, ps in by_topic.items()
     ]
     return answer(ErrorCode.none, None, topics)
@@ -249,30 +273,32 @@ async def _alter(ctx: BrokerContext, group_id: str, rows: list[_AlterRow]) -> No
 
 # -- DeleteShareGroupOffsets --------------------------------------------------------------------------
 async def handle_delete_share_group_offsets(
-    ctx: BrokerContext, body: DeleteShareGroupOffsetsRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
+    ctx: BrokerContext, body: DeleteShareGroupOffsetsRequest, scope: RequestScope
+) -> DeleteShareGroupOffsetsResponse:
+    resp = response_for(body)
 
-    def answer(error: ErrorCode, message: str | None, responses: Sequence[Any] = ()) -> ResponsePayload:
+    def answer(
+        error: ErrorCode, message: str | None, responses: Sequence[Any] = ()
+    ) -> DeleteShareGroupOffsetsResponse:
         return make(
-            mod.DeleteShareGroupOffsetsResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=error,
             error_message=message,
             responses=tuple(responses),
         )
 
-    refusal = await _refusal(ctx, body.group_id, changing=True, op=AclOperation.DELETE)
+    refusal = await _refusal(ctx, scope, body.group_id, changing=True, op=AclOperation.DELETE)
     if refusal is not None:
         return answer(*refusal)
     results = []
     try:
         for t in body.topics:
-            topic = await resolve_topic(ctx, t.topic_name, op=AclOperation.READ)
+            topic = await resolve_topic(ctx, scope, t.topic_name, op=AclOperation.READ)
             error = topic if isinstance(topic, ErrorCode) else await _delete_topic(ctx, body.group_id, topic)
             results.append(
                 make(
-                    mod.DeleteShareGroupOffsetsResponseTopic,
+                    sibling(resp, "DeleteShareGroupOffsetsResponseTopic"),
                     topic_name=t.topic_name,
                     topic_id=topic.id if isinstance(topic, Topic) else None,
                     error_code=error,

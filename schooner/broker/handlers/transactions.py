@@ -7,14 +7,15 @@ from __future__ import annotations
 import datetime
 import re
 import time
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, Protocol
 
+from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest as BrokerBatchV4
+from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnRequest as BrokerBatchV5
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
 from ...coordinators.transactions import Producer, TransactionError
-from ...protocol.messages import make, response_module_of
+from ...protocol.messages import make, sibling
 from ...protocol.request_types import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -23,11 +24,21 @@ from ...protocol.request_types import (
     ListTransactionsRequest,
     TxnOffsetCommitRequest,
 )
+from ...protocol.response_types import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsResponse,
+    EndTxnResponse,
+    ListTransactionsResponse,
+    TxnOffsetCommitResponse,
+    response_for,
+)
 from ...security.acls import AclOperation as Op
 from ...security.acls import ResourceType as Resource
 from ...storage.topic_partition import TopicPartition
 from ...storage.transactions.state import STATES
 from ..context import BrokerContext
+from ..net.session import RequestScope
 from ..partitions.sequencer import group_offsets
 from .common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
@@ -36,6 +47,19 @@ _FENCED_FROM = {"AddPartitionsToTxn": 2, "AddOffsetsToTxn": 2, "EndTxn": 2, "Txn
 # Transactions v2 (KIP-890 part 2): EndTxn v5 moves the epoch on; TxnOffsetCommit v5 joins the group.
 END_TXN_BUMPS_FROM = 5
 TXN_OFFSET_COMMIT_JOINS_FROM = 5
+
+
+class _TxnTopic(Protocol):
+    """A topic of an AddPartitionsToTxn request, in either shape (a client's, or a broker's batch)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+# One transaction of an AddPartitionsToTxn: id, producer id and epoch, topics, verify only.
+_TxnAdd = tuple[str, int, int, Sequence[_TxnTopic], bool]
 
 
 def _fenced(api: str, version: int) -> ErrorCode:
@@ -52,48 +76,51 @@ async def _attempt(call: Awaitable[Any]) -> tuple[ErrorCode, Any]:
 
 
 async def _txn_denial(
-    ctx: BrokerContext, transactional_id: str, group_id: str | None = None
+    ctx: BrokerContext, scope: RequestScope, transactional_id: str, group_id: str | None = None
 ) -> ErrorCode | None:
     """Kafka's checks of a transactional request: WRITE on the id, then READ on the group (if any)."""
-    if not await ctx.access.authorizer.allowed(Op.WRITE, Resource.TRANSACTIONAL_ID, transactional_id):
+    if not await ctx.access.authorizer.allowed(Op.WRITE, Resource.TRANSACTIONAL_ID, transactional_id, scope):
         return ErrorCode.transactional_id_authorization_failed
-    if group_id is not None and not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, group_id):
+    if group_id is not None and not await ctx.access.authorizer.allowed(
+        Op.READ, Resource.GROUP, group_id, scope
+    ):
         return ErrorCode.group_authorization_failed
     return None
 
 
 async def handle_add_partitions_to_txn(
-    ctx: BrokerContext, body: AddPartitionsToTxnRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
+    ctx: BrokerContext, body: AddPartitionsToTxnRequest, scope: RequestScope
+) -> AddPartitionsToTxnResponse:
+    resp = response_for(body)
     version = body.__version__
     # v4+ batches are brokers verifying produce requests: Kafka lets only a cluster member send them.
-    if version > 3 and not await ctx.access.authorizer.allowed_on_cluster(Op.CLUSTER_ACTION):
+    if version > 3 and not await ctx.access.authorizer.allowed_on_cluster(Op.CLUSTER_ACTION, scope):
         return make(
-            mod.AddPartitionsToTxnResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.cluster_authorization_failed,
             results_by_transaction=(),
         )
     # v0-v3: one transaction from a client; v4+: a batch of them (Kafka brokers verifying produce).
-    request: Any = body  # the two shapes share no fields, so each branch reads its own by name
-    if version <= 3:
-        batch = [(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                  request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)]  # fmt: skip
-    else:
+    # The two shapes share no fields: each branch reads its own.
+    batch: list[_TxnAdd]
+    if isinstance(body, BrokerBatchV4 | BrokerBatchV5):
         batch = [
             (t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)
-            for t in request.transactions
+            for t in body.transactions
         ]
-    results = []
+    else:
+        batch = [(body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
+                  body.v3_and_below_producer_epoch, body.v3_and_below_topics, False)]  # fmt: skip
+    results: list[tuple[str, Sequence[_TxnTopic], dict[tuple[str, int], ErrorCode]]] = []
     for transactional_id, pid, epoch, topics, verify_only in batch:
         wanted: list[tuple[str, int]] = [(t.name, p) for t in topics for p in t.partitions]
         codes: dict[tuple[str, int], ErrorCode] = {}
         # A client (v0-v3) needs WRITE on the id and the topics; a broker's batch was checked above.
-        denial = await _txn_denial(ctx, transactional_id) if version <= 3 else None
+        denial = await _txn_denial(ctx, scope, transactional_id) if version <= 3 else None
         names = {n for n, _ in wanted}
         writable = (
-            await ctx.access.authorizer.allowed_names(Op.WRITE, Resource.TOPIC, names)
+            await ctx.access.authorizer.allowed_names(Op.WRITE, Resource.TOPIC, names, scope)
             if version <= 3
             else names
         )
@@ -123,14 +150,16 @@ async def handle_add_partitions_to_txn(
             codes = dict.fromkeys(wanted, code)
         results.append((transactional_id, topics, codes))
 
-    def topic_results(topics: Any, codes: dict[tuple[str, int], ErrorCode]) -> tuple[Any, ...]:
+    def topic_results(
+        topics: Sequence[_TxnTopic], codes: dict[tuple[str, int], ErrorCode]
+    ) -> tuple[Any, ...]:
         return tuple(
             make(
-                mod.AddPartitionsToTxnTopicResult,
+                sibling(resp, "AddPartitionsToTxnTopicResult"),
                 name=t.name,
                 results_by_partition=tuple(
                     make(
-                        mod.AddPartitionsToTxnPartitionResult,
+                        sibling(resp, "AddPartitionsToTxnPartitionResult"),
                         partition_index=p,
                         partition_error_code=codes[(t.name, p)],
                     )
@@ -143,27 +172,31 @@ async def handle_add_partitions_to_txn(
     if version <= 3:
         _, topics, codes = results[0]
         return make(
-            mod.AddPartitionsToTxnResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             results_by_topic_v3_and_below=topic_results(topics, codes),
         )
     return make(
-        mod.AddPartitionsToTxnResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         results_by_transaction=tuple(
             make(
-                mod.AddPartitionsToTxnResult, transactional_id=tid, topic_results=topic_results(topics, codes)
+                sibling(resp, "AddPartitionsToTxnResult"),
+                transactional_id=tid,
+                topic_results=topic_results(topics, codes),
             )
             for tid, topics, codes in results
         ),
     )
 
 
-async def handle_add_offsets_to_txn(ctx: BrokerContext, body: AddOffsetsToTxnRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_add_offsets_to_txn(
+    ctx: BrokerContext, body: AddOffsetsToTxnRequest, scope: RequestScope
+) -> AddOffsetsToTxnResponse:
+    resp = response_for(body)
     producer = Producer(body.producer_id, body.producer_epoch)
-    code = await _txn_denial(ctx, body.transactional_id, body.group_id)
+    code = await _txn_denial(ctx, scope, body.transactional_id, body.group_id)
     if code is None:
         code, _ = await _attempt(
             ctx.transactions.add(
@@ -173,26 +206,30 @@ async def handle_add_offsets_to_txn(ctx: BrokerContext, body: AddOffsetsToTxnReq
                 fenced=_fenced("AddOffsetsToTxn", body.__version__),
             )
         )
-    return make(mod.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=code)
+    return make(resp, throttle_time=NO_THROTTLE, error_code=code)
 
 
-async def handle_txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -> ResponsePayload:
+async def handle_txn_offset_commit(
+    ctx: BrokerContext, body: TxnOffsetCommitRequest, scope: RequestScope
+) -> TxnOffsetCommitResponse:
     """Offsets wait beside the group until the transaction ends (storage/transactions/offsets.py)."""
     async with ctx.data.sequencer.claim(group_offsets(body.group_id)):  # in the order received, as commits
-        return await _txn_offset_commit(ctx, body)
+        return await _txn_offset_commit(ctx, scope, body)
 
 
-async def _txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def _txn_offset_commit(
+    ctx: BrokerContext, scope: RequestScope, body: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse:
+    resp = response_for(body)
     version = body.__version__
     producer = Producer(body.producer_id, body.producer_epoch)
     # The group must be in the transaction, or its offsets would never be settled: v5 joins it
     # (transactions v2), older versions have sent AddOffsetsToTxn, which this also accepts.
     # Kafka's order: WRITE on the id and READ on the group refuse the whole request; a topic the
     # principal may not read is refused alone, and the coordinator sees only the readable ones.
-    denial = await _txn_denial(ctx, body.transactional_id, body.group_id)
+    denial = await _txn_denial(ctx, scope, body.transactional_id, body.group_id)
     readable = await ctx.access.authorizer.allowed_names(
-        Op.READ, Resource.TOPIC, {t.name for t in body.topics}
+        Op.READ, Resource.TOPIC, {t.name for t in body.topics}, scope
     )
     code = denial or ErrorCode.none
     if denial is None and (readable or not body.topics):
@@ -231,15 +268,15 @@ async def _txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -
             for tp in to_stage:
                 codes[(tp.topic, tp.partition)] = GROUPS_UNAVAILABLE
     return make(
-        mod.TxnOffsetCommitResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         topics=tuple(
             make(
-                mod.TxnOffsetCommitResponseTopic,
+                sibling(resp, "TxnOffsetCommitResponseTopic"),
                 name=t.name,
                 partitions=tuple(
                     make(
-                        mod.TxnOffsetCommitResponsePartition,
+                        sibling(resp, "TxnOffsetCommitResponsePartition"),
                         partition_index=p.partition_index,
                         error_code=codes[(t.name, p.partition_index)],
                     )
@@ -251,11 +288,11 @@ async def _txn_offset_commit(ctx: BrokerContext, body: TxnOffsetCommitRequest) -
     )
 
 
-async def handle_end_txn(ctx: BrokerContext, body: EndTxnRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_end_txn(ctx: BrokerContext, body: EndTxnRequest, scope: RequestScope) -> EndTxnResponse:
+    resp = response_for(body)
     version = body.__version__
     code, result = ErrorCode.transactional_id_authorization_failed, None
-    if await _txn_denial(ctx, body.transactional_id) is None:
+    if await _txn_denial(ctx, scope, body.transactional_id) is None:
         code, result = await _attempt(
             ctx.transactions.end(
                 body.transactional_id,
@@ -266,7 +303,7 @@ async def handle_end_txn(ctx: BrokerContext, body: EndTxnRequest) -> ResponsePay
             )
         )
     return make(
-        mod.EndTxnResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         producer_id=result.producer_id if result else -1,
@@ -275,12 +312,14 @@ async def handle_end_txn(ctx: BrokerContext, body: EndTxnRequest) -> ResponsePay
 
 
 async def handle_describe_transactions(
-    ctx: BrokerContext, body: DescribeTransactionsRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
+    ctx: BrokerContext, body: DescribeTransactionsRequest, scope: RequestScope
+) -> DescribeTransactionsResponse:
+    resp = response_for(body)
     states = []
     for transactional_id in body.transactional_ids:
-        if await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, transactional_id):
+        if await ctx.access.authorizer.allowed(
+            Op.DESCRIBE, Resource.TRANSACTIONAL_ID, transactional_id, scope
+        ):
             code, s = await _attempt(ctx.transactions.state_of(transactional_id))
         else:
             code, s = ErrorCode.transactional_id_authorization_failed, None
@@ -291,11 +330,11 @@ async def handle_describe_transactions(
             name, _, p = key.rpartition(":")
             topics.setdefault(name, []).append(int(p))
         # Kafka leaves out the partitions of topics the principal may not describe.
-        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.TOPIC, topics)
+        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.TOPIC, topics, scope)
         topics = {n: ps for n, ps in topics.items() if n in shown}
         states.append(
             make(
-                mod.TransactionState,
+                sibling(resp, "TransactionState"),
                 error_code=code,
                 transactional_id=transactional_id,
                 transaction_state=s.state if s else "",
@@ -303,19 +342,24 @@ async def handle_describe_transactions(
                 transaction_start_time=_time(s.started_ms if s else -1),
                 producer_id=s.producer_id if s else -1,
                 producer_epoch=s.producer_epoch if s else -1,
-                topics=tuple(make(mod.TopicData, topic=n, partitions=tuple(ps)) for n, ps in topics.items()),
+                topics=tuple(
+                    make(sibling(resp, "TopicData"), topic=n, partitions=tuple(ps))
+                    for n, ps in topics.items()
+                ),
             )
         )
-    return make(mod.DescribeTransactionsResponse, throttle_time=NO_THROTTLE, transaction_states=tuple(states))
+    return make(resp, throttle_time=NO_THROTTLE, transaction_states=tuple(states))
 
 
 def _time(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(max(ms, 0) / 1000, tz=datetime.UTC)
 
 
-async def handle_list_transactions(ctx: BrokerContext, body: ListTransactionsRequest) -> ResponsePayload:
+async def handle_list_transactions(
+    ctx: BrokerContext, body: ListTransactionsRequest, scope: RequestScope
+) -> ListTransactionsResponse:
     """Every transactional id (state is shared by all brokers, so each one lists them all)."""
-    mod = response_module_of(body)
+    resp = response_for(body)
     state_filters = set(body.state_filters)
     unknown = tuple(f for f in body.state_filters if f not in STATES)
     pids = set(body.producer_id_filters)
@@ -327,7 +371,7 @@ async def handle_list_transactions(ctx: BrokerContext, body: ListTransactionsReq
     code = ErrorCode.none
     try:
         ids = await ctx.transactions.all_ids()
-        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, ids)
+        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.TRANSACTIONAL_ID, ids, scope)
         for transactional_id in ids:
             if transactional_id not in shown:
                 continue
@@ -346,13 +390,16 @@ async def handle_list_transactions(ctx: BrokerContext, body: ListTransactionsReq
     except STORAGE_ERRORS:
         code, found = GROUPS_UNAVAILABLE, []
     return make(
-        mod.ListTransactionsResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         unknown_state_filters=unknown,
         transaction_states=tuple(
             make(
-                mod.TransactionState, transactional_id=t, producer_id=s.producer_id, transaction_state=s.state
+                sibling(resp, "TransactionState"),
+                transactional_id=t,
+                producer_id=s.producer_id,
+                transaction_state=s.state,
             )
             for t, s in found
         ),

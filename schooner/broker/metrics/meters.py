@@ -17,9 +17,10 @@ from kio.schema.index import api_key_map
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 
 from ...protocol.messages import NO_RESPONSE, Answer, Request
+from ..net.session import RequestScope
 from .errors import error_codes
 
-Dispatch = Callable[[Request], Awaitable[Answer]]
+Dispatch = Callable[[Request, RequestScope], Awaitable[Answer]]
 
 # Requests: from well under a millisecond (metadata, a small produce) to a long-polling fetch's wait.
 REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -157,7 +158,7 @@ class BrokerMetrics:
         per_request = self._per_request
         clock = time.perf_counter
 
-        async def measured(request: Request) -> Answer:
+        async def measured(request: Request, scope: RequestScope) -> Answer:
             header = request.header
             key = (header.api_key, header.api_version)
             meters = per_request.get(key)
@@ -165,7 +166,7 @@ class BrokerMetrics:
                 meters = per_request[key] = _RequestMeters(self, api_label(key[0]), key[1])
             started = clock()
             try:
-                answer = await handle(request)
+                answer = await handle(request, scope)
             except Exception:  # the connection closes: the client sees no code, Kafka would say this one
                 self.error(header.api_key, ErrorCode.unknown_server_error)
                 raise

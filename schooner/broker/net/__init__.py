@@ -1,7 +1,7 @@
 """The network: listening sockets, connections and what each connection carries.
 
 ```
-session.py limits.py watchdog.py   who is on the other end (Session; SESSION and CLIENT per request),
+session.py limits.py watchdog.py   who is on the other end (Session), a request's RequestScope,
                                    what one connection may cost, its one timer for deadlines
 tls.py refusals.py                 TLS contexts and certificate principals; the log of refusals
 response_budget.py                 the bytes of responses a client has not taken yet

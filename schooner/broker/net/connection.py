@@ -39,13 +39,13 @@ from . import authentication
 from .limits import ConnectionStats, Limits, Notices
 from .refusals import refused
 from .response_budget import ResponseBudget, reservation
-from .session import CLIENT, SESSION, Session
+from .session import RequestScope, Session
 from .watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
 # Runs a request's handler (dispatch.py): the response, or NO_RESPONSE when none is due.
-Dispatch = Callable[[Request], Awaitable[Answer]]
+Dispatch = Callable[[Request, RequestScope], Awaitable[Answer]]
 READ_CHUNK = 1 << 16
 RECANCEL_SECONDS = 0.1  # how soon an abandoned fetch that did not stop is cancelled again
 # A request held: its header, what produces its encoded response (None: nothing to send), its frame size.
@@ -80,7 +80,8 @@ class Connection:
         self._loop = asyncio.get_running_loop()
         self._decoder = FrameDecoder(authentication.frame_limit(session, limits))
         self._alone: asyncio.Future[_Out] | None = None  # a request served alone (SASL), until answered
-        self._alone_api = ""  # its API's name, for the log
+        self._alone_api = ""  # its API's name and client id, for the log
+        self._alone_client = ""
         self._pending: asyncio.Queue[_Held | None] = asyncio.Queue()  # bounded by the in-flight limits
         self.peer = writer.get_extra_info("peername")
         self._host = f"/{self.peer[0]}" if isinstance(self.peer, tuple) else "/unknown"
@@ -130,7 +131,6 @@ class Connection:
 
     # -- reading ----------------------------------------------------------------------------------
     async def _read_requests(self) -> None:
-        SESSION.set(self.session)  # the requests' tasks copy this task's context
         while not self._draining and not self._closed:
             try:
                 data = await self._reader.read(READ_CHUNK)
@@ -252,13 +252,13 @@ class Connection:
     def _start(self, request: Request, size: int, reserve: int) -> bool:
         """Starts the request's handler; False when the request closes the connection."""
         header = request.header
-        CLIENT.set((header.client_id or "", self._host))
+        scope = RequestScope(self.session, header.client_id or "", self._host)
         why = authentication.refusal(self.session, header.api_key, self._loop.time())
         if why is not None:
-            refused(log, _name(header), f"{why}; closing the connection", session=self.session)
+            refused(log, _name(header), f"{why}; closing the connection", scope=scope)
             return False
         self._responses.reserve(reserve)
-        answer = asyncio.ensure_future(self._compute(request, reserve))
+        answer = asyncio.ensure_future(self._compute(request, scope, reserve))
         if header.api_key in _CANCELLABLE:
             self._waits.add(answer)
             answer.add_done_callback(self._waits.discard)
@@ -266,6 +266,7 @@ class Connection:
         if authentication.served_alone(self.session, header.api_key):
             self._alone = answer
             self._alone_api = _name(header)
+            self._alone_client = scope.client_id
         return True
 
     async def _settle_alone(self) -> bool:
@@ -275,7 +276,7 @@ class Connection:
             await asyncio.wait([answer])  # not cancelled with this task: the responder awaits it too
         if self.session.closing is not None:
             reason = f"{self.session.closing}; closing the connection"
-            refused(log, self._alone_api, reason, session=self.session)
+            refused(log, self._alone_api, reason, client_id=self._alone_client, session=self.session)
             # Nothing more is read; the close waits a little, so the client reads the answer first
             # and does not reconnect in a tight loop (Kafka's connection.failed.authentication.delay.ms).
             await asyncio.sleep(self._limits.failed_authentication_delay_seconds)
@@ -283,11 +284,11 @@ class Connection:
         self._decoder.max_frame_bytes = authentication.frame_limit(self.session, self._limits)
         return not self._closed
 
-    async def _compute(self, request: Request, reserve: int) -> _Out:
+    async def _compute(self, request: Request, scope: RequestScope, reserve: int) -> _Out:
         """Runs the handler and encodes its response here, so its size counts as soon as it exists."""
         size = 0
         try:
-            body = await self._handle(request)
+            body = await self._handle(request, scope)
             if body is NO_RESPONSE:  # acks=0 produce: the client reads no reply
                 return None
             try:

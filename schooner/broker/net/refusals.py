@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Any
 
-from .session import ANONYMOUS, CLIENT, SESSION, Session
+from .session import ANONYMOUS, RequestScope, Session
 
 REPEAT_SECONDS = 5.0
 MAX_REMEMBERED = 10_000  # distinct (reason, client) pairs remembered; a flood of new ones is pruned
@@ -69,23 +69,27 @@ def refused(
     reason: str,
     *,
     kind: str | None = None,
+    scope: RequestScope | None = None,
     client_id: str | None = None,
     session: Session | None = None,
     **fields: Any,
 ) -> None:
     """Logs at INFO that a request of `api` was refused and why. The client id, peer and principal come
-    from the request's context (CLIENT, SESSION) unless given. `kind`, when given, is what repeats are
-    told apart by instead of the whole reason (for reasons that carry varying numbers); `fields` are
-    more structured fields (topic, error, ...)."""
+    from the request's scope, or from `client_id` and `session` where there is no scope yet (a frame
+    refused before its handler). `kind`, when given, is what repeats are told apart by instead of the
+    whole reason (for reasons that carry varying numbers); `fields` are more structured fields (topic,
+    error, ...)."""
     if not log.isEnabledFor(logging.INFO):
         return
-    if session is None:
-        session = SESSION.get(None)
-    context_client, context_host = CLIENT.get()
+    scope_host = ""
+    if scope is not None:
+        session = scope.session if session is None else session
+        client_id = scope.client_id if client_id is None else client_id
+        scope_host = scope.client_host
     if client_id is None:
-        client_id = context_client
-    peer = peer_of(session, context_host)
-    host = session.host if session is not None else context_host
+        client_id = ""
+    peer = peer_of(session, scope_host)
+    host = session.host if session is not None else scope_host
     suppressed = REPEATS.admit((log.name, api, kind or reason, client_id, host), time.monotonic())
     if suppressed is None:
         return

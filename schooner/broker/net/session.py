@@ -1,17 +1,19 @@
 """Who is on the other end of a connection: the listener, the client's address, and (once it has
 authenticated) its principal and tenant. One Session per connection, shared by its requests.
 
-Handlers read the session of the request they serve through SESSION, as they read CLIENT: the
-connection sets it for each request, so handler signatures stay (context, request).
+A handler learns who asks from its third argument, a RequestScope: the connection's session, the
+request's client id and the client's quota windows (dispatch builds it), so a handler's answer depends
+on its arguments alone and a test of one handler passes a scope instead of setting any context.
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import Listener
+from ...security.acls import Caller
+from ...security.quotas import ClientLimits
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -46,6 +48,28 @@ class Session:
         return self.principal.partition(":")[2]
 
 
-SESSION: ContextVar[Session] = ContextVar("session")
-# (client id, client host) of the request being handled; set by the connection for each request.
-CLIENT: ContextVar[tuple[str, str]] = ContextVar("client", default=("", ""))
+@dataclass(frozen=True, slots=True)
+class RequestScope:
+    """Who sent the request a handler serves, beside the request itself: the handler's third argument.
+
+    The connection builds it for each request (session, client id, host) and dispatch adds the client's
+    quota windows when some client quota applies to it (broker/quotas.py).
+    """
+
+    session: Session
+    client_id: str = ""  # the request header's client id ("" when it has none)
+    # The client's address as Kafka shows it beside a client id (a group member's client host):
+    # "/<ip>"; "" outside a connection.
+    client_host: str = ""
+    # The quota windows the client is counted in, for a handler that shapes its answer by them
+    # (Fetch caps max_bytes at what consumer_byte_rate allows); None when no quota applies.
+    limits: ClientLimits | None = None
+
+    @property
+    def caller(self) -> Caller:
+        """The principal and host that ACLs are checked for."""
+        return Caller(self.session.principal, self.session.host)
+
+    @property
+    def tenant(self) -> str | None:
+        return self.session.tenant

@@ -142,10 +142,17 @@ class PartitionWriter:
             return answer
 
     async def append(
-        self, turn: Turn, topic: Topic, partition: int, batches: list[ProducedBatch]
+        self,
+        turn: Turn,
+        topic: Topic,
+        partition: int,
+        batches: list[ProducedBatch],
+        transactional_id: str | None = None,
     ) -> PartitionAppend:
         """Sends the appends in the partition's turn; the replies are awaited after it, so the next
-        request's batches go out while Redis runs these (the lane keeps them in order)."""
+        request's batches go out while Redis runs these (the lane keeps them in order).
+        transactional_id: the request's, which its transactional batches are appended with."""
+        txn_ids = [transactional_id if b.is_transactional else None for b in batches]
         order, key = self._order, turn.key
         async with turn:
             sequenced_batches = [b for b in batches if sequenced(b)]
@@ -154,7 +161,10 @@ class PartitionWriter:
             for b in sequenced_batches:
                 order.opened(key, b)
             try:
-                pending = [await self._store.send_append(topic, partition, batch) for batch in batches]
+                pending = [
+                    await self._store.send_append(topic, partition, batch, txn_id)
+                    for batch, txn_id in zip(batches, txn_ids, strict=True)
+                ]
             except BaseException as exc:
                 self._close(key, sequenced_batches)
                 if isinstance(exc, STORAGE_ERRORS):
@@ -162,8 +172,8 @@ class PartitionWriter:
                 raise
         try:
             results = [
-                await self._settle(topic, partition, batch, f)
-                for batch, f in zip(batches, pending, strict=True)
+                await self._settle(topic, partition, batch, f, txn_id)
+                for batch, f, txn_id in zip(batches, pending, txn_ids, strict=True)
             ]
         except OUTCOME_UNKNOWN as exc:
             # Sent, but no reply (Redis timed out or the connection broke): the batch may be appended.
@@ -225,9 +235,14 @@ class PartitionWriter:
             self._order.closed(key, batch, False)
 
     async def _settle(
-        self, topic: Topic, partition: int, batch: ProducedBatch, sent: asyncio.Future[AppendResult]
+        self,
+        topic: Topic,
+        partition: int,
+        batch: ProducedBatch,
+        sent: asyncio.Future[AppendResult],
+        transactional_id: str | None,
     ) -> AppendResult:
-        result = await self._store.settle_append(topic, partition, batch, sent)
+        result = await self._store.settle_append(topic, partition, batch, sent, transactional_id)
         if result.status >= 0 and result.status != DUPLICATE:
             self._waiters.notify(topic.name, partition)
             self._keep_recent(topic, partition, batch, result)  # no await between: before a fetch wakes

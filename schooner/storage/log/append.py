@@ -78,8 +78,6 @@ class Batch(Protocol):
     @property
     def size_bytes(self) -> int: ...
     @property
-    def transactional_id(self) -> str | None: ...
-    @property
     def plain(self) -> PlainRecords | None: ...
 
 
@@ -90,7 +88,6 @@ class RecordBatch:
     producer_epoch: int = -1
     base_sequence: int = -1
     size_bytes: int = 0
-    transactional_id: str | None = None
     plain: PlainRecords | None = None
 
 
@@ -99,9 +96,12 @@ def estimated_size(records: Sequence[RecordLike]) -> int:
     return sum(len(r.value or b"") + len(r.key or b"") + 24 for r in records)
 
 
-def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> list[Any]:
+def append_args(
+    topic: Topic, partition: int, batch: Batch, notice: Notice, transactional_id: str | None = None
+) -> list[Any]:
     """log_append.lua's ARGV: the batch's header values, then its records in runs of one shape and
-    timestamp (a count, the shape, the timestamp, then the runs' fields; see log_append.lua)."""
+    timestamp (a count, the shape, the timestamp, then the runs' fields; see log_append.lua).
+    transactional_id: the producing request's, for a transactional batch; None for any other."""
     records = batch.records
     channel, message, spublish = notice
     args: list[Any] = [
@@ -120,7 +120,7 @@ def append_args(topic: Topic, partition: int, batch: Batch, notice: Notice) -> l
         str(topic.id),
         -1,  # the batch's highest timestamp, filled in below
         0,  # and the index of its record
-        batch.transactional_id or "",
+        transactional_id or "",
         spublish,
     ]
     plain = batch.plain
@@ -202,11 +202,20 @@ def _mixed_runs(records: Sequence[RecordLike]) -> list[Any]:
 
 
 def append(
-    ks: Keyspace, topic: Topic, partition: int, batch: Batch, *, notify: bool = True, sharded: bool = False
+    ks: Keyspace,
+    topic: Topic,
+    partition: int,
+    batch: Batch,
+    *,
+    notify: bool = True,
+    sharded: bool = False,
+    transactional_id: str | None = None,
 ) -> Call[AppendResult]:
     """The append of one batch; a size_bytes of 0 is estimated from the records. `sharded` (on a Redis
-    Cluster) sends the wake-up notice on the partition's sharded channel (see notices.py)."""
-    args = append_args(topic, partition, batch, notice_args(ks, topic.name, partition, notify, sharded))
+    Cluster) sends the wake-up notice on the partition's sharded channel (see notices.py);
+    `transactional_id` is the producing request's, for a transactional batch."""
+    notice = notice_args(ks, topic.name, partition, notify, sharded)
+    args = append_args(topic, partition, batch, notice, transactional_id)
     offsets = topic.offsets
     return script(
         "log_append", ks.partition_keys(topic.name, partition), args, lambda r: parse_append_reply(r, offsets)
@@ -214,7 +223,13 @@ def append(
 
 
 def append_restamped(
-    ks: Keyspace, topic: Topic, partition: int, batch: Batch, *, sharded: bool = False
+    ks: Keyspace,
+    topic: Topic,
+    partition: int,
+    batch: Batch,
+    *,
+    sharded: bool = False,
+    transactional_id: str | None = None,
 ) -> Steps[AppendResult | None]:
     """After UNKNOWN_PARTITION: stamps the partition and appends again, in one round trip, when the
     topic still has this id and partition (a create interrupted before its second step). None otherwise."""
@@ -223,7 +238,10 @@ def append_restamped(
     if topic_id is None or uuid.UUID(topic_id.decode()) != topic.id or partition >= int(partitions):
         return None
     stamp: Call[int] = command("HSET", ks.partition_state(topic.name, partition), "topic_id", str(topic.id))
-    replies = yield [stamp, append(ks, topic, partition, batch, sharded=sharded)]
+    replies = yield [
+        stamp,
+        append(ks, topic, partition, batch, sharded=sharded, transactional_id=transactional_id),
+    ]
     result: AppendResult = replies[1]
     return result
 

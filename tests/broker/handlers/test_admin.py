@@ -24,6 +24,8 @@ from kafka.admin import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
 from schooner.broker.dispatch import HANDLERS
+from schooner.broker.net.session import RequestScope, Session
+from schooner.config import Listener
 from schooner.protocol.apis import SUPPORTED_VERSIONS, ApiKey, request_type
 from schooner.protocol.messages import RequestHeader, encode_response, make, sibling
 from schooner.storage.redis.embedded import EmbeddedRedis
@@ -302,7 +304,8 @@ def _part(api: ApiKey, v: int, cls: str, **values: Any) -> Any:
 def _call(broker: Any, api: ApiKey, v: int, **values: Any) -> Any:
     """Runs the dispatched handler on the broker's loop, and checks that its response serializes."""
     body = make(request_type(api, v), **{**_DEFAULTS[api], **values})
-    response = broker.call(HANDLERS[api](broker.broker.ctx, body))
+    scope = RequestScope(Session(Listener("PLAINTEXT", "127.0.0.1", 0), "127.0.0.1"), "test", "/127.0.0.1")
+    response = broker.call(HANDLERS[api](broker.broker.ctx, body, scope))
     encode_response(RequestHeader(api, v, 1, "test"), response)
     return response
 

@@ -374,8 +374,10 @@ def test_runs_of_records_are_stored_one_entry_each_in_order(run, kind: str, tran
     async def body(redis: Any, ks: Keyspace) -> None:
         t = await _topic(redis, ks, **small)
         await _append(redis, ks, t, 0, [R(b"before", 0)])  # the batch starts mid-millisecond
-        batch = RecordBatch(records, transactional_id="tx" if transactional else None)
-        result = await calls.run(redis, log_append.append(ks, t, 0, batch))
+        txn_id = "tx" if transactional else None
+        result = await calls.run(
+            redis, log_append.append(ks, t, 0, RecordBatch(records), transactional_id=txn_id)
+        )
         assert result.status == APPENDED
         assert result.last_offset == result.base_offset + len(records) - 1
         read = await calls.drive(redis, log_read.read(ks, t, 0, result.base_offset, 100))

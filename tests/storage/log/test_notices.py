@@ -44,8 +44,9 @@ def test_one_redis_scripts_publish_on_the_appended_channel(redis_server, keyspac
             assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"
             assert (await calls.run(redis, log_append.append(ks, t, 1, _batch(b"a")))).status == APPENDED
             await calls.run(redis, log_append.append(ks, t, 0, _batch(b"quiet"), notify=False))
-            txn = _batch(b"in a txn", producer_id=7, producer_epoch=0, base_sequence=0, transactional_id="x")
-            assert (await calls.run(redis, log_append.append(ks, t, 0, txn))).status == APPENDED
+            txn = _batch(b"in a txn", producer_id=7, producer_epoch=0, base_sequence=0)
+            in_txn = log_append.append(ks, t, 0, txn, transactional_id="x")
+            assert (await calls.run(redis, in_txn)).status == APPENDED
             marker = transactions.write_marker(ks, t, 0, 7, 0, True)
             assert (await calls.run(redis, marker)).status == transactions.MARKER_WRITTEN
             heard = []
@@ -97,8 +98,8 @@ def test_cluster_hears_only_the_partitions_it_wants_each_from_its_primary(redis_
 
             # A transaction marker notifies as well.
             first = wanted[0].partition
-            txn = _batch(b"t", producer_id=9, producer_epoch=0, base_sequence=0, transactional_id="tx")
-            await calls.run(redis, log_append.append(ks, t, first, txn, sharded=True))
+            txn = _batch(b"t", producer_id=9, producer_epoch=0, base_sequence=0)
+            await calls.run(redis, log_append.append(ks, t, first, txn, sharded=True, transactional_id="tx"))
             marker = transactions.write_marker(ks, t, first, 9, 0, False, sharded=True)
             assert (await calls.run(redis, marker)).status == transactions.MARKER_WRITTEN
             await _until(lambda: notices.heard[wanted[0]] == 3, 5, f"marker heard: {notices.heard}")

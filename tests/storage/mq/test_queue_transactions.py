@@ -35,7 +35,7 @@ class Log:
     def txn(self, pid: int, *values: bytes) -> None:
         seq = self.sequences.get(pid, 0)
         self.sequences[pid] = seq + len(values)
-        self._append(RecordBatch(self._records(values), pid, 0, seq, transactional_id=f"tx-{pid}"))
+        self._append(RecordBatch(self._records(values), pid, 0, seq), f"tx-{pid}")
 
     def end(self, pid: int, commit: bool) -> None:
         result = run(self.redis, transactions.write_marker(self.ks, self.topic, 0, pid, 0, commit))
@@ -44,8 +44,9 @@ class Log:
     def _records(self, values: tuple[bytes, ...]) -> list[Record]:
         return [Record(int(time.time() * 1000), None, v) for v in values]
 
-    def _append(self, batch: RecordBatch) -> None:
-        assert run(self.redis, log_append.append(self.ks, self.topic, 0, batch)).status == APPENDED
+    def _append(self, batch: RecordBatch, transactional_id: str | None = None) -> None:
+        appended = log_append.append(self.ks, self.topic, 0, batch, transactional_id=transactional_id)
+        assert run(self.redis, appended).status == APPENDED
 
 
 def _values(reply: Any) -> list[bytes | None]:

@@ -174,8 +174,11 @@ def test_read_committed_skips_aborted_records_and_waits_for_open_ones(
     now = int(time.time() * 1000)
 
     def txn(pid: int, seq: int, *values: bytes) -> None:
-        batch = RecordBatch([Record(now, None, v) for v in values], pid, 0, seq, transactional_id=f"tx-{pid}")
-        assert run(redis, log_append.append(ks, topic, 0, batch)).status == APPENDED
+        batch = RecordBatch([Record(now, None, v) for v in values], pid, 0, seq)
+        assert (
+            run(redis, log_append.append(ks, topic, 0, batch, transactional_id=f"tx-{pid}")).status
+            == APPENDED
+        )
 
     def end(pid: int, commit: bool) -> None:
         marker = transactions.write_marker(ks, topic, 0, pid, 0, commit)

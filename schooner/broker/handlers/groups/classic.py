@@ -8,14 +8,13 @@ import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
 from ....coordinators.groups.classic.group import GroupState
 from ....coordinators.groups.classic.model import Group
 from ....coordinators.groups.coordinator import JoinRequest, NotCoordinator
 from ....coordinators.groups.ownership import kind_of
 from ....coordinators.groups.share.group import ShareGroup
-from ....protocol.messages import make, response_module_of
+from ....protocol.messages import make, sibling
 from ....protocol.request_types import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -26,12 +25,23 @@ from ....protocol.request_types import (
     ListGroupsRequest,
     SyncGroupRequest,
 )
+from ....protocol.response_types import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    SyncGroupResponse,
+    response_for,
+)
 from ....security.acls import OPERATIONS_OMITTED
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType as Resource
 from ...context import BrokerContext
 from ...net.refusals import refused
-from ...net.session import CLIENT
+from ...net.session import RequestScope
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from ..endpoints import endpoint_for
 from .share import forget_share_state
@@ -56,8 +66,10 @@ def _ms(value: datetime.timedelta | int) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
-async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_find_coordinator(
+    ctx: BrokerContext, body: FindCoordinatorRequest, scope: RequestScope
+) -> FindCoordinatorResponse:
+    resp = response_for(body)
     keys = list(body.coordinator_keys) if hasattr(body, "coordinator_keys") else [body.key]
     answers = []
     for key in keys:
@@ -66,13 +78,15 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
         if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
             code, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
             reason = f"coordinator key type {key_type} for {key!r} is not supported (0 group, 1 transaction)"
-            refused(log, "FIND_COORDINATOR", reason, kind=f"key type {key_type}", key_type=key_type)
+            refused(
+                log, "FIND_COORDINATOR", reason, kind=f"key type {key_type}", key_type=key_type, scope=scope
+            )
         elif key_type == KEY_TYPE_GROUP and not await ctx.access.authorizer.allowed(
-            Op.DESCRIBE, Resource.GROUP, key
+            Op.DESCRIBE, Resource.GROUP, key, scope
         ):
             code = ErrorCode.group_authorization_failed
         elif key_type == KEY_TYPE_TRANSACTION and not await ctx.access.authorizer.allowed(
-            Op.DESCRIBE, Resource.TRANSACTIONAL_ID, key
+            Op.DESCRIBE, Resource.TRANSACTIONAL_ID, key, scope
         ):
             code = ErrorCode.transactional_id_authorization_failed
         else:
@@ -83,7 +97,7 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
                 code = GROUPS_UNAVAILABLE
         address: tuple[int, str, int] | None = None
         if node is not None:
-            where = endpoint_for(node)
+            where = endpoint_for(node, scope)
             if where is None:  # the coordinator has no listener like this request's (Kafka's answer)
                 code = GROUPS_UNAVAILABLE
             else:
@@ -91,11 +105,11 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
         answers.append((key, code, message, address))
     if hasattr(body, "coordinator_keys"):
         return make(
-            mod.FindCoordinatorResponse,
+            resp,
             throttle_time=NO_THROTTLE,
             coordinators=tuple(
                 make(
-                    mod.Coordinator,
+                    sibling(resp, "Coordinator"),
                     key=key,
                     node_id=address[0] if address else -1,
                     host=address[1] if address else "",
@@ -108,7 +122,7 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
         )
     _, code, message, address = answers[0]
     return make(
-        mod.FindCoordinatorResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         error_message=message,
@@ -118,14 +132,16 @@ async def handle_find_coordinator(ctx: BrokerContext, body: FindCoordinatorReque
     )
 
 
-async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_join_group(
+    ctx: BrokerContext, body: JoinGroupRequest, scope: RequestScope
+) -> JoinGroupResponse:
+    resp = response_for(body)
     version = body.__version__
-    client_id, host = CLIENT.get()
+    client_id, host = scope.client_id, scope.client_host
     session_ms = _ms(body.session_timeout)
     rebalance_ms = _ms(getattr(body, "rebalance_timeout", body.session_timeout))
     try:
-        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id, scope):
             raise _Denied
         result = await ctx.groups.join(
             JoinRequest(
@@ -149,13 +165,13 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
     except STORAGE_ERRORS:
         code, values = GROUPS_UNAVAILABLE, None
     if code == ErrorCode.invalid_session_timeout:
-        _log_session_refusal(ctx, body.group_id, session_ms)
+        _log_session_refusal(ctx, scope, body.group_id, session_ms)
     members = tuple(
-        make(mod.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=md)
+        make(sibling(resp, "JoinGroupResponseMember"), member_id=m, group_instance_id=i, metadata=md)
         for m, i, md in (values.members if values else [])
     )
     return make(
-        mod.JoinGroupResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         generation_id=values.generation if values else -1,
@@ -168,7 +184,7 @@ async def handle_join_group(ctx: BrokerContext, body: JoinGroupRequest) -> Respo
     )
 
 
-def _log_session_refusal(ctx: BrokerContext, group_id: str, session_ms: int) -> None:
+def _log_session_refusal(ctx: BrokerContext, scope: RequestScope, group_id: str, session_ms: int) -> None:
     """The client's consumer just fails its join; only the broker's log can say which bound it broke."""
     low, high = ctx.settings.group_min_session_ms, ctx.settings.group_max_session_ms
     reason = (
@@ -176,13 +192,15 @@ def _log_session_refusal(ctx: BrokerContext, group_id: str, session_ms: int) -> 
         f"[{low}, {high}] ms (group_min_session_ms, group_max_session_ms)"
     )
     error = "INVALID_SESSION_TIMEOUT"
-    refused(log, "JOIN_GROUP", reason, kind="session timeout", group=group_id, error=error)
+    refused(log, "JOIN_GROUP", reason, kind="session timeout", group=group_id, error=error, scope=scope)
 
 
-async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_sync_group(
+    ctx: BrokerContext, body: SyncGroupRequest, scope: RequestScope
+) -> SyncGroupResponse:
+    resp = response_for(body)
     try:
-        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id, scope):
             raise _Denied
         result = await ctx.groups.sync(
             body.group_id,
@@ -201,7 +219,7 @@ async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> Respo
     except STORAGE_ERRORS:
         code, protocol_type, protocol, assignment = GROUPS_UNAVAILABLE, None, None, b""
     return make(
-        mod.SyncGroupResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         protocol_type=protocol_type,
@@ -210,10 +228,12 @@ async def handle_sync_group(ctx: BrokerContext, body: SyncGroupRequest) -> Respo
     )
 
 
-async def handle_heartbeat(ctx: BrokerContext, body: HeartbeatRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_heartbeat(
+    ctx: BrokerContext, body: HeartbeatRequest, scope: RequestScope
+) -> HeartbeatResponse:
+    resp = response_for(body)
     try:
-        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id, scope):
             raise _Denied
         code = await ctx.groups.heartbeat(
             body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
@@ -224,11 +244,13 @@ async def handle_heartbeat(ctx: BrokerContext, body: HeartbeatRequest) -> Respon
         code = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
         code = GROUPS_UNAVAILABLE
-    return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=code)
+    return make(resp, throttle_time=NO_THROTTLE, error_code=code)
 
 
-async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_leave_group(
+    ctx: BrokerContext, body: LeaveGroupRequest, scope: RequestScope
+) -> LeaveGroupResponse:
+    resp = response_for(body)
     if hasattr(body, "members"):
         wanted = [(m.member_id, m.group_instance_id) for m in body.members]
     else:
@@ -236,7 +258,7 @@ async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> Res
     code = ErrorCode.none
     errors: list[ErrorCode] = []
     try:
-        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id, scope):
             raise _Denied
         errors = await ctx.groups.leave(body.group_id, wanted)
     except _Denied:
@@ -248,11 +270,11 @@ async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> Res
     if not hasattr(body, "members") and errors:
         code = errors[0]
     return make(
-        mod.LeaveGroupResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         members=tuple(
-            make(mod.MemberResponse, member_id=m, group_instance_id=i, error_code=e)
+            make(sibling(resp, "MemberResponse"), member_id=m, group_instance_id=i, error_code=e)
             for (m, i), e in zip(wanted, errors, strict=False)
         )
         if hasattr(body, "members")
@@ -260,8 +282,10 @@ async def handle_leave_group(ctx: BrokerContext, body: LeaveGroupRequest) -> Res
     )
 
 
-async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_describe_groups(
+    ctx: BrokerContext, body: DescribeGroupsRequest, scope: RequestScope
+) -> DescribeGroupsResponse:
+    resp = response_for(body)
     with_operations = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
@@ -275,23 +299,27 @@ async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest
             members=(),
             authorized_operations=UNKNOWN_OPERATIONS,
         )
-        if not await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
+        if not await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id, scope):
             values["error_code"] = ErrorCode.group_authorization_failed
-            described.append(make(mod.DescribedGroup, **values))
+            described.append(make(sibling(resp, "DescribedGroup"), **values))
             continue
         if with_operations:
-            values["authorized_operations"] = await ctx.access.authorizer.operations(Resource.GROUP, group_id)
+            values["authorized_operations"] = await ctx.access.authorizer.operations(
+                Resource.GROUP, group_id, scope
+            )
         try:
             group = await ctx.groups.find(group_id)
             if group is None:
-                described.append(make(mod.DescribedGroup, **values))  # never seen: Dead, as Kafka says
+                described.append(
+                    make(sibling(resp, "DescribedGroup"), **values)
+                )  # never seen: Dead, as Kafka says
                 continue
             if not isinstance(group, Group):
                 # Kafka answers Dead for a consumer or share group here, and from v6 says why.
                 if body.__version__ >= 6:
                     values["error_code"] = ErrorCode.group_id_not_found
                     values["error_message"] = f"Group {group_id} is not a classic group."
-                described.append(make(mod.DescribedGroup, **values))
+                described.append(make(sibling(resp, "DescribedGroup"), **values))
                 continue
             values.update(
                 group_state=group.state.value,
@@ -299,7 +327,7 @@ async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest
                 protocol_data=group.protocol or "",
                 members=tuple(
                     make(
-                        mod.DescribedGroupMember,
+                        sibling(resp, "DescribedGroupMember"),
                         member_id=m.member_id,
                         group_instance_id=m.instance_id,
                         client_id=m.client_id,
@@ -314,13 +342,15 @@ async def handle_describe_groups(ctx: BrokerContext, body: DescribeGroupsRequest
             values["error_code"] = ErrorCode.not_coordinator
         except STORAGE_ERRORS:
             values["error_code"] = GROUPS_UNAVAILABLE
-        described.append(make(mod.DescribedGroup, **values))
-    return make(mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
+        described.append(make(sibling(resp, "DescribedGroup"), **values))
+    return make(resp, throttle_time=NO_THROTTLE, groups=tuple(described))
 
 
-async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> ResponsePayload:
+async def handle_list_groups(
+    ctx: BrokerContext, body: ListGroupsRequest, scope: RequestScope
+) -> ListGroupsResponse:
     """Every broker can answer for the whole deployment: group state is in Redis."""
-    mod = response_module_of(body)
+    resp = response_for(body)
     states = {s.lower() for s in getattr(body, "states_filter", ()) or ()}
     types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
     try:
@@ -328,10 +358,10 @@ async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> Res
         saved = await ctx.store.group_states(ids)
     except STORAGE_ERRORS:
         code = GROUPS_UNAVAILABLE
-        return make(mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=code, groups=())
+        return make(resp, throttle_time=NO_THROTTLE, error_code=code, groups=())
     # Kafka: DESCRIBE on the cluster shows every group; otherwise those the principal may describe.
-    if not await ctx.access.authorizer.allowed_on_cluster(Op.DESCRIBE):
-        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.GROUP, ids)
+    if not await ctx.access.authorizer.allowed_on_cluster(Op.DESCRIBE, scope):
+        shown = await ctx.access.authorizer.allowed_names(Op.DESCRIBE, Resource.GROUP, ids, scope)
         ids = [i for i in ids if i in shown]
     listed = []
     for group_id in ids:
@@ -350,31 +380,35 @@ async def handle_list_groups(ctx: BrokerContext, body: ListGroupsRequest) -> Res
             continue
         listed.append(
             make(
-                mod.ListedGroup,
+                sibling(resp, "ListedGroup"),
                 group_id=group_id,
                 protocol_type=protocol_type,
                 group_state=state,
                 group_type=kind,
             )
         )
-    return make(
-        mod.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(listed)
-    )
+    return make(resp, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(listed))
 
 
-async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_delete_groups(
+    ctx: BrokerContext, body: DeleteGroupsRequest, scope: RequestScope
+) -> DeleteGroupsResponse:
+    resp = response_for(body)
     results = []
     for group_id in body.groups_names:
-        if not await ctx.access.authorizer.allowed(Op.DELETE, Resource.GROUP, group_id):
+        if not await ctx.access.authorizer.allowed(Op.DELETE, Resource.GROUP, group_id, scope):
             code = ErrorCode.group_authorization_failed
-            results.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=code))
+            results.append(make(sibling(resp, "DeletableGroupResult"), group_id=group_id, error_code=code))
             continue
         try:
             group = await ctx.groups.find(group_id)
             if group is None:
                 results.append(
-                    make(mod.DeletableGroupResult, group_id=group_id, error_code=ErrorCode.group_id_not_found)
+                    make(
+                        sibling(resp, "DeletableGroupResult"),
+                        group_id=group_id,
+                        error_code=ErrorCode.group_id_not_found,
+                    )
                 )
                 continue
             if group.members:
@@ -392,5 +426,5 @@ async def handle_delete_groups(ctx: BrokerContext, body: DeleteGroupsRequest) ->
             code = ErrorCode.not_coordinator
         except STORAGE_ERRORS:
             code = GROUPS_UNAVAILABLE
-        results.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=code))
-    return make(mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+        results.append(make(sibling(resp, "DeletableGroupResult"), group_id=group_id, error_code=code))
+    return make(resp, throttle_time=NO_THROTTLE, results=tuple(results))

@@ -11,16 +11,19 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from kio.static.protocol import ResponsePayload
-
 from ....coordinators.groups.consumer.coordinator import Heartbeat
 from ....coordinators.groups.consumer.group import ConsumerMember
 from ....coordinators.groups.modern.coordinator import MemberTimeouts
 from ....coordinators.groups.modern.group import Assignment
-from ....protocol.messages import make, response_module_of
+from ....protocol.messages import make
 from ....protocol.request_types import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from ....protocol.response_types import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
+    response_for,
+)
 from ...context import BrokerContext
-from ...net.session import CLIENT
+from ...net.session import RequestScope
 from ..common import NO_THROTTLE, STORAGE_ERRORS
 from .describe import Described, describe_group
 from .heartbeat import BrokerTopics, answer_heartbeat
@@ -52,9 +55,9 @@ def _owned(topic_partitions: Sequence[_OwnedPartitions] | None) -> Assignment | 
 
 
 async def handle_consumer_group_heartbeat(
-    ctx: BrokerContext, body: ConsumerGroupHeartbeatRequest
-) -> ResponsePayload:
-    client_id, host = CLIENT.get()
+    ctx: BrokerContext, body: ConsumerGroupHeartbeatRequest, scope: RequestScope
+) -> ConsumerGroupHeartbeatResponse:
+    client_id, host = scope.client_id, scope.client_host
     names = body.subscribed_topic_names
     hb = Heartbeat(
         group_id=body.group_id,
@@ -77,9 +80,13 @@ async def handle_consumer_group_heartbeat(
         timeouts = MemberTimeouts(
             ctx.settings.consumer_group_session_ms, ctx.settings.consumer_group_heartbeat_ms
         )
-    response = "ConsumerGroupHeartbeatResponse"
     return await answer_heartbeat(
-        ctx, body, response, timeouts, lambda: ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts)
+        ctx,
+        scope,
+        body,
+        response_for(body),
+        timeouts,
+        lambda: ctx.groups.consumer.heartbeat(hb, BrokerTopics(ctx), timeouts),
     )
 
 
@@ -93,12 +100,13 @@ async def _consumer_fields(m: ConsumerMember, assignment: Described) -> dict[str
 
 
 async def handle_consumer_group_describe(
-    ctx: BrokerContext, body: ConsumerGroupDescribeRequest
-) -> ResponsePayload:
-    mod = response_module_of(body)
+    ctx: BrokerContext, body: ConsumerGroupDescribeRequest, scope: RequestScope
+) -> ConsumerGroupDescribeResponse:
+    resp = response_for(body)
     with_operations = bool(body.include_authorized_operations)
     find, fields = ctx.groups.consumer.find, _consumer_fields
     described = [
-        await describe_group(ctx, group_id, mod, with_operations, find, fields) for group_id in body.group_ids
+        await describe_group(ctx, scope, group_id, resp, with_operations, find, fields)
+        for group_id in body.group_ids
     ]
-    return make(mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
+    return make(resp, throttle_time=NO_THROTTLE, groups=tuple(described))

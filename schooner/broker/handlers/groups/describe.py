@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
-from types import ModuleType
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -19,12 +18,16 @@ from kio.static.protocol import Entity
 from ....coordinators.groups.coordinator import NotCoordinator
 from ....coordinators.groups.modern.coordinator import Refusal
 from ....coordinators.groups.modern.group import Assignment, EpochGroup, EpochMember
-from ....protocol.messages import make
+from ....protocol.messages import make, sibling
+from ....protocol.response_types import ConsumerGroupDescribeResponse, ShareGroupDescribeResponse
 from ....security.acls import OPERATIONS_OMITTED, ResourceType
 from ....security.acls import AclOperation as Op
 from ...context import BrokerContext
+from ...net.session import RequestScope
 from ..common import GROUPS_UNAVAILABLE, STORAGE_ERRORS
 
+# The response whose DescribedGroup a group kind's describe builds.
+DescribeResponse = ConsumerGroupDescribeResponse | ShareGroupDescribeResponse
 M = TypeVar("M", bound=EpochMember)
 
 Described = Callable[[Assignment], Awaitable[Entity]]  # an assignment as the response's Assignment
@@ -48,55 +51,61 @@ def undescribed(group_id: str, **values: Any) -> dict[str, Any]:
 
 
 async def describe_refusal(
-    ctx: BrokerContext, group_id: str, values: dict[str, Any], with_operations: bool
+    ctx: BrokerContext, scope: RequestScope, group_id: str, values: dict[str, Any], with_operations: bool
 ) -> bool:
     """Kafka's check of a KIP-848 or share group describe: DESCRIBE on the group. Fills `values` (the
     DescribedGroup's) with the error, or with the authorized operations when they are asked for."""
-    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, ResourceType.GROUP, group_id, scope):
         values.update(
             error_code=ErrorCode.group_authorization_failed,
             error_message=f"The principal may not DESCRIBE group {group_id!r}.",
         )
         return True
     if with_operations:
-        values["authorized_operations"] = await ctx.access.authorizer.operations(ResourceType.GROUP, group_id)
+        values["authorized_operations"] = await ctx.access.authorizer.operations(
+            ResourceType.GROUP, group_id, scope
+        )
     return False
 
 
 async def describe_group(
     ctx: BrokerContext,
+    scope: RequestScope,
     group_id: str,
-    mod: ModuleType,
+    resp: type[DescribeResponse],
     with_operations: bool,
     find: Callable[[str], Awaitable[EpochGroup[M] | Refusal]],
     member_fields: MemberFields[M] | None = None,
 ) -> Entity:
     """One DescribedGroup: `find` is the kind's coordinator's lookup (the group, or why not)."""
     values = undescribed(group_id)
-    if await describe_refusal(ctx, group_id, values, with_operations):
-        return make(mod.DescribedGroup, **values)
+    if await describe_refusal(ctx, scope, group_id, values, with_operations):
+        return make(sibling(resp, "DescribedGroup"), **values)
     try:
         found = await find(group_id)
         if isinstance(found, Refusal):
             values.update(error_code=found.error, error_message=found.message)
-            return make(mod.DescribedGroup, **values)
+            return make(sibling(resp, "DescribedGroup"), **values)
         async with found.lock:
             values.update(
                 group_state=found.state.value,
                 group_epoch=found.group_epoch,
                 assignment_epoch=found.assignment_epoch,
                 assignor_name=found.assignor,
-                members=tuple(await _members(ctx, found, mod, member_fields)),
+                members=tuple(await _members(ctx, found, resp, member_fields)),
             )
     except NotCoordinator:
         values["error_code"] = ErrorCode.not_coordinator
     except STORAGE_ERRORS:
         values["error_code"] = GROUPS_UNAVAILABLE
-    return make(mod.DescribedGroup, **values)
+    return make(sibling(resp, "DescribedGroup"), **values)
 
 
 async def _members(
-    ctx: BrokerContext, group: EpochGroup[M], mod: ModuleType, member_fields: MemberFields[M] | None
+    ctx: BrokerContext,
+    group: EpochGroup[M],
+    resp: type[DescribeResponse],
+    member_fields: MemberFields[M] | None,
 ) -> list[Entity]:
     names = {info.id: name for name, info in group.topics.items()}
 
@@ -109,13 +118,13 @@ async def _members(
                 name = found.name if found else ""
             rows.append(
                 make(
-                    mod.TopicPartitions,
+                    sibling(resp, "TopicPartitions"),
                     topic_id=uuid.UUID(topic_id),
                     topic_name=name,
                     partitions=tuple(sorted(partitions)),
                 )
             )
-        return make(mod.Assignment, topic_partitions=tuple(rows))
+        return make(sibling(resp, "Assignment"), topic_partitions=tuple(rows))
 
     out = []
     for m in group.members.values():
@@ -130,5 +139,5 @@ async def _members(
         )
         if member_fields is not None:
             fields.update(await member_fields(m, assignment))
-        out.append(make(mod.Member, **fields))
+        out.append(make(sibling(resp, "Member"), **fields))
     return out

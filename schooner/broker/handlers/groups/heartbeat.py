@@ -10,21 +10,24 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
 from ....coordinators.groups.coordinator import NotCoordinator
 from ....coordinators.groups.modern.coordinator import HeartbeatAnswer, MemberTimeouts
-from ....protocol.messages import make, response_module_of
+from ....protocol.messages import make, sibling
 from ....protocol.request_types import ConsumerGroupHeartbeatRequest, ShareGroupHeartbeatRequest
+from ....protocol.response_types import ConsumerGroupHeartbeatResponse, ShareGroupHeartbeatResponse
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
+from ...net.session import RequestScope
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
 HeartbeatRequest = ConsumerGroupHeartbeatRequest | ShareGroupHeartbeatRequest
+R = TypeVar("R", ConsumerGroupHeartbeatResponse, ShareGroupHeartbeatResponse)
 
 
 class BrokerTopics:
@@ -41,17 +44,17 @@ class BrokerTopics:
         return [topic.name for topic in await self.ctx.topics.all()]
 
 
-async def _refusal(ctx: BrokerContext, body: HeartbeatRequest) -> HeartbeatAnswer | None:
+async def _refusal(ctx: BrokerContext, scope: RequestScope, body: HeartbeatRequest) -> HeartbeatAnswer | None:
     """Kafka's checks of a KIP-848 or share group heartbeat: READ on the group, then DESCRIBE on each
     subscribed topic (named ones; a regex only ever matches topics, it names none)."""
     group_id = body.group_id
-    if not await ctx.access.authorizer.allowed(Op.READ, ResourceType.GROUP, group_id):
+    if not await ctx.access.authorizer.allowed(Op.READ, ResourceType.GROUP, group_id, scope):
         message = f"The principal may not READ group {group_id!r}."
         return HeartbeatAnswer(
             ErrorCode.group_authorization_failed, message, body.member_id, body.member_epoch
         )
     names = set(body.subscribed_topic_names or ())
-    denied = names - await ctx.access.authorizer.allowed_names(Op.DESCRIBE, ResourceType.TOPIC, names)
+    denied = names - await ctx.access.authorizer.allowed_names(Op.DESCRIBE, ResourceType.TOPIC, names, scope)
     if denied:
         message = f"The principal may not DESCRIBE the subscribed topics {sorted(denied)}."
         return HeartbeatAnswer(
@@ -62,15 +65,15 @@ async def _refusal(ctx: BrokerContext, body: HeartbeatRequest) -> HeartbeatAnswe
 
 async def answer_heartbeat(
     ctx: BrokerContext,
+    scope: RequestScope,
     body: HeartbeatRequest,
-    response: str,
+    resp: type[R],
     timeouts: MemberTimeouts,
     beat: Callable[[], Awaitable[HeartbeatAnswer]],
-) -> ResponsePayload:
+) -> R:
     """Runs the coordinator's heartbeat (`beat`) unless the principal may not, and builds the
-    response (`response`, the name of its class in the request's version)."""
-    mod = response_module_of(body)
-    refusal = await _refusal(ctx, body)
+    response (`resp`, its class in the request's version)."""
+    refusal = await _refusal(ctx, scope, body)
     answer: HeartbeatAnswer | None = None
     try:
         answer = refusal if refusal is not None else await beat()
@@ -82,14 +85,14 @@ async def answer_heartbeat(
     assignment = None
     if answer is not None and answer.assignment is not None:
         assignment = make(
-            mod.Assignment,
+            sibling(resp, "Assignment"),
             topic_partitions=tuple(
-                make(mod.TopicPartitions, topic_id=uuid.UUID(t), partitions=tuple(sorted(ps)))
+                make(sibling(resp, "TopicPartitions"), topic_id=uuid.UUID(t), partitions=tuple(sorted(ps)))
                 for t, ps in sorted(answer.assignment.items())
             ),
         )
     return make(
-        getattr(mod, response),
+        resp,
         throttle_time=NO_THROTTLE,
         error_code=code,
         error_message=answer.message if answer else None,

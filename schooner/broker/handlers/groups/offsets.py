@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
 from ....coordinators.groups.classic.group import GroupState
 from ....coordinators.groups.consumer.group import ConsumerGroup
 from ....coordinators.groups.coordinator import NotCoordinator
 from ....coordinators.groups.share.group import ShareGroup
-from ....protocol.messages import make, response_module_of
+from ....protocol.messages import make, sibling
 from ....protocol.request_types import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
+from ....protocol.response_types import (
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    response_for,
+)
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType as Resource
 from ....storage.topic_partition import TopicPartition
 from ....storage.topics.metadata import Topic
 from ...context import BrokerContext
 from ...metadata.internal_topics import internal_topic
+from ...net.session import RequestScope
 from ...partitions.sequencer import group_offsets
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 
@@ -55,7 +61,7 @@ class _Denied(Exception):
 
 
 async def _topic_name(
-    ctx: BrokerContext, t: object, op: Op | None = None
+    ctx: BrokerContext, scope: RequestScope, t: object, op: Op | None = None
 ) -> tuple[str | None, Topic | ErrorCode | None]:
     """(name, topic) for a request topic given by name or (v10) by id; with `op`, the topic is
     TOPIC_AUTHORIZATION_FAILED when the principal may not perform it (a name is checked before it is
@@ -67,11 +73,11 @@ async def _topic_name(
         if (
             found is not None
             and op is not None
-            and not await ctx.access.authorizer.allowed(op, Resource.TOPIC, found.name)
+            and not await ctx.access.authorizer.allowed(op, Resource.TOPIC, found.name, scope)
         ):
             return found.name, ErrorCode.topic_authorization_failed
         return (found.name if found else None), found
-    if name and op is not None and not await ctx.access.authorizer.allowed(op, Resource.TOPIC, name):
+    if name and op is not None and not await ctx.access.authorizer.allowed(op, Resource.TOPIC, name, scope):
         return name, ErrorCode.topic_authorization_failed
     if not name:
         return name, None
@@ -80,18 +86,20 @@ async def _topic_name(
     return name, internal_topic(name, ctx.topic_defaults) or await ctx.topics.load(name)
 
 
-async def handle_offset_commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
+async def handle_offset_commit(
+    ctx: BrokerContext, body: OffsetCommitRequest, scope: RequestScope
+) -> OffsetCommitResponse:
     # Kafka applies a group's commits in the order received; pipelined commits would otherwise race
     # through the Redis pool and an older offset could land last.
     async with ctx.data.sequencer.claim(group_offsets(body.group_id)):
-        return await _commit(ctx, body)
+        return await _commit(ctx, scope, body)
 
 
-async def _commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def _commit(ctx: BrokerContext, scope: RequestScope, body: OffsetCommitRequest) -> OffsetCommitResponse:
+    resp = response_for(body)
     generation = body.generation_id_or_member_epoch
     try:
-        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.READ, Resource.GROUP, body.group_id, scope):
             raise _Denied
         group_error = await ctx.groups.check_commit(
             body.group_id,
@@ -110,7 +118,7 @@ async def _commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayl
     to_store: dict[TopicPartition, tuple[int, int, str | None]] = {}
     for t in body.topics:
         try:
-            name, topic = await _topic_name(ctx, t, Op.READ)
+            name, topic = await _topic_name(ctx, scope, t, Op.READ)
         except STORAGE_ERRORS:
             name, topic = None, None
         row: list[tuple[int, ErrorCode]] = []
@@ -149,15 +157,16 @@ async def _commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayl
         except STORAGE_ERRORS:
             results = [(t, [(i, GROUPS_UNAVAILABLE) for i, _ in row]) for t, row in results]
     return make(
-        mod.OffsetCommitResponse,
+        resp,
         throttle_time=NO_THROTTLE,
         topics=tuple(
             make(
-                mod.OffsetCommitResponseTopic,
+                sibling(resp, "OffsetCommitResponseTopic"),
                 name=getattr(t, "name", None),
                 topic_id=getattr(t, "topic_id", None),
                 partitions=tuple(
-                    make(mod.OffsetCommitResponsePartition, partition_index=i, error_code=c) for i, c in row
+                    make(sibling(resp, "OffsetCommitResponsePartition"), partition_index=i, error_code=c)
+                    for i, c in row
                 ),
             )
             for t, row in results
@@ -167,9 +176,10 @@ async def _commit(ctx: BrokerContext, body: OffsetCommitRequest) -> ResponsePayl
 
 async def _fetch_group(
     ctx: BrokerContext,
+    scope: RequestScope,
     group_id: str,
     topics: Sequence[_FetchTopic] | None,
-    mod: ModuleType,
+    resp: type[OffsetFetchResponse],
     multi: bool,
     member: tuple[str | None, int],
     require_stable: bool,
@@ -177,9 +187,15 @@ async def _fetch_group(
     """(group error, response topics) for one group of an OffsetFetch; `member` is (member id, epoch)
     from v9, checked against a consumer group. require_stable (v7+, KIP-447): a partition whose offset
     an open transaction holds answers UNSTABLE_OFFSET_COMMIT, which clients retry."""
-    partition_cls = mod.OffsetFetchResponsePartitions if multi else mod.OffsetFetchResponsePartition
-    topic_cls = mod.OffsetFetchResponseTopics if multi else mod.OffsetFetchResponseTopic
-    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id):
+    partition_cls = (
+        sibling(resp, "OffsetFetchResponsePartitions")
+        if multi
+        else sibling(resp, "OffsetFetchResponsePartition")
+    )
+    topic_cls = (
+        sibling(resp, "OffsetFetchResponseTopics") if multi else sibling(resp, "OffsetFetchResponseTopic")
+    )
+    if not await ctx.access.authorizer.allowed(Op.DESCRIBE, Resource.GROUP, group_id, scope):
         return ErrorCode.group_authorization_failed, []
     denied: set[str] = set()  # named topics the principal may not describe
     try:
@@ -193,7 +209,7 @@ async def _fetch_group(
             committed = await ctx.store.committed_offsets(group_id)
             # Every topic: those the principal may not describe are left out.
             shown = await ctx.access.authorizer.allowed_names(
-                Op.DESCRIBE, Resource.TOPIC, {n for n, _ in committed}
+                Op.DESCRIBE, Resource.TOPIC, {n for n, _ in committed}, scope
             )
             by_topic: dict[str, list[int]] = {}
             for topic_name, partition in sorted(committed):
@@ -205,7 +221,7 @@ async def _fetch_group(
         else:
             wanted = []
             for t in topics:
-                found_name, found = await _topic_name(ctx, t, Op.DESCRIBE)
+                found_name, found = await _topic_name(ctx, scope, t, Op.DESCRIBE)
                 if isinstance(found, ErrorCode) and found_name is not None:
                     denied.add(found_name)
                 wanted.append((t, found_name or getattr(t, "name", None), list(t.partition_indexes)))
@@ -246,20 +262,27 @@ async def _fetch_group(
     return ErrorCode.none, out
 
 
-async def handle_offset_fetch(ctx: BrokerContext, body: OffsetFetchRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def handle_offset_fetch(
+    ctx: BrokerContext, body: OffsetFetchRequest, scope: RequestScope
+) -> OffsetFetchResponse:
+    resp = response_for(body)
     stable = getattr(body, "require_stable", False)  # v7+
     if hasattr(body, "groups"):
         groups = []
         for g in body.groups:
             member = (getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
-            code, topics = await _fetch_group(ctx, g.group_id, g.topics, mod, True, member, stable)
+            code, topics = await _fetch_group(ctx, scope, g.group_id, g.topics, resp, True, member, stable)
             groups.append(
-                make(mod.OffsetFetchResponseGroup, group_id=g.group_id, topics=tuple(topics), error_code=code)
+                make(
+                    sibling(resp, "OffsetFetchResponseGroup"),
+                    group_id=g.group_id,
+                    topics=tuple(topics),
+                    error_code=code,
+                )
             )
-        return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    code, topics = await _fetch_group(ctx, body.group_id, body.topics, mod, False, (None, -1), stable)
-    return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, topics=tuple(topics), error_code=code)
+        return make(resp, throttle_time=NO_THROTTLE, groups=tuple(groups))
+    code, topics = await _fetch_group(ctx, scope, body.group_id, body.topics, resp, False, (None, -1), stable)
+    return make(resp, throttle_time=NO_THROTTLE, topics=tuple(topics), error_code=code)
 
 
 def subscribed_topics(metadata: bytes) -> set[str]:
@@ -276,17 +299,19 @@ def subscribed_topics(metadata: bytes) -> set[str]:
         return set()
 
 
-async def handle_offset_delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayload:
+async def handle_offset_delete(
+    ctx: BrokerContext, body: OffsetDeleteRequest, scope: RequestScope
+) -> OffsetDeleteResponse:
     async with ctx.data.sequencer.claim(group_offsets(body.group_id)):  # after the commits received before it
-        return await _delete(ctx, body)
+        return await _delete(ctx, scope, body)
 
 
-async def _delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayload:
-    mod = response_module_of(body)
+async def _delete(ctx: BrokerContext, scope: RequestScope, body: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    resp = response_for(body)
     code = ErrorCode.none
     subscribed: set[str] = set()
     try:
-        if not await ctx.access.authorizer.allowed(Op.DELETE, Resource.GROUP, body.group_id):
+        if not await ctx.access.authorizer.allowed(Op.DELETE, Resource.GROUP, body.group_id, scope):
             raise _Denied
         group = await ctx.groups.group(body.group_id)
         if isinstance(group, ShareGroup):
@@ -305,7 +330,7 @@ async def _delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayl
     except STORAGE_ERRORS:
         code = GROUPS_UNAVAILABLE
     readable = await ctx.access.authorizer.allowed_names(
-        Op.READ, Resource.TOPIC, {t.name for t in body.topics}
+        Op.READ, Resource.TOPIC, {t.name for t in body.topics}, scope
     )
     topics = []
     doomed: list[TopicPartition] = []
@@ -319,17 +344,19 @@ async def _delete(ctx: BrokerContext, body: OffsetDeleteRequest) -> ResponsePayl
                 doomed.append(TopicPartition(t.name, p.partition_index))
             rows.append(
                 make(
-                    mod.OffsetDeleteResponsePartition, partition_index=p.partition_index, error_code=part_code
+                    sibling(resp, "OffsetDeleteResponsePartition"),
+                    partition_index=p.partition_index,
+                    error_code=part_code,
                 )
             )
-        topics.append(make(mod.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(rows)))
+        topics.append(make(sibling(resp, "OffsetDeleteResponseTopic"), name=t.name, partitions=tuple(rows)))
     if code == ErrorCode.none and doomed:
         try:
             await ctx.store.delete_offsets(body.group_id, doomed)
         except STORAGE_ERRORS:
             code = GROUPS_UNAVAILABLE
     return make(
-        mod.OffsetDeleteResponse,
+        resp,
         error_code=code,
         throttle_time=NO_THROTTLE,
         topics=tuple(topics) if code == ErrorCode.none else (),

@@ -6,18 +6,17 @@ heartbeat.py checks and answers the heartbeats of both kinds, and describe.py de
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
 from ....coordinators.groups.modern.coordinator import MemberTimeouts
 from ....coordinators.groups.share.config import ShareGroupConfig, share_group_config
 from ....coordinators.groups.share.coordinator import ShareHeartbeat
-from ....protocol.messages import make, response_module_of
+from ....protocol.messages import make, sibling
 from ....protocol.request_types import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
+from ....protocol.response_types import ShareGroupDescribeResponse, ShareGroupHeartbeatResponse, response_for
 from ...context import BrokerContext
-from ...net.session import CLIENT
+from ...net.session import RequestScope
 from ..common import NO_THROTTLE, STORAGE_ERRORS
 from .describe import describe_group, undescribed
 from .heartbeat import BrokerTopics, answer_heartbeat
@@ -46,9 +45,9 @@ async def forget_share_state(ctx: BrokerContext, group_id: str) -> None:
 
 
 async def handle_share_group_heartbeat(
-    ctx: BrokerContext, body: ShareGroupHeartbeatRequest
-) -> ResponsePayload:
-    client_id, host = CLIENT.get()
+    ctx: BrokerContext, body: ShareGroupHeartbeatRequest, scope: RequestScope
+) -> ShareGroupHeartbeatResponse:
+    client_id, host = scope.client_id, scope.client_host
     names = body.subscribed_topic_names
     hb = ShareHeartbeat(
         group_id=body.group_id,
@@ -63,21 +62,34 @@ async def handle_share_group_heartbeat(
     timeouts = MemberTimeouts(config.session_timeout_ms, config.heartbeat_interval_ms)
     return await answer_heartbeat(
         ctx,
+        scope,
         body,
-        "ShareGroupHeartbeatResponse",
+        response_for(body),
         timeouts,
         lambda: ctx.groups.share.heartbeat(hb, BrokerTopics(ctx), timeouts),
     )
 
 
-async def _describe_one(ctx: BrokerContext, group_id: str, mod: ModuleType, with_operations: bool) -> Entity:
+async def _describe_one(
+    ctx: BrokerContext,
+    scope: RequestScope,
+    group_id: str,
+    resp: type[ShareGroupDescribeResponse],
+    with_operations: bool,
+) -> Entity:
     if not group_id.strip():
-        return make(mod.DescribedGroup, **undescribed(group_id, error_code=ErrorCode.invalid_group_id))
-    return await describe_group(ctx, group_id, mod, with_operations, ctx.groups.share.find)
+        return make(
+            sibling(resp, "DescribedGroup"), **undescribed(group_id, error_code=ErrorCode.invalid_group_id)
+        )
+    return await describe_group(ctx, scope, group_id, resp, with_operations, ctx.groups.share.find)
 
 
-async def handle_share_group_describe(ctx: BrokerContext, body: ShareGroupDescribeRequest) -> ResponsePayload:
-    mod = response_module_of(body)
-    with_operations = bool(getattr(body, "include_authorized_operations", False))
-    described = [await _describe_one(ctx, group_id, mod, with_operations) for group_id in body.group_ids]
-    return make(mod.ShareGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
+async def handle_share_group_describe(
+    ctx: BrokerContext, body: ShareGroupDescribeRequest, scope: RequestScope
+) -> ShareGroupDescribeResponse:
+    resp = response_for(body)
+    with_operations = bool(body.include_authorized_operations)
+    described = [
+        await _describe_one(ctx, scope, group_id, resp, with_operations) for group_id in body.group_ids
+    ]
+    return make(resp, throttle_time=NO_THROTTLE, groups=tuple(described))
