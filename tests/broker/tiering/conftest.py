@@ -1,0 +1,46 @@
+"""Fixtures of the tiering tests: a broker with a cold store on a test folder and short intervals, and
+helpers that create tiered topics and look at the hot and cold tiers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.conftest import RunningBroker
+
+# Short intervals by settings, so that records leave Redis within a second or two.
+FAST = {
+    "archive_interval_ms": 150,
+    "log_retention_check_interval_ms": 300,
+    "archive_batch_records": 500,
+}
+
+
+@pytest.fixture
+def cold_dir(tmp_path: Path) -> Path:
+    return tmp_path / "cold"
+
+
+@pytest.fixture
+def tiered_broker(broker_factory: Callable[..., Any], cold_dir: Path) -> RunningBroker:
+    return broker_factory(cold_store_url=str(cold_dir), **FAST)  # type: ignore[no-any-return]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, **configs: str) -> None:
+    """Creates a topic through the Kafka admin API (an error fails the test)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=configs)], operation_timeout=10)
+    futures[name].result(15)
+
+
+def tiered(name: str, bootstrap: str, partitions: int = 1, local_ms: str = "1000", **configs: str) -> None:
+    create_topic(
+        bootstrap,
+        name,
+        partitions,
+        **{"remote.storage.enable": "true", "local.retention.ms": local_ms, **configs},
+    )
