@@ -44,3 +44,11 @@ def tiered(name: str, bootstrap: str, partitions: int = 1, local_ms: str = "1000
         partitions,
         **{"remote.storage.enable": "true", "local.retention.ms": local_ms, **configs},
     )
+
+
+def hot_state(client: Any, keyspace: str, topic: str, partition: int = 0) -> tuple[int, dict[str, str]]:
+    """The partition's stream length in Redis and its state hash's tier marks."""
+    length = client.xlen(f"{keyspace}:stream:{{{topic}:{partition}}}")
+    raw = client.hgetall(f"{keyspace}:pstate:{{{topic}:{partition}}}")
+    wanted = ("archived_end", "cold_start", "valid_from")
+    return int(length), {k.decode(): v.decode() for k, v in raw.items() if k.decode() in wanted}
