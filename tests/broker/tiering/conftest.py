@@ -52,3 +52,26 @@ def hot_state(client: Any, keyspace: str, topic: str, partition: int = 0) -> tup
     raw = client.hgetall(f"{keyspace}:pstate:{{{topic}:{partition}}}")
     wanted = ("archived_end", "cold_start", "valid_from")
     return int(length), {k.decode(): v.decode() for k, v in raw.items() if k.decode() in wanted}
+
+
+def cold_table(cold_dir: Path, keyspace: str, topic: str) -> Path:
+    """The topic's Delta table folder: <root>/<keyspace>/<topic>/<topic id>."""
+    (table,) = (cold_dir / keyspace / topic).iterdir()
+    return table
+
+
+def cold_offsets(cold_dir: Path, keyspace: str, topic: str) -> list[tuple[int, int]]:
+    """(partition, offset) of every row of the topic's table, read by plain deltalake code."""
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(cold_table(cold_dir, keyspace, topic))).to_pyarrow_table(
+        columns=["partition", "offset"]
+    )
+    return sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist(), strict=True))
+
+
+def parquet_files(cold_dir: Path, keyspace: str, topic: str) -> list[Path]:
+    """The data files on disk (vacuumed files are gone from here); none before the table exists."""
+    if not (cold_dir / keyspace / topic).exists():
+        return []
+    return sorted(cold_table(cold_dir, keyspace, topic).rglob("*.parquet"))
