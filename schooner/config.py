@@ -13,6 +13,9 @@ Config file (TOML), all keys optional:
     log_format = "text"            # or "json"
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
     metrics_port = 9404, metrics_host = "0.0.0.0" (Prometheus metrics; off unless metrics_port is set)
+    cold_store_url = "s3://bucket/prefix", cold_store_endpoint, cold_store_region,
+    cold_store_access_key_id, cold_store_secret_access_key, cold_store_allow_http,
+    archive_interval_ms = 5000, archive_batch_records = 50000, archive_concurrency = 4 (tiered storage)
     processes = 2                  # broker processes on consecutive ports (one per core)
     (docs/configuration.md)
     [topic_defaults]               # any topic config, e.g.
@@ -156,6 +159,20 @@ class Settings:
     # Broker processes on this host (docs/operations.md, "Several processes on one host"): each its own
     # broker on the next port, over the same Redis; ops/processes.py starts and stops them together.
     processes: int = 1
+    # The cold tier (docs/tiered-storage.md): where topics with remote.storage.enable are archived. A path,
+    # file:///path or s3://bucket/prefix; None (unset): <data_dir>/cold with the embedded redis-server,
+    # none with an external Redis; "" none. The S3 settings apply to an s3:// URL only.
+    cold_store_url: str | None = None
+    cold_store_endpoint: str | None = None  # an S3-compatible store's URL, e.g. http://127.0.0.1:9000
+    cold_store_region: str | None = None
+    cold_store_access_key_id: str | None = None
+    cold_store_secret_access_key: str | None = None
+    cold_store_allow_http: bool | None = None  # None: true when the endpoint is http://
+    # The archiver: a pass every archive_interval_ms over this broker's tiered partitions, up to
+    # archive_batch_records records per Delta commit, archive_concurrency partitions at a time.
+    archive_interval_ms: int = 5000
+    archive_batch_records: int = 50_000
+    archive_concurrency: int = 4
     # The settings the operator gave (config file, environment, flags), which load() fills in: Kafka
     # reports those as STATIC_BROKER_CONFIG even when they equal the default. Not a setting itself.
     explicit: frozenset[str] = frozenset()
@@ -188,6 +205,14 @@ class Settings:
             return self.advertised_host_port
         host = listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         return host, bound_port if listener.port == 0 else listener.port
+
+    @property
+    def cold_store_root(self) -> str | None:
+        """The cold store's URL in force: None when the broker has none. An embedded broker's default
+        is the absolute path of <data_dir>/cold."""
+        if self.cold_store_url is None:
+            return str((Path(self.data_dir) / "cold").resolve()) if self.redis_url is None else None
+        return self.cold_store_url or None
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:

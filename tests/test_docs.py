@@ -31,6 +31,7 @@ def test_key_layout_examples_are_the_keys_the_code_builds() -> None:
         ks.compaction_keys("orders", 0),
         ks.tombstones("orders", 0),
         ks.compactor("orders", 0),
+        ks.archiver("orders", 0),
         ks.compaction_aborts("orders", 0),
         ks.topic("orders"),
         ks.topic_names,

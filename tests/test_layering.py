@@ -196,14 +196,15 @@ COORDINATOR_RULES = [
 
 # Within the broker (broker/__init__.py draws the map): net/ (connections, sessions, limits, TLS, SASL) knows
 # no other part, and hands each request to a dispatch function it is given; beside it the outage codes,
-# the Redis health and the compactor. Then access/ (ACLs, quotas), metadata/ (topic cache, cluster view) and
-# metrics/; the data path (partitions/); the context that holds the parts; the handlers; what runs them
+# the Redis health and the compactor. Then access/ (ACLs, quotas), metadata/ (topic cache, cluster view),
+# metrics/ and tiering/ (the cold store, the archiver); the data path (partitions/); the context that
+# holds the parts; the handlers; what runs them
 # (dispatch, upkeep, tenants); and the server on top.
 BROKER_RULES = [
     *floors(
         "schooner.broker",
         ("net", "outages", "health", "compactor"),
-        ("access", "metadata", "metrics"),
+        ("access", "metadata", "metrics", "tiering"),
         "partitions",
         "context",
         "handlers",
@@ -220,7 +221,7 @@ BROKER_RULES = [
     *floors(
         "schooner.broker.partitions",
         ("sequencer", "retry_order", "waiters", "recent_batches", "fetch_codec"),
-        ("fetch_sessions", "share_sessions"),
+        ("fetch_sessions", "share_sessions", "cold_reads"),
         "partition_ends",
         ("writer", "reader"),
         "data_path",

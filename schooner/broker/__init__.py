@@ -15,8 +15,11 @@ access/       who may do what and how much: authorizer.py (ACLs), quotas.py (cli
 metadata/     topic_cache.py (TopicCache, written through), cluster_view.py (live brokers, leaders, the
               controller), internal_topics.py (Kafka's __consumer_offsets and __transaction_state)
 metrics/      Prometheus counters (per request, per partition) and scrape-time gauges
-partitions/   the data path: PartitionWriter (produce) and PartitionReader (fetch, long polls) over the
-              in-memory state they share, and clients' fetch and share sessions; see its __init__
+tiering/      tiered storage: Tiering (the keyspace's cold store; the cold side of ListOffsets and
+              DeleteRecords) and the Archiver that upkeep.py runs (see its __init__)
+partitions/   the data path: PartitionWriter (produce) and PartitionReader (fetch, long polls, cold reads
+              below a tiered partition's Redis start) over the in-memory state they share, and clients'
+              fetch and share sessions; see its __init__
 context.py    BrokerContext: the parts above for one keyspace, built by open_context
 handlers/     one handle_<api> per API: decode, authorize, call a part, build the answer
 dispatch.py   a request to its handler (and its tenant's context), with quotas around it

@@ -5,6 +5,8 @@ rules, and the deployment's view of its brokers.
 - `cluster` (ClusterView, metadata/cluster_view.py): live brokers, partition leaders, the controller;
 - `data` (DataPath, partitions/data_path.py): the partition writer and reader, and their state;
 - `access` (Access): the ACL authorizer and client quotas;
+- `tiering` (Tiering, tiering/tiering.py): the keyspace's cold store, if the broker has one, and the cold
+  side of ListOffsets and DeleteRecords (the archiver runs in upkeep.py, cold fetches in the data path);
 - `groups`, `transactions`, `group_configs`: the coordinators (coordinators/);
 - `fetch_sessions`, `share_sessions`: clients' sessions (KIP-227, KIP-932);
 - `health` (RedisHealth): whether this broker reaches Redis, kept by server.py's heartbeat and read by
@@ -36,6 +38,7 @@ from .metadata.topic_cache import TopicCache
 from .partitions.data_path import DataPath, open_data_path
 from .partitions.fetch_sessions import FetchSessions
 from .partitions.share_sessions import ShareSessions
+from .tiering.tiering import Tiering, open_cold_store
 
 if TYPE_CHECKING:
     from .metrics import BrokerMetrics
@@ -62,6 +65,7 @@ class BrokerContext:
     data: DataPath
     access: Access
     health: RedisHealth
+    tiering: Tiering
     groups: GroupCoordinator = field(init=False)
     transactions: TransactionCoordinator = field(init=False)
     group_configs: GroupConfigs = field(init=False)  # each group's configs, cached for the data path
@@ -121,6 +125,8 @@ def open_context(
         health, cluster = RedisHealth(), ClusterView(store, me)
     topics = TopicCache(store, s.topic_defaults, health)
     full_log = base.data.writer.full_log if base is not None else None
+    # Each keyspace its own cold store: its tables live under the keyspace's folder (location.py).
+    tiering = Tiering(store, open_cold_store(s, store.ks.prefix))
     ctx = BrokerContext(
         settings=s,
         store=store,
@@ -128,9 +134,10 @@ def open_context(
         cluster_id=cluster_id,
         topics=topics,
         cluster=cluster,
-        data=open_data_path(store, metrics, tenant, topics.forget, full_log),
+        data=open_data_path(store, metrics, tenant, topics.forget, full_log, tiering.cold),
         access=Access(Authorizer(s, store), quotas),
         health=health,
+        tiering=tiering,
         tenant=tenant,
         base=base,
         metrics=metrics,

@@ -93,7 +93,7 @@ class Broker:
         except TlsSetupError as exc:
             raise StartupRefused(str(exc)) from None
         try:
-            validate_defaults(s.topic_defaults)
+            validate_defaults(s.topic_defaults, s.cold_store_root is not None)
         except InvalidConfig as exc:
             raise StartupRefused(f"topic_defaults: {exc}") from None
         if tls_contexts:
@@ -230,6 +230,8 @@ class Broker:
         if graceful:
             await self._drain_connections(self.settings.shutdown_timeout_ms / 1000)
         for upkeep in upkeeps:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(upkeep.release_archiving(), STOP_GRACE_SECONDS)
             await upkeep.stop_listening()
         for conn in list(self._connections):
             conn.cancel()
@@ -244,6 +246,9 @@ class Broker:
             for task in running:
                 task.cancel()
             pending = list(running)
+        for ctx in contexts:  # cold store threads: a delta-rs call in flight ends first
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.to_thread(ctx.tiering.close), STOP_GRACE_SECONDS)
         if self.ctx:  # tenants' stores share this client and lane
             with contextlib.suppress(StorageError, OSError):
                 await asyncio.wait_for(self.ctx.store.close_lanes(), STOP_GRACE_SECONDS)

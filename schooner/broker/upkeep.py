@@ -5,6 +5,7 @@
   finds other appends (waiters.py);
 - topic change notices, which drop cached topics;
 - the retention pass, and the idle-producer expiry and compaction sweep;
+- the archiver of tiered topics (tiering/archiver.py), every archive_interval_ms;
 - group upkeep (member sessions, which broker owns which group);
 - transaction sweeps (timeouts, ends a dead broker left).
 The broker's own registration (heartbeat) is not here: a broker registers once, in the deployment's
@@ -29,6 +30,7 @@ from ..storage.topics.notices import ChannelNotices, TopicNotices
 from .compactor import compact_partition
 from .context import BrokerContext
 from .partitions import waiters as waiters_module
+from .tiering.archiver import Archiver
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,12 @@ class Upkeep:
         self.sharded_notices: ShardedAppendNotices | None = None
         self.listeners: list[asyncio.Task[None]] = []  # kept up while the broker drains
         self.tasks: list[asyncio.Task[Any]] = []  # every task, listeners included
+        # Archives tiered topics when the broker has a cold store.
+        self.archiver: Archiver | None = (
+            Archiver(ctx.tiering, ctx.settings, ctx.me, ctx.cluster.live_brokers, self._whose)
+            if ctx.tiering.available
+            else None
+        )
 
     def start(self) -> None:
         ctx, s = self.ctx, self.settings
@@ -66,6 +74,7 @@ class Upkeep:
             asyncio.create_task(self._sweep_partitions()),
             asyncio.create_task(self._watch_groups()),
             asyncio.create_task(self._sweep_transactions()),
+            asyncio.create_task(self._archive()),
         ]
 
     def stop_duties(self) -> None:
@@ -73,6 +82,12 @@ class Upkeep:
         for task in self.tasks:
             if task not in self.listeners:
                 task.cancel()
+
+    async def release_archiving(self) -> None:
+        """Gives the archiver's claims back, so that other brokers archive those partitions at once."""
+        if self.archiver is not None:
+            with contextlib.suppress(StorageError, OSError):
+                await self.archiver.release_all(await self.ctx.store.topics(self.ctx.topic_defaults))
 
     async def stop_listening(self) -> None:
         for subscription in list(self._subscriptions):
@@ -227,6 +242,29 @@ class Upkeep:
                         await ctx.store.apply_retention(topic, p)
             except (StorageError, OSError) as exc:
                 log.warning("retention pass%s failed: %s", self._whose, exc)
+
+    async def _archive(self) -> None:
+        """The archiver's pass over tiered topics, every archive_interval_ms (tiering/archiver.py).
+        Without a cold store a tiered topic (made on a broker that has one) keeps all in Redis."""
+        ctx, archiver = self.ctx, self.archiver
+        warned: set[str] = set()
+        while True:
+            await asyncio.sleep(max(self.settings.archive_interval_ms, 1) / 1000)
+            try:
+                topics = await ctx.store.topics(ctx.topic_defaults)
+                if archiver is not None:
+                    await archiver.run_pass(topics)
+                    continue
+                for topic in topics:
+                    if topic.remote_storage and topic.name not in warned:
+                        warned.add(topic.name)
+                        log.warning(
+                            "topic %s%s has remote.storage.enable but this broker has no cold store "
+                            "(cold_store_url): it is not archived here",
+                            topic.name, self._whose,
+                        )  # fmt: skip
+            except (StorageError, OSError) as exc:
+                log.warning("archiver%s failed: %s", self._whose, exc)
 
     async def _sweep_partitions(self) -> None:
         """Forgets idempotent producers idle longer than producer_id_expiration_ms, and compacts

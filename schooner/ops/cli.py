@@ -68,6 +68,15 @@ def main() -> None:
 )
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics at /metrics on this port [off].")
 @click.option("--metrics-host", help="Address of the metrics endpoint [the first listener's host].")
+@click.option(
+    "--cold-store-url",
+    help="Cold tier of tiered topics: a path, file:// or s3:// URL [<data-dir>/cold when Redis is embedded].",
+)
+@click.option("--cold-store-endpoint", help="S3-compatible endpoint of an s3:// cold store.")
+@click.option("--cold-store-region", help="Region of an s3:// cold store.")
+@click.option("--archive-interval-ms", type=int, help="How often tiered partitions are archived [5000].")
+@click.option("--archive-batch-records", type=int, help="Records per archive commit [50000].")
+@click.option("--archive-concurrency", type=int, help="Partitions archived at once [4].")
 @click.option("--log-level", default="INFO", show_default=True)
 @click.option(
     "--processes",

@@ -76,6 +76,10 @@ class Keyspace:
         """String with PX: the token of the broker that compacts the partition now."""
         return f"{self.prefix}:compactor:{{{topic}:{partition}}}"
 
+    def archiver(self, topic: str, partition: int) -> str:
+        """String with PX: the token of the broker that archives the partition to the cold tier now."""
+        return f"{self.prefix}:archiver:{{{topic}:{partition}}}"
+
     def compaction_aborts(self, topic: str, partition: int) -> str:
         """Hash: producer id -> "first,marker;..." of its aborted transactions the compactor has to pass."""
         return f"{self.prefix}:caborts:{{{topic}:{partition}}}"

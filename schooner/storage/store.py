@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 from . import cluster, quotas
 from .cluster import BrokerInfo
+from .cold import marks as cold_marks
 from .cold import source as cold_source
+from .cold.marks import TierMarks
 from .cold.source import ArchiveSlice
 from .groups import commits, configs, state
 from .groups.commits import CommittedOffset, Owner
@@ -229,6 +231,36 @@ class Store:
         """Up to max_records committed entries from `start`, never past the LSO: a cold archive step's
         input (cold/source.py)."""
         return await self.drive(cold_source.archive_slice(self.ks, topic, partition, start, max_records))
+
+    # -- the cold tier's marks in Redis (cold/marks.py) ---------------------------------------------
+    async def tier_marks(self, partitions: Sequence[tuple[Topic, int]]) -> list[TierMarks]:
+        """Each tiered partition's archived end and cold start: one HMGET each, in one round trip."""
+        return await self.drive(together(cold_marks.marks_of(self.ks, partitions))) if partitions else []
+
+    async def record_tier(
+        self,
+        topic: Topic,
+        partition: int,
+        archived_end: int = -1,
+        first: int | None = None,
+        trimmed_below: int | None = None,
+    ) -> TierMarks | None:
+        return await self.run(
+            cold_marks.record(self.ks, topic, partition, archived_end, first, trimmed_below)
+        )
+
+    async def trim_tiered(self, topic: Topic, partition: int) -> int:
+        """Trims Redis to local.retention.*, never at or past the archived end."""
+        call = cold_marks.trim_hot(
+            self.ks, topic, partition, topic.local_retention_ms, topic.local_retention_bytes
+        )
+        return await self.run(call)
+
+    async def claim_archiving(self, topic: Topic, partition: int, token: str, ttl_ms: int) -> bool:
+        return await self.run(cold_marks.claim(self.ks, topic, partition, token, ttl_ms))
+
+    async def release_archiving(self, topic: Topic, partition: int, token: str) -> bool:
+        return await self.run(cold_marks.release(self.ks, topic, partition, token))
 
     async def write_markers(
         self, markers: Sequence[tuple[Topic, int]], producer_id: int, producer_epoch: int, commit: bool

@@ -134,3 +134,18 @@ def test_owners_retries_and_metrics(url: str, ks: Keyspace, make_topic: Any) -> 
     finally:
         release.set()
         lagging.stop()
+
+
+def test_trimming_a_tiered_topic_stops_at_what_is_archived(
+    url: str, ks: Keyspace, redis: Any, make_topic: Any
+) -> None:
+    """The MQ library's trim never removes records the cold tier does not hold yet (archived_end)."""
+    make_topic("tiered", 1, **{"remote.storage.enable": "true"})
+    producer = Producer(url, keyspace=ks, registry=CollectorRegistry())
+    sent = producer.send_batch("tiered", [OutgoingMessage(b"%d" % i, partition=0) for i in range(10)])
+    admin = Admin(url, keyspace=ks)
+    assert admin.trim("tiered")[0][0] == 0  # nothing archived: nothing goes
+    redis.hset(ks.partition_state("tiered", 0), "archived_end", sent[6].offset)  # as the archiver records it
+    removed, bound = admin.trim("tiered")[0]
+    assert (removed, bound) == (6, sent[6].offset)
+    assert admin.topic_stats("tiered").partitions[0].first_offset == sent[6].offset

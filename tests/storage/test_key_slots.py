@@ -21,6 +21,7 @@ from redis.cluster import key_slot
 
 from schooner.security.acls import AclBinding, AclOperation, PatternType, PermissionType, ResourceType
 from schooner.storage import quotas
+from schooner.storage.cold import marks
 from schooner.storage.groups import commits, configs, lag, state
 from schooner.storage.groups.commits import Owner
 from schooner.storage.keys import Keyspace
@@ -134,6 +135,10 @@ CASES: dict[str, Build] = {
     "queue_groups": lambda ks, t, g: admin.groups(ks, t.name, 3),
     "queue_lag": lambda ks, t, g: admin.lag(ks, t.name, 3, g),
     "queue_trim": lambda ks, t, g: admin.trim(ks, t, 3, 5),
+    # the cold tier's marks and the archiver's claim
+    "tier_claim": lambda ks, t, g: marks.claim(ks, t, 3, "token"),
+    "tier_record": lambda ks, t, g: marks.record(ks, t, 3, 10, 0),
+    "tier_trim": lambda ks, t, g: marks.trim_hot(ks, t, 3, 1000, -1),
     "retry_schedule": lambda ks, t, g: retries.schedule(ks, t.name, 3, g, b"1-0", 100, RECORD),
     "retry_move_due": lambda ks, t, g: retries.take_due(ks, t.name, 3),
     "retry_moved": lambda ks, t, g: retries.confirm(ks, t.name, 3, 0, 1),

@@ -28,6 +28,7 @@ from ...security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from ...storage.cluster import format_endpoints
 from ...storage.topics.config import (
     CONFIG_DEFS,
+    REMOTE_STORAGE,
     SEQUENCE_BITS,
     ConfigSource,
     ConfigType,
@@ -43,6 +44,7 @@ from ..context import BrokerContext
 from ..metadata.internal_topics import READ_ONLY, internal_topic, is_internal
 from ..net.refusals import refused
 from ..net.session import RequestScope
+from ..tiering.configs import tiering_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .group_configs import GROUP, Change, alter_group, describe_group
 
@@ -175,6 +177,7 @@ def _broker_config_values(ctx: BrokerContext) -> list[ConfigValue]:
             "How often the retention pass applies retention.ms and retention.bytes to every partition "
             "(setting log_retention_check_interval_ms).",
         ),
+        *tiering_config_values(settings),
     ]
     for name, definition in CONFIG_DEFS.items():
         if not definition.effective:
@@ -410,7 +413,11 @@ async def _alter_topic(
         else:
             set_configs, deletes = _replacement(topic, resource.configs), []
         kept = {k: v for k, v in topic.overrides.items() if k not in deletes} if incremental else {}
-        check_together(effective({**kept, **set_configs}, ctx.topic_defaults))
+        after = effective({**kept, **set_configs}, ctx.topic_defaults)
+        check_together(after, ctx.tiering.available)
+        if topic.remote_storage and after[REMOTE_STORAGE].lower() != "true":
+            # As Kafka without remote.log.delete.on.disable: the cold records would be lost to readers.
+            raise InvalidConfig(f"{REMOTE_STORAGE} cannot be turned off on a tiered topic")
     except InvalidConfig as exc:
         return ErrorCode.invalid_config, str(exc)
     except _BadRequest as exc:

@@ -1,4 +1,4 @@
-"""DeleteRecords: moves partitions' log start offsets forward."""
+"""DeleteRecords: moves partitions' log start offsets forward (on a tiered topic, in the cold tier too)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from ...protocol.messages import make, sibling
 from ...protocol.request_types import DeleteRecordsRequest
 from ...protocol.response_types import DeleteRecordsResponse, response_for
 from ...security.acls import AclOperation
+from ...storage.cold.errors import ColdStoreError
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..net.session import RequestScope
@@ -54,9 +55,13 @@ async def _delete_before(
             offset = bounds.high_watermark
         if offset < 0 or offset > bounds.high_watermark:
             return ErrorCode.offset_out_of_range, -1
+        cold_start = None
+        if topic.remote_storage and ctx.tiering.available:  # the cold tier first: it holds the oldest
+            cold_start = await ctx.tiering.delete_records(topic, partition, offset)
         if offset <= bounds.log_start_offset:
-            return ErrorCode.none, bounds.log_start_offset
+            low = bounds.log_start_offset if cold_start is None else min(cold_start, bounds.log_start_offset)
+            return ErrorCode.none, low
         ctx.data.recent.forget(topic, partition)  # fetches read what is left from Redis
         return ErrorCode.none, await ctx.store.delete_records(topic, partition, offset)
-    except STORAGE_ERRORS:
+    except (*STORAGE_ERRORS, ColdStoreError):
         return LOG_UNAVAILABLE, -1

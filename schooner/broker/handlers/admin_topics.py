@@ -205,7 +205,7 @@ async def _create_one(
             return _create_error(scope, resp, name, ErrorCode.invalid_config, str(exc))
         overrides[config.name] = str(config.value)
     try:
-        check_together(effective(overrides, ctx.topic_defaults))
+        check_together(effective(overrides, ctx.topic_defaults), ctx.tiering.available)
     except InvalidConfig as exc:
         return _create_error(scope, resp, name, ErrorCode.invalid_config, str(exc))
     if await ctx.topics.fresh(name) is not None:

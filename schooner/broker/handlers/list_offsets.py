@@ -1,4 +1,11 @@
-"""ListOffsets (earliest, latest, by timestamp, max timestamp) and OffsetForLeaderEpoch."""
+"""ListOffsets (earliest, latest, by timestamp, max timestamp, and tiered storage's earliest local,
+latest tiered and earliest pending upload) and OffsetForLeaderEpoch.
+
+Special timestamps, with the version that brought each (Kafka's ListOffsetsRequest.json): -3 (v7,
+KIP-734), -4 earliest local (v8, KIP-405), -5 latest tiered (v9, KIP-1005), -6 earliest pending upload
+(v11, KIP-1023). On a tiered topic (remote.storage.enable) earliest and timestamps reach the cold tier;
+the local log is Redis.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from ...protocol.messages import make, sibling
 from ...protocol.request_types import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from ...protocol.response_types import ListOffsetsResponse, OffsetForLeaderEpochResponse, response_for
 from ...security.acls import AclOperation
+from ...storage.cold.errors import ColdStoreError
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..net.session import RequestScope
@@ -18,6 +26,7 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 # Leader epochs never change here: Redis holds the only copy, so every partition stays at epoch 0.
 LEADER_EPOCH = 0
 
@@ -57,23 +66,35 @@ async def _lookup(
         return topic, -1, -1
     if not 0 <= partition < topic.partitions:
         return ErrorCode.unknown_topic_or_partition, -1, -1
+    tiered = topic.remote_storage
     try:
-        if target in (EARLIEST, EARLIEST_LOCAL):
-            b = await ctx.store.bounds(topic, partition)
-            return ErrorCode.none, -1, b.log_start_offset
-        if target in (LATEST, LATEST_TIERED) and committed:
+        if target in (EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD):
+            start = (await ctx.store.bounds(topic, partition)).log_start_offset
+            if not tiered and target == EARLIEST_PENDING_UPLOAD:
+                return ErrorCode.none, -1, -1  # as Kafka: nothing is uploaded from a topic that is not tiered
+            if tiered and target == EARLIEST:
+                start = await ctx.tiering.earliest(topic, partition, start)
+            elif tiered and target == EARLIEST_PENDING_UPLOAD:
+                start = await ctx.tiering.earliest_pending_upload(topic, partition, start)
+            return ErrorCode.none, -1, start
+        if target == LATEST_TIERED:
+            return ErrorCode.none, -1, await ctx.tiering.latest_tiered(topic, partition) if tiered else -1
+        if target == LATEST and committed:
             _, stable = await ctx.store.stable_bounds(topic, partition)
             return ErrorCode.none, -1, stable
-        if target in (LATEST, LATEST_TIERED):
+        if target == LATEST:
             b = await ctx.store.bounds(topic, partition)
             return ErrorCode.none, -1, b.high_watermark
         if target == MAX_TIMESTAMP:
             found = await ctx.store.max_timestamp(topic, partition)
         elif target >= 0:
-            found = await ctx.store.offset_for_timestamp(topic, partition, target)
+            # The cold tier holds the older records: a match there comes before any in Redis.
+            found = await ctx.tiering.offset_for_timestamp(topic, partition, target) if tiered else None
+            if found is None:
+                found = await ctx.store.offset_for_timestamp(topic, partition, target)
         else:
             return ErrorCode.invalid_request, -1, -1
-    except STORAGE_ERRORS:
+    except (*STORAGE_ERRORS, ColdStoreError):
         return LOG_UNAVAILABLE, -1, -1
     if found is None:
         return ErrorCode.none, -1, -1

@@ -10,6 +10,7 @@
 - recent_batches.py: batches just appended, served to fetches as they are.
 - partition_ends.py: reads that found a partition's end, reused until its next append notice.
 - fetch_codec.py: Redis entries to Kafka record batches.
+- cold_reads.py: the reader's source below a tiered partition's Redis start (the cold tier).
 
 Nothing here takes the broker's context: open_context (broker/context.py) builds the DataPath from the
 Store, the metrics and the topic cache's `forget`.

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...storage.cold.aio import AsyncColdStore
 from ...storage.store import Store
+from .cold_reads import ColdReads
 from .partition_ends import PartitionEnds
 from .reader import PartitionReader
 from .recent_batches import RecentBatches
@@ -41,8 +43,10 @@ def open_data_path(
     tenant: str | None,
     stale_topic: Callable[[str], None],
     full_log: FullLog | None = None,
+    cold: AsyncColdStore | None = None,
 ) -> DataPath:
-    """The data path of the store's keyspace. full_log: the deployment's, on a tenant's (writer.py)."""
+    """The data path of the store's keyspace. full_log: the deployment's, on a tenant's (writer.py);
+    cold: the keyspace's cold store, which Fetch reads below a tiered partition's Redis start."""
     waiters = AppendWaiters()
     sequencer = PartitionSequencer()
     recent = RecentBatches()
@@ -50,5 +54,5 @@ def open_data_path(
     writer = PartitionWriter(
         store, sequencer, RetryOrder(), recent, waiters, metrics, tenant, stale_topic, full_log or FullLog()
     )
-    reader = PartitionReader(store, recent, ends, waiters, metrics, tenant)
+    reader = PartitionReader(store, recent, ends, waiters, metrics, tenant, ColdReads(store, cold))
     return DataPath(writer, reader, waiters, sequencer, recent, ends)

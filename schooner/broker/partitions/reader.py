@@ -5,7 +5,9 @@ Each partition is answered by the first source that can, cheapest first:
 1. recent_batches.py: the batches this broker just appended, served as they were sent;
 2. partition_ends.py: a read that found the partition's end, until its next append notice;
 3. Redis: every partition left, in one pipelined `Store.read_many`, sized by the partition's average
-   entry size from its last read (so XRANGE COUNT fetches about the partition's byte budget).
+   entry size from its last read (so XRANGE COUNT fetches about the partition's byte budget);
+4. the cold tier (cold_reads.py): a tiered partition's offsets below its Redis start, read through
+   AsyncColdStore in threads, the high watermark and LSO from that partition's Redis read.
 
 A new source goes into `read` in the order of its cost, and must answer as a Redis read would.
 The response's max_bytes then applies across partitions, the first with records always going (KIP-74).
@@ -17,6 +19,8 @@ by appends (waiters.py), not by polling Redis.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -24,12 +28,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ...storage.cold.errors import ColdStoreError
 from ...storage.log.read import PartitionRead
 from ...storage.log.transactions import AbortedTransaction
 from ...storage.store import Store
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 from ..outages import LOG_UNAVAILABLE, STORAGE_ERRORS
+from .cold_reads import ColdReads
 from .fetch_codec import codec_for, encode_entries
 from .partition_ends import PartitionEnds
 from .recent_batches import RecentBatches, Served
@@ -87,8 +93,10 @@ class PartitionReader:
         waiters: AppendWaiters,
         metrics: BrokerMetrics | None,
         tenant: str | None,
+        cold: ColdReads | None = None,
     ) -> None:
         self._store = store
+        self._cold = cold or ColdReads(store, None)
         self._recent = recent
         self._ends = ends
         self._waiters = waiters
@@ -203,6 +211,8 @@ class PartitionReader:
             count = (
                 FIRST_READ_COUNT if average is None else max(1, min(MAX_READ_COUNT, budget // average + 1))
             )
+            if self._cold.below_hot(topic, request.partition, offset):
+                count = 1  # a cold read: Redis gives only the bounds and the LSO
             sent.append(planned_one)
             marks.append(ends.mark(topic, request.partition))
             reads.append((topic, request.partition, offset, count))
@@ -212,10 +222,98 @@ class PartitionReader:
             for result, *_ in sent:
                 result.error = LOG_UNAVAILABLE
         else:
+            low: list[tuple[PartitionAnswer, Topic, WantedPartition, int, PartitionRead]] = []
             for (result, topic, request, budget), read, mark in zip(sent, found, marks, strict=True):
+                if self._cold.tiered(topic):
+                    self._cold.saw(topic, request.partition, read)
+                    if request.fetch_offset < read.first_valid_offset:
+                        low.append((result, topic, request, budget, read))
+                        continue
                 self._fill(result, topic, request, read, budget)
                 if result.error == ErrorCode.none:
                     _keep_end(ends, topic, request, read, result.count, now, mark)
+            if low:
+                await self._read_cold(low, committed)
+        await self._report_cold_starts(planned)
+
+    async def _read_cold(
+        self, low: list[tuple[PartitionAnswer, Topic, WantedPartition, int, PartitionRead]], committed: bool
+    ) -> None:
+        """Tiered partitions fetched below their Redis start: from the cold tier, all at once."""
+        cold = self._cold
+        try:
+            marks = await cold.marks([(t, r.partition) for _, t, r, _, _ in low], fresh=True)
+        except STORAGE_ERRORS:
+            for result, *_ in low:
+                result.error = LOG_UNAVAILABLE
+            return
+        reads = await asyncio.gather(
+            *(
+                cold.read(t, r.partition, max(r.fetch_offset, 0), budget, committed)
+                for _, t, r, budget, _ in low
+            ),
+            return_exceptions=True,
+        )
+        gaps: list[tuple[PartitionAnswer, Topic, WantedPartition, int, PartitionRead]] = []
+        for (result, topic, request, budget, hot), mark, got in zip(low, marks, reads, strict=True):
+            start = (
+                hot.first_valid_offset
+                if mark.cold_start is None
+                else min(mark.cold_start, hot.first_valid_offset)
+            )
+            # The whole log's start: below it the offset is out of range, as in Redis.
+            hot = dataclasses.replace(hot, log_start_offset=start, first_valid_offset=start)
+            if request.fetch_offset < start:
+                self._fill(result, topic, request, hot, budget)
+            elif isinstance(got, ColdStoreError):
+                result.error = LOG_UNAVAILABLE  # KAFKA_STORAGE_ERROR: retriable
+            elif isinstance(got, BaseException):
+                raise got
+            elif got.entries:
+                self._fill(
+                    result,
+                    topic,
+                    request,
+                    got.as_partition_read(hot.high_watermark, hot.last_stable_offset, start),
+                    budget,
+                )
+            else:  # nothing archived from the offset up to the Redis start (a gap): Redis's records
+                gaps.append((result, topic, request, budget, hot))
+        if not gaps:
+            return
+        try:
+            found = await self._store.read_many(
+                [(t, r.partition, max(r.fetch_offset, 0), FIRST_READ_COUNT) for _, t, r, _, _ in gaps],
+                committed,
+            )
+        except STORAGE_ERRORS:
+            for result, *_ in gaps:
+                result.error = LOG_UNAVAILABLE
+            return
+        for (result, topic, request, budget, hot), read in zip(gaps, found, strict=True):
+            start = hot.first_valid_offset
+            self._fill(
+                result,
+                topic,
+                request,
+                dataclasses.replace(read, log_start_offset=start, first_valid_offset=start),
+                budget,
+            )
+
+    async def _report_cold_starts(
+        self, planned: list[tuple[PartitionAnswer, Topic, WantedPartition, int]]
+    ) -> None:
+        """A tiered partition's log start is the cold tier's (kept MARKS_TTL_SECONDS)."""
+        tiered = [(r, t, w) for r, t, w, _ in planned if self._cold.tiered(t) and r.error == ErrorCode.none]
+        if not tiered:
+            return
+        try:
+            marks = await self._cold.marks([(t, w.partition) for _, t, w in tiered], fresh=False)
+        except STORAGE_ERRORS:
+            return
+        for (result, _, _), mark in zip(tiered, marks, strict=True):
+            if mark.cold_start is not None and mark.cold_start < result.log_start:
+                result.log_start = mark.cold_start
 
     def _fill(
         self,

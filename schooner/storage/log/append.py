@@ -112,7 +112,7 @@ def append_args(
         batch.base_sequence,
         len(records),
         topic.retention_ms,
-        topic.retention_bytes,
+        topic.redis_retention_bytes,
         1 if topic.trim_approximate else 0,
         batch.size_bytes or estimated_size(records),  # 0: a batch that came without its size
         channel,

@@ -20,7 +20,9 @@ def delete_records(ks: Keyspace, topic: Topic, partition: int, before_offset: in
 
 
 def has_retention(topic: Topic) -> bool:
-    return topic.retention_ms >= 0 or topic.retention_bytes >= 0
+    """Whether the retention pass trims the topic in Redis: a tiered topic's records leave Redis only
+    once archived, through the archiver (cold/marks.py trim_hot)."""
+    return not topic.remote_storage and (topic.retention_ms >= 0 or topic.retention_bytes >= 0)
 
 
 def apply_retention(ks: Keyspace, topic: Topic, partition: int) -> Call[int]:

@@ -88,12 +88,14 @@ def lag(
 
 
 def trim(ks: Keyspace, topic: Topic, partition: int, before_offset: int) -> Call[tuple[int, int]]:
-    """Removes entries below the offset, but none a group still needs. Returns (removed, bound offset)."""
+    """Removes entries below the offset, but none a group still needs (nor, on a tiered topic, any not
+    yet archived to the cold tier). Returns (removed, bound offset)."""
     offsets = topic.offsets
+    tiered = 1 if topic.remote_storage else 0
     return script(
         "queue_trim",
         ks.partition_keys(topic.name, partition),
-        [offsets.id_text(max(before_offset, 0))],
+        [offsets.id_text(max(before_offset, 0)), tiered, offsets.script_arg],
         lambda r: (int(r[0]), offsets.offset_of_id(r[1])),
     )
 

@@ -5,9 +5,24 @@
 -- log_delete_records.lua does.
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index
 -- ARGV[1] the requested bound: entries below this ID may go
+-- ARGV[2] '1' for a tiered topic (remote.storage.enable): the bound is lowered to the state's
+--         archived_end, so records not yet in the cold tier stay (none archived: nothing goes)
+-- ARGV[3] sequence bits (-1: dense), to turn archived_end into an ID
 -- Returns {entries removed, the bound used}.
 local stream = KEYS[1]
 local want_ms, want_seq = parse_id(ARGV[1])
+if ARGV[2] == '1' then
+  local archived = tonumber(redis.call('HGET', KEYS[2], 'archived_end') or '0')
+  local bits = tonumber(ARGV[3])
+  local ams, aseq
+  if bits < 0 then
+    ams, aseq = 0, archived + 1
+  else
+    ams = math.floor(archived / 2 ^ bits)
+    aseq = archived - ams * 2 ^ bits
+  end
+  if id_less(ams, aseq, want_ms, want_seq) then want_ms, want_seq = ams, aseq end
+end
 local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', stream)
 if not ok then return {0, ARGV[1]} end
 for _, flat in ipairs(groups) do

@@ -17,6 +17,9 @@ TRIM_APPROXIMATE = "schooner.trim.approximate"
 TIMESTAMP_BEFORE_MAX_MS = "message.timestamp.before.max.ms"
 TIMESTAMP_AFTER_MAX_MS = "message.timestamp.after.max.ms"
 TIMESTAMP_DIFFERENCE_MAX_MS = "message.timestamp.difference.max.ms"
+REMOTE_STORAGE = "remote.storage.enable"
+LOCAL_RETENTION_MS = "local.retention.ms"
+LOCAL_RETENTION_BYTES = "local.retention.bytes"
 
 
 class InvalidConfig(ValueError):
@@ -164,6 +167,13 @@ _DOC = {
     "timestamp ((ms << bits) | seq); fixed when the topic is created.",
     SEQUENCE_BITS: "Low bits of a timestamp-encoded offset holding the ID's sequence; fixed at creation.",
     TRIM_APPROXIMATE: "Trim retention with '~' (approximate and cheaper) rather than exactly.",
+    REMOTE_STORAGE: "Archive the topic to the cold tier (Delta Lake tables) and serve old records "
+    "from there; needs a broker with a cold store, and a topic whose cleanup.policy is delete. Cannot be "
+    "turned off.",
+    LOCAL_RETENTION_MS: "Tiered topics: how long records stay in Redis once archived; -2 means "
+    "retention.ms. retention.ms bounds the whole log, Redis and the cold tier together.",
+    LOCAL_RETENTION_BYTES: "Tiered topics: how many bytes of a partition stay in Redis once archived; -2 "
+    "means retention.bytes, which bounds the whole log.",
 }
 LONG_MAX = str(2**63 - 1)
 
@@ -268,9 +278,10 @@ _DEFS = [
     ),
     ConfigDef("leader.replication.throttled.replicas", "", _anything, False, kind=ConfigType.LIST),
     ConfigDef("follower.replication.throttled.replicas", "", _anything, False, kind=ConfigType.LIST),
-    ConfigDef("local.retention.ms", "-2", _long(-2), False, synonym="log.local.retention.ms"),
-    ConfigDef("local.retention.bytes", "-2", _long(-2), False, synonym="log.local.retention.bytes"),
-    ConfigDef("remote.storage.enable", "false", _one_of("false"), False, kind=ConfigType.BOOLEAN),
+    # Tiered storage (KIP-405; docs/tiered-storage.md): Redis is the local log, the Delta tables the remote.
+    ConfigDef(LOCAL_RETENTION_MS, "-2", _long(-2), True, synonym="log.local.retention.ms"),
+    ConfigDef(LOCAL_RETENTION_BYTES, "-2", _long(-2), True, synonym="log.local.retention.bytes"),
+    ConfigDef(REMOTE_STORAGE, "false", _boolean, True, kind=ConfigType.BOOLEAN),
 ]
 
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
@@ -286,14 +297,31 @@ def validate(name: str, value: str | None) -> None:
     definition.check(value)
 
 
-def check_together(configs: Mapping[str, str]) -> None:
-    """Refuses effective values that conflict with each other (as Kafka, a min lag above the max lag)."""
+def check_together(configs: Mapping[str, str], remote_storage_available: bool = True) -> None:
+    """Refuses effective values that conflict with each other (as Kafka, a min lag above the max lag),
+    and remote storage where Kafka refuses it: on a compacted topic, or on a broker without a remote
+    (cold) store."""
     low, high = configs.get("min.compaction.lag.ms", "0"), configs.get("max.compaction.lag.ms", LONG_MAX)
     if int(low) > int(high):
         raise InvalidConfig(f"min.compaction.lag.ms ({low}) is above max.compaction.lag.ms ({high})")
+    if configs.get(REMOTE_STORAGE, "false").lower() != "true":
+        return
+    if not remote_storage_available:
+        raise InvalidConfig(
+            "Tiered storage is not enabled on this broker (no cold_store_url): a topic cannot be "
+            f"configured with {REMOTE_STORAGE}=true"
+        )
+    if "compact" in configs.get("cleanup.policy", "delete"):
+        raise InvalidConfig(f"{REMOTE_STORAGE}=true is not supported for topics with cleanup.policy=compact")
+    for local, whole in ((LOCAL_RETENTION_MS, "retention.ms"), (LOCAL_RETENTION_BYTES, "retention.bytes")):
+        part, total = int(configs.get(local, "-2")), int(configs.get(whole, "-1"))
+        if part == -2 or total == -1:
+            continue
+        if part == -1 or part > total:
+            raise InvalidConfig(f"{local} ({part}) must not be more than {whole} ({total})")
 
 
-def validate_defaults(defaults: Mapping[str, str]) -> None:
+def validate_defaults(defaults: Mapping[str, str], remote_storage_available: bool = True) -> None:
     """Topic defaults (the broker's `topic_defaults`) name topic configs and hold values they may take;
     a bad one would otherwise be stamped on every new topic and fail its appends later."""
     for name, value in defaults.items():
@@ -303,7 +331,7 @@ def validate_defaults(defaults: Mapping[str, str]) -> None:
             validate(name, value)
         except InvalidConfig as exc:
             raise InvalidConfig(f"{name} = {value!r}: {exc}") from None
-    check_together(effective({}, defaults))
+    check_together(effective({}, defaults), remote_storage_available)
 
 
 def effective(overrides: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str]:

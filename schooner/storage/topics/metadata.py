@@ -14,7 +14,16 @@ from typing import Any
 from ..keys import Keyspace
 from ..offsets import DEFAULT_SEQUENCE_BITS, DENSE, TIMESTAMP, OffsetCodec, codec_for
 from ..redis.calls import Call, Steps, command, script, text, together
-from .config import OFFSET_ENCODING, SEQUENCE_BITS, TRIM_APPROXIMATE, effective, valid_topic_name
+from .config import (
+    LOCAL_RETENTION_BYTES,
+    LOCAL_RETENTION_MS,
+    OFFSET_ENCODING,
+    REMOTE_STORAGE,
+    SEQUENCE_BITS,
+    TRIM_APPROXIMATE,
+    effective,
+    valid_topic_name,
+)
 
 _CONFIG_PREFIX = "config."
 _LEADER_PREFIX = "leader."
@@ -65,6 +74,28 @@ class Topic:
     @property
     def retention_bytes(self) -> int:
         return int(self.configs["retention.bytes"]) if "delete" in self.cleanup_policy else -1
+
+    @property
+    def remote_storage(self) -> bool:
+        """Tiered (remote.storage.enable): archived to the cold tier, Redis trimmed by the archiver only."""
+        return self.configs.get(REMOTE_STORAGE, "false").lower() == "true" and not self.compacted
+
+    @property
+    def local_retention_ms(self) -> int:
+        """How long archived records stay in Redis (-1: no bound); -2 in the config means retention.ms."""
+        value = int(self.configs.get(LOCAL_RETENTION_MS, "-2"))
+        return self.retention_ms if value == -2 else value
+
+    @property
+    def local_retention_bytes(self) -> int:
+        value = int(self.configs.get(LOCAL_RETENTION_BYTES, "-2"))
+        return self.retention_bytes if value == -2 else value
+
+    @property
+    def redis_retention_bytes(self) -> int:
+        """What an append trims to: retention.bytes, or -1 on a tiered topic, whose records leave Redis
+        only once archived (the archiver trims it)."""
+        return -1 if self.remote_storage else self.retention_bytes
 
     @property
     def delete_retention_ms(self) -> int:

@@ -1,0 +1,139 @@
+"""Tiering: one keyspace's cold store (when the broker has one) and the cold side of the requests that
+reach below Redis: ListOffsets (earliest, latest tiered, earliest pending upload, by timestamp) and
+DeleteRecords. The archiver (archiver.py) and the fetch reads (partitions/cold_reads.py) share its
+AsyncColdStore."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ...config import Settings
+from ...storage.cold.aio import AsyncColdStore
+from ...storage.cold.errors import ColdStoreError, ColdStoreUnavailable
+from ...storage.cold.location import ColdLocation
+from ...storage.cold.marks import TierMarks
+from ...storage.cold.table import ColdStore
+from ...storage.log.entry import TIMESTAMP
+from ...storage.store import Store
+from ...storage.topics.metadata import Topic
+
+log = logging.getLogger(__name__)
+
+TRIM_ATTEMPTS = 3  # a Delta delete that conflicts with an archive commit is tried again
+TRIM_RETRY_SECONDS = 0.2
+
+
+def open_cold_store(settings: Settings, namespace: str) -> AsyncColdStore | None:
+    """The keyspace's cold store (namespace: the keyspace prefix), or None without a cold_store_url."""
+    root = settings.cold_store_root
+    if root is None:
+        return None
+    location = ColdLocation.from_url(
+        root,
+        endpoint=settings.cold_store_endpoint,
+        region=settings.cold_store_region,
+        access_key_id=settings.cold_store_access_key_id,
+        secret_access_key=settings.cold_store_secret_access_key,
+        allow_http=settings.cold_store_allow_http,
+    )
+    # Threads for the archive steps, and two more so that cold fetches never wait behind them all.
+    return AsyncColdStore(ColdStore(location, namespace), max(settings.archive_concurrency, 1) + 2)
+
+
+class Tiering:
+    def __init__(self, store: Store, cold: AsyncColdStore | None) -> None:
+        self.store = store
+        self.cold = cold
+
+    @property
+    def available(self) -> bool:
+        """Whether this broker has a cold store (Kafka's remote.log.storage.system.enable)."""
+        return self.cold is not None
+
+    async def marks(self, topic: Topic, partition: int) -> TierMarks:
+        return (await self.store.tier_marks([(topic, partition)]))[0]
+
+    # -- ListOffsets --------------------------------------------------------------------------------
+    async def earliest(self, topic: Topic, partition: int, redis_start: int) -> int:
+        """The whole log's first offset: the cold start when the cold tier holds any of it."""
+        cold_start = (await self.marks(topic, partition)).cold_start
+        return redis_start if cold_start is None else min(cold_start, redis_start)
+
+    async def latest_tiered(self, topic: Topic, partition: int) -> int:
+        """KIP-1005: the last archived offset; -1 when nothing is archived."""
+        ended = (await self.marks(topic, partition)).archived_end
+        return -1 if ended is None else ended - 1
+
+    async def earliest_pending_upload(self, topic: Topic, partition: int, redis_start: int) -> int:
+        """KIP-1023: the first offset not archived yet (at least the Redis start: records deleted
+        before they were archived are pending nothing)."""
+        ended = (await self.marks(topic, partition)).archived_end
+        return redis_start if ended is None else max(ended, redis_start)
+
+    async def offset_for_timestamp(
+        self, topic: Topic, partition: int, timestamp: int
+    ) -> tuple[int, int] | None:
+        """Kafka's rule on the cold tier: (offset, timestamp) of its earliest record at or after the
+        target, or None (the caller looks in Redis then). Raises ColdStoreError."""
+        if self.cold is None:
+            return None
+        marks = await self.marks(topic, partition)
+        if marks.cold_start is None:
+            return None
+        found = await self.cold.offset_for_timestamp(topic, partition, timestamp)
+        if found is None or found[0] < marks.cold_start:
+            return (
+                None if found is None else await self._first_at_or_after(topic, partition, marks, timestamp)
+            )
+        return found
+
+    async def _first_at_or_after(
+        self, topic: Topic, partition: int, marks: TierMarks, timestamp: int
+    ) -> tuple[int, int] | None:
+        """A match below the cold start is a row a trim has not removed yet: read from the start."""
+        assert self.cold is not None and marks.cold_start is not None
+        read = await self.cold.read(topic, partition, marks.cold_start, 1 << 20, 10_000)
+        for entry_id, fields in read.entries:
+            stamp = _timestamp(fields)
+            if stamp is not None and stamp >= timestamp:
+                return topic.offsets.offset_of_id(entry_id), stamp
+        return None
+
+    # -- removing records ---------------------------------------------------------------------------
+    async def trim_cold(self, topic: Topic, partition: int, below: int) -> TierMarks | None:
+        """Deletes the partition's cold records below the offset (Delta remove, then vacuum) and moves
+        the cold start up. Raises ColdStoreError after TRIM_ATTEMPTS."""
+        assert self.cold is not None
+        for attempt in range(TRIM_ATTEMPTS):
+            try:
+                await self.cold.trim(topic, partition, below, vacuum=True)
+                break
+            except ColdStoreUnavailable:  # a commit conflict with an archive step looks the same
+                if attempt == TRIM_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(TRIM_RETRY_SECONDS)
+        return await self.store.record_tier(topic, partition, trimmed_below=below)
+
+    async def delete_records(self, topic: Topic, partition: int, before: int) -> int | None:
+        """DeleteRecords' cold side: trims the cold tier below the offset; the cold start after (None
+        when the cold tier holds none of the partition). Raises ColdStoreError."""
+        marks = await self.marks(topic, partition)
+        if self.cold is None or marks.cold_start is None or before <= marks.cold_start:
+            return marks.cold_start
+        after = await self.trim_cold(topic, partition, before)
+        return None if after is None else after.cold_start
+
+    def close(self) -> None:
+        if self.cold is not None:
+            self.cold.close()
+
+
+def _timestamp(fields: list[bytes]) -> int | None:
+    for i in range(0, len(fields) - 1, 2):
+        if fields[i] == TIMESTAMP:
+            return int(fields[i + 1])
+    return None
+
+
+__all__ = ["ColdStoreError", "Tiering", "open_cold_store"]
