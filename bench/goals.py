@@ -1,4 +1,4 @@
-"""Issue 17's goals in one block: each figure of the run beside its target, with a verdict.
+"""The performance goals in one block: each figure of the run beside its target, with a verdict.
 
 The table in report.py holds every figure with its baseline; this block picks the ones the performance goals
 name, so one `python -m bench` run says which goals hold on this machine today.
@@ -55,6 +55,24 @@ GOALS: tuple[Goal, ...] = (
         higher_is_better=False,
     ),
     Goal(
+        "tiering: archival records/s",
+        lambda r: r["tiering"]["tiering_archive_records_per_s"],
+        100_000,
+        note="100 B records, through the broker's archiver",
+    ),
+    Goal(
+        "tiering: kcat fetch cold / hot",
+        lambda r: r["tiering"]["tiering_cold_vs_hot_fetch"],
+        0.5,
+        note="the same topic read from the Delta table and from Redis",
+    ),
+    Goal(
+        "tiering: Redis bytes archived / untiered",
+        lambda r: r["tiering"]["tiering_redis_bytes_ratio"],
+        0.05,
+        higher_is_better=False,
+    ),
+    Goal(
         "2 broker processes / 1, produce",
         lambda r: r["multiproc"]["produce_ratio"],
         None,
@@ -86,7 +104,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
 def block(results: dict[str, Any]) -> str:
     table = [("goal", "measured", "target", "", "how"), *rows(results)]
     widths = [max(len(row[i]) for row in table) for i in range(5)]
-    lines = ["Issue 17 goals, this run:"]
+    lines = ["Performance goals (issues 17 and 28), this run:"]
     for n, row in enumerate(table):
         lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
         if n == 0:

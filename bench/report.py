@@ -362,6 +362,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     pa = results.get("partitions")
     if pa and "error" not in pa:
         rows += partitions_rows(pa)
+    ti = results.get("tiering")
+    if ti and "error" not in ti:
+        rows += tiering_rows(ti)
     for name in (
         "first_message",
         "rebalance",
@@ -375,6 +378,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "metrics",
         "multiproc",
         "partitions",
+        "tiering",
     ):
         figure = results.get(name)
         if figure and "error" in figure:
@@ -502,6 +506,35 @@ def multiproc_rows(mp: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             )
         )
     return rows
+
+
+def tiering_rows(ti: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Tiered storage through the broker (bench/tiering.py): archival, cold fetch, Redis bytes, Parquet."""
+    n = f"{ti['tiering_messages']:,} records of 100 B"
+    return [
+        (
+            "tiering: archival records/s",
+            _num(ti["tiering_archive_records_per_s"]),
+            "",
+            "",
+            f">= 100,000; {n}",
+        ),
+        (
+            "tiering: kcat fetch from the cold tier msgs/s",
+            _num(ti["tiering_cold_fetch_msgs_per_s"]),
+            f"{_num(ti['tiering_hot_fetch_msgs_per_s'])} (from Redis)",
+            f"{ti['tiering_cold_vs_hot_fetch']:.3f}",
+            ">= 0.5; paired",
+        ),
+        (
+            "tiering: Redis bytes, archived / untiered",
+            f"{ti['tiering_redis_bytes_archived']:,}",
+            f"{ti['tiering_redis_bytes_untiered']:,}",
+            f"{ti['tiering_redis_bytes_ratio']:.4f}",
+            "<= 0.05",
+        ),
+        ("tiering: Parquet bytes per record", f"{ti['tiering_parquet_bytes_per_record']:.2f}", "", "", n),
+    ]
 
 
 def partitions_rows(pa: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:

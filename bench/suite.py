@@ -39,7 +39,7 @@ class Options:
     # Figures besides throughput and latency; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
         "latency", "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction",
-        "share", "cluster", "security", "metrics", "multiproc", "partitions",
+        "share", "cluster", "security", "metrics", "multiproc", "partitions", "tiering",
     )  # fmt: skip
     latency_rounds: int = latency.ROUNDS
 
@@ -330,6 +330,10 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 out[name] = multiproc.run(
                     min(opts.messages, multiproc.MESSAGES), min(opts.runs, multiproc.RUNS)
                 )
+            elif name == "tiering":  # its own redis-server and broker, with a cold store in a folder
+                from . import tiering
+
+                out[name] = tiering.run(min(opts.messages, tiering.MESSAGES), min(opts.runs, tiering.RUNS))
             elif name == "partitions":  # 1,000 partitions against 10, on ep's broker
                 from . import partitions
 

@@ -14,6 +14,11 @@ def test_each_goal_is_judged_by_its_direction() -> None:
         "partitions": {"produce_ratio": 0.79},
         "memory": {"same_fields_ratio": 1.06},
         "multiproc": {"produce_ratio": 0.9, "fetch_ratio": 1.3},
+        "tiering": {
+            "tiering_archive_records_per_s": 120_000,
+            "tiering_cold_vs_hot_fetch": 0.4,
+            "tiering_redis_bytes_ratio": 0.01,
+        },
     }
     verdicts = {name: verdict for name, _, _, verdict, _ in goals.rows(results)}
     assert verdicts == {
@@ -24,6 +29,9 @@ def test_each_goal_is_judged_by_its_direction() -> None:
         "MQ consume ratio": "ok",
         "1,000 / 10 partitions": "MISSED",
         "bytes per record / raw entry, same fields": "MISSED",
+        "tiering: archival records/s": "ok",
+        "tiering: kcat fetch cold / hot": "MISSED",
+        "tiering: Redis bytes archived / untiered": "ok",
         "2 broker processes / 1, produce": "reported",
         "2 broker processes / 1, fetch": "reported",
     }

@@ -41,8 +41,11 @@ class AsyncColdStore:
         max_bytes: int,
         max_records: int = 100_000,
         committed: bool = False,
+        start: int | None = None,
     ) -> ColdRead:
-        return await self._run(self.cold.read, topic, partition, offset, max_bytes, max_records, committed)
+        return await self._run(
+            self.cold.read, topic, partition, offset, max_bytes, max_records, committed, start
+        )
 
     async def start_offset(self, topic: Topic, partition: int) -> int | None:
         return await self._run(self.cold.start_offset, topic, partition)

@@ -82,9 +82,11 @@ class FileIndex:
             return None
         return max(listed[0].min_offset, self.starts.get(partition, 0))
 
-    def fragments_from(self, partition: int, offset: int) -> list[Any]:
-        """The fragments of the files that may hold offsets at or after `offset`, in offset order."""
-        return [self.fragments[f.path] for f in self.files.get(partition, []) if f.max_offset >= offset]
+    def fragments_from(self, partition: int, offset: int) -> list[tuple[str, Any]]:
+        """(path, fragment) of the files that may hold offsets at or after `offset`, in offset order."""
+        return [
+            (f.path, self.fragments[f.path]) for f in self.files.get(partition, []) if f.max_offset >= offset
+        ]
 
     def fragments_reaching(self, partition: int, timestamp: int) -> list[Any]:
         """The fragments of the files with a record at or after the timestamp, in offset order."""

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -35,6 +36,7 @@ from ..log.transactions import AbortedTransaction
 from ..topics.metadata import Topic
 from . import layout
 from .errors import ArchiveConflict, ColdDataCorrupt, ColdStoreUnavailable
+from .file_cache import FileCache
 from .index import FileIndex
 from .location import ColdLocation
 from .source import ArchiveSlice
@@ -89,6 +91,7 @@ class ColdStore:
         self._writer = WriterProperties(compression="ZSTD", max_row_group_size=row_group_rows)
         self._tables: dict[tuple[str, str], _TopicTable] = {}
         self._tables_lock = threading.Lock()
+        self._files = FileCache()
 
     def table_uri(self, topic: Topic) -> str:
         return self.location.table_uri(self.namespace, topic.name, topic.id)
@@ -174,18 +177,25 @@ class ColdStore:
         max_bytes: int,
         max_records: int = 100_000,
         committed: bool = False,
+        start: int | None = None,
     ) -> ColdRead:
         """Records from `offset` (or the first after it) up to max_bytes as the fetch codec estimates
-        them (the first record always) and max_records. committed: the aborted transactions come too."""
+        them (the first record always) and max_records. committed: the aborted transactions come too.
+
+        The file list and the decoded files are kept (INDEX_MAX_AGE_SECONDS, FileCache), so a read may not
+        yet see a trim by another broker. `start` is the log start the caller knows (the broker's tier
+        marks, which a trim moves): no row below it is returned, whatever is kept."""
+        if start is not None:
+            offset = max(offset, start)
 
         def from_index(index: FileIndex) -> ColdRead:
             picked: list[pa.Table] = []
             budget_bytes, budget_rows = max_bytes, max_records
-            for fragment in index.fragments_from(partition, offset):
-                wanted = pc.field(layout.OFFSET) >= offset
-                rows = fragment.to_table(filter=wanted, columns=layout.READ_COLUMNS)
-                # A file a delete rewrote (DataFusion) holds view types: back to the table's own.
-                rows = rows.cast(layout.READ_SCHEMA).sort_by(layout.OFFSET)
+            for path, fragment in index.fragments_from(partition, offset):
+                # A file a delete rewrote (DataFusion) holds view types: the cache casts them back.
+                rows = self._files.rows_from(
+                    path, offset, partial(fragment.to_table, columns=layout.READ_COLUMNS)
+                )
                 rows, budget_bytes, full = _within(rows, budget_bytes, budget_rows, not picked)
                 if rows.num_rows:
                     picked.append(rows)

@@ -47,14 +47,27 @@ def test_a_trim_deletes_rows_below_and_vacuums_their_files(make_log, cold) -> No
     assert cold.archived_end(log.topic, 0) == offsets[-1] + 1
 
 
-def test_a_reader_with_an_old_file_list_reads_the_table_again(make_log, cold, tmp_path, keyspace) -> None:
+def test_a_reader_with_an_old_file_list_and_kept_files_returns_nothing_below_the_start_it_knows(
+    make_log, cold, tmp_path, keyspace
+) -> None:
     log = make_log()
     offsets = _archive_steps(log, cold)
-    assert len(cold.read(log.topic, 0, offsets[0], 1 << 20).entries) == 40  # its index is now cached
+    assert len(cold.read(log.topic, 0, offsets[0], 1 << 20).entries) == 40  # index and files now kept
     other = ColdStore(ColdLocation.from_url(str(tmp_path / "cold")), keyspace)
-    other.trim(log.topic, 0, offsets[20])  # another broker trims and vacuums
-    back = cold.read(log.topic, 0, offsets[0], 1 << 20)
+    other.trim(log.topic, 0, offsets[20])  # another broker trims and vacuums (and moves the marks)
+    back = cold.read(log.topic, 0, offsets[0], 1 << 20, start=offsets[20])
     assert [int(e[0].split(b"-")[1]) - 1 for e in back.entries] == offsets[20:]
+
+
+def test_a_reader_whose_file_has_gone_reads_the_table_again(make_log, cold, tmp_path, keyspace) -> None:
+    log = make_log()
+    offsets = _archive_steps(log, cold)
+    assert len(cold.read(log.topic, 0, offsets[0], 1).entries) == 1  # the index and the first file kept
+    other = ColdStore(ColdLocation.from_url(str(tmp_path / "cold")), keyspace)
+    other.trim(log.topic, 0, offsets[25])  # 20-29 is rewritten as 25-29: its old file is vacuumed
+    back = cold.read(log.topic, 0, offsets[25], 1 << 20)
+    assert back.start_offset == offsets[25]
+    assert [int(e[0].split(b"-")[1]) - 1 for e in back.entries] == offsets[25:]
 
 
 def test_a_missing_file_is_a_clear_error(make_log, cold) -> None:
