@@ -101,7 +101,7 @@ async def run_async(redis_url: str, batch: int = 1000, calls: int = 200, rounds:
                             Record(1764000000000 + c * 10 + i * 10 // batch, None, VALUE)
                             for i in range(batch)
                         ]
-                        result = await store.append(topic, 0, RecordBatch(stamped, transactional_id=txn))
+                        result = await store.append(topic, 0, RecordBatch(stamped), txn)
                         if result.status != 0:
                             raise RuntimeError(f"append refused: {result}")
                     return calls

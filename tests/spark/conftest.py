@@ -163,10 +163,11 @@ class Tiers:
         return end
 
     def txn(self, name: str, partition: int, pid: int, seq: int, records: list[Rec]) -> None:
-        batch = RecordBatch(records, pid, 0, seq, transactional_id=f"tx-{pid}")
-        result = run_sync(
-            self.log.redis, log_append.append(self.log.ks, self.log.load(name), partition, batch)
+        batch = RecordBatch(records, pid, 0, seq)
+        append = log_append.append(
+            self.log.ks, self.log.load(name), partition, batch, transactional_id=f"tx-{pid}"
         )
+        result = run_sync(self.log.redis, append)
         assert result.status == 0, result
 
     def end_txn(self, name: str, partition: int, pid: int, commit: bool) -> None:

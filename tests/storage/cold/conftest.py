@@ -52,8 +52,10 @@ class Log:
 
     def append(self, records: Sequence[Record], pid: int = -1, epoch: int = -1, seq: int = -1) -> int:
         """Appends one batch (transactional when pid is given); its base offset."""
-        batch = RecordBatch(records, pid, epoch, seq, transactional_id=f"tx-{pid}" if pid >= 0 else None)
-        result = self._run(lambda r: calls.run(r, log_append.append(self.ks, self.topic, 0, batch)))
+        batch = RecordBatch(records, pid, epoch, seq)
+        txn = f"tx-{pid}" if pid >= 0 else None
+        call = log_append.append(self.ks, self.topic, 0, batch, transactional_id=txn)
+        result = self._run(lambda r: calls.run(r, call))
         assert result.status == APPENDED, result
         return int(result.base_offset)
 
