@@ -51,7 +51,15 @@ class Upkeep:
         self.tasks: list[asyncio.Task[Any]] = []  # every task, listeners included
         # Archives tiered topics when the broker has a cold store.
         self.archiver: Archiver | None = (
-            Archiver(ctx.tiering, ctx.settings, ctx.me, ctx.cluster.live_brokers, self._whose)
+            Archiver(
+                ctx.tiering,
+                ctx.settings,
+                ctx.me,
+                ctx.cluster.live_brokers,
+                self._whose,
+                ctx.metrics,
+                ctx.tenant,
+            )
             if ctx.tiering.available
             else None
         )

@@ -1,4 +1,4 @@
-"""Gauges read at scrape time: connections per listener, partition end offsets and group lag.
+"""Gauges read at scrape time: connections per listener, partition end offsets, group lag and archive lag.
 
 End offsets and lag come from Redis, with the functions `schooner groups lag` and `groups describe`
 use (storage/groups/lag.py, storage/share/partition.py), all partitions' calls pipelined together so a
@@ -80,6 +80,7 @@ class Snapshot:
     end_offsets: list[tuple[str, int, int]] = field(default_factory=list)  # topic, partition, offset
     lags: list[tuple[str, str, int, int]] = field(default_factory=list)  # group, topic, partition, records
     lag_seconds: list[tuple[str, str, int, float]] = field(default_factory=list)  # classic/consumer only
+    archive_lags: list[tuple[str, int, int]] = field(default_factory=list)  # topic, partition, records
     storage_up: bool = True
 
 
@@ -116,6 +117,13 @@ async def _read_keyspace(ctx: KeyspaceSource, snap: Snapshot) -> None:
     tenant = ctx.tenant
     for (topic, p), b in zip(led, ends, strict=True):
         snap.end_offsets.append((topic_label(tenant, topic.name), p, b.high_watermark))
+    tiered = [(t, p, b) for (t, p), b in zip(led, ends, strict=True) if t.remote_storage]
+    marks = await store.tier_marks([(t, p) for t, p, _ in tiered])
+    for (topic, p, b), mark in zip(tiered, marks, strict=True):
+        # Records not yet in the cold tier: from the archived end (or, before the first archive, the
+        # log start) to the high watermark.
+        archived = mark.archived_end if mark.archived_end is not None else b.log_start_offset
+        snap.archive_lags.append((topic_label(tenant, topic.name), p, max(b.high_watermark - archived, 0)))
     for group, lag in lags:
         g, t = topic_label(tenant, group), topic_label(tenant, lag.topic)
         snap.lags.append((g, t, lag.partition, lag.records or 0))  # partition_lag always counts
@@ -217,6 +225,12 @@ class ScrapeGauges(Collector):
             "Age of the oldest record not yet consumed (classic and consumer groups); 0 when caught up.",
             ["group", "topic", "partition"],
             ((g, t, str(p), v) for g, t, p, v in snap.lag_seconds),
+        )
+        yield _family(
+            "schooner_archive_lag_records",
+            "Records of each tiered partition this broker leads not yet archived to the cold tier.",
+            ["topic", "partition"],
+            ((t, str(p), v) for t, p, v in snap.archive_lags),
         )
         up = GaugeMetricFamily(
             "schooner_metrics_storage_up", "1 when this scrape read end offsets and lag from Redis, else 0."

@@ -121,6 +121,24 @@ class BrokerMetrics:
             "Redis round trips that failed (no connection, a timeout, an error reply).",
             registry=r,
         )
+        self.archived_records = Counter(
+            "schooner_archived_records",
+            "Records the archiver committed to the cold tier (Delta Lake), by topic.",
+            ["topic"],
+            registry=r,
+        )
+        self.archived_bytes = Counter(
+            "schooner_archived_bytes",
+            "Bytes of the records archived to the cold tier (keys, values and headers), by topic.",
+            ["topic"],
+            registry=r,
+        )
+        self.cold_fetch_seconds = Histogram(
+            "schooner_cold_fetch_seconds",
+            "Reads of the cold tier for fetches below a tiered partition's Redis start (one per partition).",
+            buckets=REQUEST_BUCKETS,
+            registry=r,
+        )
         self.foreign_entry_refusals = Counter(
             "schooner_foreign_entry_refusals",
             "Produce requests refused because a dense topic's partition holds an entry added with XADD '*'.",

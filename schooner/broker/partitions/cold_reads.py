@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...storage.cold.aio import AsyncColdStore
 from ...storage.cold.marks import TierMarks
@@ -24,14 +25,20 @@ from ...storage.store import Store
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 
+if TYPE_CHECKING:
+    from ..metrics import BrokerMetrics
+
 MARKS_TTL_SECONDS = 1.0
 COLD_MAX_RECORDS = 100_000  # records one cold read returns at most (besides the byte budget)
 
 
 class ColdReads:
-    def __init__(self, store: Store, cold: AsyncColdStore | None) -> None:
+    def __init__(
+        self, store: Store, cold: AsyncColdStore | None, metrics: BrokerMetrics | None = None
+    ) -> None:
         self._store = store
         self._cold = cold
+        self._observe = metrics.cold_fetch_seconds.observe if metrics is not None else None
         self._hot_starts: dict[TopicPartition, int] = {}  # first valid Redis offset, from the last read
         self._marks: dict[TopicPartition, tuple[float, TierMarks]] = {}
 
@@ -64,7 +71,12 @@ class ColdReads:
     async def read(self, topic: Topic, partition: int, offset: int, budget: int, committed: bool) -> ColdRead:
         """Cold records from the offset, up to the byte budget (the first always). Raises ColdStoreError."""
         assert self._cold is not None
-        return await self._cold.read(topic, partition, offset, budget, COLD_MAX_RECORDS, committed)
+        began = time.perf_counter()
+        try:
+            return await self._cold.read(topic, partition, offset, budget, COLD_MAX_RECORDS, committed)
+        finally:
+            if self._observe is not None:
+                self._observe(time.perf_counter() - began)
 
     def forget(self, topic: str) -> None:
         """Drops what is kept of a topic (deleted, or made again)."""

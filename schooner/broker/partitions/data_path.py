@@ -54,5 +54,5 @@ def open_data_path(
     writer = PartitionWriter(
         store, sequencer, RetryOrder(), recent, waiters, metrics, tenant, stale_topic, full_log or FullLog()
     )
-    reader = PartitionReader(store, recent, ends, waiters, metrics, tenant, ColdReads(store, cold))
+    reader = PartitionReader(store, recent, ends, waiters, metrics, tenant, ColdReads(store, cold, metrics))
     return DataPath(writer, reader, waiters, sequencer, recent, ends)

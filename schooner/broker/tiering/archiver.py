@@ -37,6 +37,8 @@ from ...storage.redis.calls import StorageError
 from ...storage.store import Store
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
+from ..metrics import BrokerMetrics
+from ..metrics.meters import topic_label
 from .tiering import Tiering
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,8 @@ class Archiver:
         me: BrokerInfo,
         live_brokers: Callable[[], Awaitable[list[BrokerInfo]]],
         whose: str = "",
+        metrics: BrokerMetrics | None = None,
+        tenant: str | None = None,
     ) -> None:
         assert tiering.cold is not None
         self.tiering = tiering
@@ -75,7 +79,9 @@ class Archiver:
         self._retained_at: dict[TopicPartition, float] = {}
         self._failures = 0  # consecutive passes the cold store failed
         self._resume_at = 0.0  # monotonic time before which no pass runs (backoff)
-        self.archived_records = 0  # counted for the metrics and tests
+        self._metrics = metrics
+        self._tenant = tenant
+        self.archived_records = 0  # counted for the tests
         self.archived_steps = 0
 
     async def run_pass(self, topics: list[Topic]) -> None:
@@ -161,6 +167,10 @@ class Archiver:
             added += done.records
             self.archived_records += done.records
             self.archived_steps += 1
+            if self._metrics is not None and done.records:
+                label = topic_label(self._tenant, topic.name)
+                self._metrics.archived_records.labels(label).inc(done.records)
+                self._metrics.archived_bytes.labels(label).inc(done.bytes)
             start = done.end
             if len(piece.entries) < batch:
                 break

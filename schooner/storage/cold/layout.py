@@ -158,6 +158,19 @@ def _columns(
     )
 
 
+def payload_bytes(table: pa.Table) -> int:
+    """The bytes of the rows' keys, values, and header keys and values (what the metrics count as
+    archived)."""
+    headers = pc.list_flatten(table.column("headers"))
+    parts = [
+        table.column("key"),
+        table.column("value"),
+        pc.struct_field(headers, "key"),
+        pc.struct_field(headers, "value"),
+    ]
+    return sum(int(pc.sum(pc.binary_length(p)).as_py() or 0) for p in parts)
+
+
 def fetch_sizes(table: pa.Table) -> pa.Array:
     """Each row's estimated cost in a fetch response (RECORD_OVERHEAD_BYTES plus key and value)."""
     key = pc.fill_null(pc.binary_length(table.column("key")), 0)

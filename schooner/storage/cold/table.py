@@ -52,6 +52,7 @@ COMMIT_ATTEMPTS = 3
 class Archived:
     records: int  # rows this call added (0: the slice was committed before)
     end: int  # the partition's archived end after the call
+    bytes: int = 0  # the added rows' keys, values and headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,7 @@ class ColdStore:
                     if attempt == COMMIT_ATTEMPTS - 1:
                         raise ArchiveConflict(f"{app_id}: {COMMIT_ATTEMPTS} commits conflicted") from None
                     continue
-                return Archived(rows.num_rows, piece.end)
+                return Archived(rows.num_rows, piece.end, layout.payload_bytes(rows))
         raise AssertionError("unreachable")
 
     def _write(self, table: DeltaTable, rows: pa.Table, commit: CommitProperties) -> None:
