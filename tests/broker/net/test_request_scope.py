@@ -45,7 +45,7 @@ def test_fetch_max_bytes_is_capped_by_the_scopes_limits_only() -> None:
 def test_a_refusal_names_the_scopes_client(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from schooner.broker import refusals
+    from schooner.broker.net import refusals
 
     monkeypatch.setattr(refusals, "REPEATS", RepeatFilter())
     log = logging.getLogger("test.scope")
