@@ -69,12 +69,18 @@ def create(
 @with_output_option
 @with_client_options
 def describe(topic: str, all_configs: bool, client: ClientSettings, output: str) -> None:
-    """TOPIC's partitions (leader, earliest and latest offsets) and the configs set on it."""
+    """TOPIC's partitions (leader, earliest and latest offsets) and the configs set on it. A tiered topic
+    (remote.storage.enable) also shows where Redis starts (local_earliest) and the first offset not yet
+    archived to the cold tier (pending_upload)."""
     found = kafka_topics.describe_topic(client, topic, all_configs)
     if output == "json":
         emit_object(found, output)
         return
     columns = ["partition", "leader", "replicas", "earliest", "latest", "records"]
+    if found[
+        "tiered"
+    ]:  # the cold tier from earliest, Redis from local_earliest; archived below pending_upload
+        columns[4:4] = ["local_earliest", "pending_upload"]
     partitions = [{**p, "replicas": ",".join(map(str, p["replicas"]))} for p in found["partitions"]]
     emit(partitions, columns, output, title=topic)
     if found["configs"]:

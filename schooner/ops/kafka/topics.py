@@ -22,6 +22,7 @@ from confluent_kafka.admin import (
 
 from ..client_options import ClientSettings
 from . import KafkaFailure, admin_client, describe, failure, no_answer, result
+from .tiers import tier_offsets
 
 
 class HasMetadata(Protocol):
@@ -154,12 +155,22 @@ def describe_topic(settings: ClientSettings, name: str, all_configs: bool = Fals
         }
         for p in numbers
     ]
+    every = topic_configs(admin, settings, name)
     configs = [
         {k: v for k, v in c.items() if k in ("name", "value", "source", "read_only")}
-        for c in topic_configs(admin, settings, name)
+        for c in every
         if all_configs or c["source"] == ConfigSource.DYNAMIC_TOPIC_CONFIG.name
     ]
-    return {"topic": name, "partitions": partitions, "configs": configs}
+    tiered = any(c["name"] == "remote.storage.enable" and c["value"] == "true" for c in every)
+    if tiered:
+        # Earliest is the cold tier's start; Redis holds from the local start, and the cold tier up to
+        # (not including) the first offset pending upload.
+        for entry, (local, pending) in zip(
+            partitions, tier_offsets(settings, name, numbers).values(), strict=True
+        ):
+            entry["local_earliest"] = local
+            entry["pending_upload"] = pending
+    return {"topic": name, "tiered": tiered, "partitions": partitions, "configs": configs}
 
 
 def topic_configs(admin: AdminClient, settings: ClientSettings, name: str) -> list[dict[str, Any]]:
