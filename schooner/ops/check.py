@@ -246,10 +246,29 @@ def run(config_file: str | None, overrides: Mapping[str, Any], echo: Callable[[s
     for c in checks:
         echo(c.line())
     if settings is not None:
-        for c in _check_redis(settings, echo):
+        for c in [*_check_redis(settings, echo), cold_store_check(settings)]:
             checks.append(c)
             echo(c.line())
     return 1 if any(c.status == FAIL for c in checks) else 0
+
+
+def cold_store_check(settings: config.Settings) -> Check:
+    """The cold tier of tiered topics: a probe object written, read back and deleted under its root."""
+    from ..broker.tiering.tiering import cold_location
+    from ..storage.cold.errors import ColdStoreUnavailable
+    from ..storage.cold.probe import probe
+
+    try:
+        location = cold_location(settings)
+    except ValueError as exc:
+        return Check(FAIL, "cold store", str(exc))
+    if location is None:
+        return Check(OK, "cold store", "none (cold_store_url unset, external Redis): topics cannot be tiered")
+    try:
+        probe(location)
+    except ColdStoreUnavailable as exc:
+        return Check(FAIL, "cold store", f"{exc}; tiered topics keep every record in Redis until it works")
+    return Check(OK, "cold store", f"{location.root}: writes, reads and deletes work")
 
 
 def _check_redis(settings: config.Settings, echo: Callable[[str], None]) -> list[Check]:

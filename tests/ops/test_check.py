@@ -51,13 +51,27 @@ def test_the_embedded_default_is_ok(tmp_path: Path) -> None:
     verdicts = _verdicts(lines)
     assert set(verdicts.values()) == {"ok"}, lines
     expected = {"config", "listeners", "redis reachable", "redis version", "redis persistence",
-                "redis maxmemory-policy", "redis maxmemory", "redis cluster", "redis acl"}  # fmt: skip
+                "redis maxmemory-policy", "redis maxmemory", "redis cluster", "redis acl",
+                "cold store"}  # fmt: skip
     assert expected <= set(verdicts)
     assert any("AOF on, appendfsync everysec" in line for line in lines)
+    # The embedded default's cold store, in the data folder, is probed and left as it was.
+    cold = tmp_path.resolve() / "cold"
+    assert any(f"cold store: {cold}: writes, reads and deletes work" in line for line in lines), lines
+    assert not cold.exists() or list(cold.iterdir()) == []
     # No broker was started, and the embedded redis-server was stopped again.
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     assert not (tmp_path / "redis" / "redis.pid").exists() or not _alive(tmp_path / "redis" / "redis.pid")
+
+
+def test_a_cold_store_that_cannot_be_written_fails(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_bytes(b"x")
+    code, lines = _check("--data-dir", str(tmp_path / "data"), "--port", str(free_port()),
+                         "--cold-store-url", str(blocker))  # fmt: skip
+    assert code == 1 and _verdicts(lines)["cold store"] == "fail", lines
+    assert any("cannot write a probe object" in line for line in lines), lines
 
 
 def _alive(pid_file: Path) -> bool:

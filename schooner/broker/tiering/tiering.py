@@ -24,12 +24,12 @@ TRIM_ATTEMPTS = 3  # a Delta delete that conflicts with an archive commit is tri
 TRIM_RETRY_SECONDS = 0.2
 
 
-def open_cold_store(settings: Settings, namespace: str) -> AsyncColdStore | None:
-    """The keyspace's cold store (namespace: the keyspace prefix), or None without a cold_store_url."""
+def cold_location(settings: Settings) -> ColdLocation | None:
+    """Where the settings put the cold store (None: the broker has none). Raises ValueError on a bad URL."""
     root = settings.cold_store_root
     if root is None:
         return None
-    location = ColdLocation.from_url(
+    return ColdLocation.from_url(
         root,
         endpoint=settings.cold_store_endpoint,
         region=settings.cold_store_region,
@@ -37,6 +37,13 @@ def open_cold_store(settings: Settings, namespace: str) -> AsyncColdStore | None
         secret_access_key=settings.cold_store_secret_access_key,
         allow_http=settings.cold_store_allow_http,
     )
+
+
+def open_cold_store(settings: Settings, namespace: str) -> AsyncColdStore | None:
+    """The keyspace's cold store (namespace: the keyspace prefix), or None without a cold_store_url."""
+    location = cold_location(settings)
+    if location is None:
+        return None
     # Threads for the archive steps, and two more so that cold fetches never wait behind them all.
     return AsyncColdStore(ColdStore(location, namespace), max(settings.archive_concurrency, 1) + 2)
 
