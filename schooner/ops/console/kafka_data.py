@@ -25,6 +25,7 @@ from ..kafka import groups as kafka_groups
 from ..kafka import topics as kafka_topics
 from ..kafka.acls import AclRow
 from ..kafka.groups import Group, GroupListing
+from ..kafka.tiers import tier_offsets
 
 TP = tuple[str, int]
 
@@ -136,6 +137,10 @@ class KafkaSide:
 
     def latest(self, partitions: Iterable[TP]) -> dict[TP, int]:
         return self.offsets(partitions, OffsetSpec.latest())
+
+    def tiers(self, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
+        """A tiered topic's partitions: (where Redis starts, the first offset not archived yet)."""
+        return tier_offsets(self.client, topic, partitions)
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
         kafka_topics.create(self.client, name, partitions, configs, admin=self.admin)

@@ -21,6 +21,8 @@ class PartitionRow:
     earliest: int
     latest: int
     size: int | None  # bytes, from Redis; None without the Redis side
+    local_earliest: int | None = None  # a tiered topic's: where Redis starts (earlier: the cold tier)
+    pending_upload: int | None = None  # a tiered topic's: the first offset not archived yet
 
     @property
     def records(self) -> int:
@@ -79,15 +81,19 @@ async def topic_page(request: Request) -> Response:
     earliest = await run_in_threadpool(side.earliest, tps)
     latest = await run_in_threadpool(side.latest, tps)
     sizes = await run_in_threadpool(_sizes, request, tps)
+    configs = await run_in_threadpool(side.topic_configs, name)
+    tiered = any(c["name"] == "remote.storage.enable" and c["value"] == "true" for c in configs)
+    ids = [p.id for p in meta.partitions]
+    tiers = await run_in_threadpool(side.tiers, name, ids) if tiered else {}
     rows = [
         PartitionRow(p.id, p.leader, earliest[(name, p.id)], latest[(name, p.id)],
-                     sizes.get((name, p.id)) if sizes is not None else None)
+                     sizes.get((name, p.id)) if sizes is not None else None,
+                     *tiers.get(p.id, (None, None)))
         for p in meta.partitions
     ]  # fmt: skip
-    configs = await run_in_threadpool(side.topic_configs, name)
     return page(
         request, "topic.html", title=f"Topic {name}", name=name, partitions=rows, configs=configs,
-        throughput=sampler_of(request).throughput(name),
+        throughput=sampler_of(request).throughput(name), tiered=tiered,
     )  # fmt: skip
 
 
