@@ -371,6 +371,7 @@ async def _delete_one(
     except UnknownTopic:
         code = ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
         return name, topic_id, (code, f"Topic '{topic.name}' does not exist.")
+    await ctx.tiering.drop_topic(topic)
     return topic.name, topic.id, (ErrorCode.none, None)
 
 

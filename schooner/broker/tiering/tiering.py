@@ -131,6 +131,17 @@ class Tiering:
         after = await self.trim_cold(topic, partition, before)
         return None if after is None else after.cold_start
 
+    async def drop_topic(self, topic: Topic) -> None:
+        """DeleteTopics' cold side: the topic's table goes too, so disk stays bounded. A cold store
+        that fails leaves it (logged): the topic is deleted all the same, and its table is never read
+        again (a table is named by the topic's id)."""
+        if self.cold is None or not topic.remote_storage:
+            return
+        try:
+            await self.cold.drop(topic)
+        except ColdStoreError as exc:
+            log.warning("deleting topic %s: its cold table stays in the cold store: %s", topic.name, exc)
+
     def close(self) -> None:
         if self.cold is not None:
             self.cold.close()

@@ -61,6 +61,9 @@ class AsyncColdStore:
     async def vacuum(self, topic: Topic) -> list[str]:
         return await self._run(self.cold.vacuum, topic)
 
+    async def drop(self, topic: Topic) -> None:
+        await self._run(self.cold.drop, topic)
+
     def close(self) -> None:
         """Waits for running calls to end (a delta-rs call cannot be cancelled midway)."""
         self._executor.shutdown(wait=True)

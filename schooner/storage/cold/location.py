@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pyarrow.fs as pafs
+
 # delta-rs (object_store) retries a failed S3 request itself; the archiver retries whole steps, so a
 # down store should fail a step in seconds rather than hold a thread for minutes.
 S3_DEFAULTS = {
@@ -74,6 +76,27 @@ class ColdLocation:
             s3["AWS_ALLOW_HTTP"] = "true"
         s3.update(options or {})
         return cls(f"s3://{parts.netloc}{parts.path.rstrip('/')}", s3)
+
+    def filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """pyarrow's filesystem of the store, and the root's path in it: for what delta-rs does not do
+        (plain objects: the --check probe, and removing a deleted topic's whole table)."""
+        if self.local:
+            return pafs.LocalFileSystem(), self.root
+        options = self.storage_options
+        endpoint = options.get("AWS_ENDPOINT_URL")
+        scheme = "https"
+        if endpoint and "://" in endpoint:
+            scheme, endpoint = endpoint.split("://", 1)
+        s3 = pafs.S3FileSystem(
+            access_key=options.get("AWS_ACCESS_KEY_ID"),
+            secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
+            region=options.get("AWS_REGION"),
+            endpoint_override=endpoint,
+            scheme=scheme,
+            connect_timeout=5,
+            request_timeout=10,
+        )
+        return s3, self.root.removeprefix("s3://")
 
     def table_uri(self, namespace: str, topic: str, topic_id: uuid.UUID) -> str:
         # A tenant keyspace is "<prefix>:tenant:<name>": colons become folders, as Hadoop paths (Spark)

@@ -10,39 +10,16 @@ from __future__ import annotations
 
 import uuid
 
-import pyarrow.fs as pafs
-
 from .errors import ColdStoreUnavailable
 from .location import ColdLocation
 
 PROBE_FOLDER = "_schooner_check"
 
 
-def _filesystem(location: ColdLocation) -> tuple[pafs.FileSystem, str]:
-    """The filesystem and the root's path within it."""
-    if location.local:
-        return pafs.LocalFileSystem(), location.root
-    options = location.storage_options
-    endpoint = options.get("AWS_ENDPOINT_URL")
-    scheme = "https"
-    if endpoint and "://" in endpoint:
-        scheme, endpoint = endpoint.split("://", 1)
-    s3 = pafs.S3FileSystem(
-        access_key=options.get("AWS_ACCESS_KEY_ID"),
-        secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
-        region=options.get("AWS_REGION"),
-        endpoint_override=endpoint,
-        scheme=scheme,
-        connect_timeout=5,
-        request_timeout=10,
-    )
-    return s3, location.root.removeprefix("s3://")
-
-
 def probe(location: ColdLocation) -> None:
     """Writes, reads back and deletes a small object under the root. Raises ColdStoreUnavailable with
     what failed."""
-    fs, root = _filesystem(location)
+    fs, root = location.filesystem()
     body = uuid.uuid4().bytes
     folder = f"{root}/{PROBE_FOLDER}-{uuid.uuid4().hex}"  # one of its own: checks may run at once
     path = f"{folder}/probe"

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
@@ -280,6 +281,20 @@ class ColdStore:
         # writer has written and not committed yet; retention 0, as the archived end is in the log.
         return table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, full=False)
 
+    def drop(self, topic: Topic) -> None:
+        """Removes the topic's whole table (DeleteTopics): its data files and its log."""
+        key = (topic.name, str(topic.id))
+        with self._tables_lock:
+            state = self._tables.pop(key, None)
+        fs, _ = self.location.filesystem()
+        path = self.table_uri(topic).removeprefix("s3://")
+        with _errors():
+            if state is not None:
+                with state.lock:  # no archive step of this process is committing meanwhile
+                    _remove(fs, path)
+            else:
+                _remove(fs, path)
+
     # -- the tables ---------------------------------------------------------------------------------
     def _state(self, topic: Topic) -> _TopicTable:
         key = (topic.name, str(topic.id))
@@ -321,6 +336,11 @@ class ColdStore:
             index = state.index = FileIndex.of(table, state.topic)
         state.loaded_at = time.monotonic()
         return index
+
+
+def _remove(fs: pafs.FileSystem, path: str) -> None:
+    if fs.get_file_info(path).type != pafs.FileType.NotFound:
+        fs.delete_dir(path)
 
 
 def _app_id(topic: Topic, partition: int) -> str:

@@ -155,3 +155,18 @@ def test_retention_deletes_cold_files(tiered_broker, redis_client, keyspace, col
     assert cold_offsets(cold_dir, keyspace, "ret") == []
     assert "cold_start" not in hot_state(redis_client, keyspace, "ret")[1]
     assert list_offset(b.port, "ret", EARLIEST)[:2] == (ErrorCode.none, 200)
+
+
+def test_deleting_a_tiered_topic_removes_its_cold_table(
+    tiered_broker, redis_client, keyspace, cold_dir
+) -> None:
+    b = tiered_broker
+    tiered("gone", b.bootstrap)
+    tiered("kept", b.bootstrap)
+    for name in ("gone", "kept"):
+        confluent_produce(b.bootstrap, name, [Rec(None, b"v%d" % i) for i in range(50)])
+        wait(lambda name=name: len(parquet_files(cold_dir, keyspace, name)) > 0, 20, "archived to parquet")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.delete_topics(["gone"])["gone"].result(15)
+    assert not (cold_dir / keyspace / "gone").exists() or not any((cold_dir / keyspace / "gone").iterdir())
+    assert cold_offsets(cold_dir, keyspace, "kept") == [(0, i) for i in range(50)]  # the other stays

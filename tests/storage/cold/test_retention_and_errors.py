@@ -108,3 +108,14 @@ def test_an_unreachable_store_is_unavailable(make_log, keyspace) -> None:
         cold.read(log.topic, 0, base, 1 << 20)
     with pytest.raises(ColdStoreUnavailable):
         cold.archived_end(log.topic, 0)
+
+
+def test_drop_removes_the_whole_table_and_a_new_one_starts_empty(make_log, cold) -> None:
+    log = make_log()
+    _archive_steps(log, cold, steps=2)
+    table = Path(cold.table_uri(log.topic))
+    assert any(table.rglob("*.parquet"))
+    cold.drop(log.topic)
+    assert not table.exists()
+    assert cold.archived_end(log.topic, 0) is None
+    cold.drop(log.topic)  # again: nothing to do

@@ -21,6 +21,14 @@ def _objects(server, bucket: str) -> set[str]:
     return {o["Key"] for page in pages for o in page.get("Contents", []) if o["Key"].endswith(".parquet")}
 
 
+def _all_objects(server, bucket: str) -> set[str]:
+    s3 = boto3.client(
+        "s3", endpoint_url=server.endpoint, region_name="us-east-1",
+        aws_access_key_id="test", aws_secret_access_key="test",
+    )  # fmt: skip
+    return {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
+
+
 def test_round_trip_exactly_once_and_trim_on_s3(make_log, s3_server, keyspace) -> None:
     bucket = s3_server.bucket()
     cold = ColdStore(s3_server.location(bucket), keyspace)
@@ -46,6 +54,8 @@ def test_round_trip_exactly_once_and_trim_on_s3(make_log, s3_server, keyspace) -
     assert cold.trim(log.topic, 0, first.end) == 10
     assert len(_objects(s3_server, bucket)) == 1
     assert cold.start_offset(log.topic, 0) == first.end
+    cold.drop(log.topic)  # DeleteTopics: the table's objects go, log and all
+    assert all(key.endswith("/") for key in _all_objects(s3_server, bucket))  # empty folder markers only
 
 
 def test_location_urls() -> None:
