@@ -37,6 +37,7 @@ from schooner.storage.redis.acl import acl_setuser
 from schooner.storage.redis.embedded import EmbeddedRedis, RedisTls, free_port
 from schooner.storage.redis.embedded_cluster import EmbeddedCluster
 from tests.certs import Certs, make_certs
+from tests.s3 import S3Server, start_s3_server, stop_s3_server
 
 ON_CLUSTER = os.environ.get("SCHOONER_TEST_REDIS", "") == "cluster"
 CLUSTER_NODE_TIMEOUT_MS = 2000
@@ -326,3 +327,11 @@ def broker(broker_factory: Callable[..., Any]) -> RunningBroker:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3-compatible server (moto's), for the cold tier on S3: one per session (per test worker)."""
+    server = start_s3_server()
+    yield server
+    stop_s3_server(server)

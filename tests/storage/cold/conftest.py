@@ -5,17 +5,10 @@ free port for the tests that run on S3."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from schooner.storage.cold.location import ColdLocation
@@ -29,7 +22,6 @@ from schooner.storage.log.append import APPENDED, RecordBatch
 from schooner.storage.log.entry import Record
 from schooner.storage.log.read import PartitionRead
 from schooner.storage.redis import calls, client
-from schooner.storage.redis.embedded import free_port
 from schooner.storage.topics import metadata
 from schooner.storage.topics.metadata import Topic
 
@@ -93,49 +85,3 @@ def make_log(redis_server: Any, keyspace: str, topic_defaults: dict[str, str]) -
 @pytest.fixture
 def cold(tmp_path: Path, keyspace: str) -> ColdStore:
     return ColdStore(ColdLocation.from_url(f"file://{tmp_path}/cold"), keyspace)
-
-
-@dataclass
-class S3Server:
-    endpoint: str
-    process: subprocess.Popen[bytes]
-
-    def bucket(self) -> str:
-        """A new bucket on the server."""
-        name = f"cold-{uuid.uuid4().hex[:12]}"
-        s3 = boto3.client(
-            "s3", endpoint_url=self.endpoint, region_name="us-east-1",
-            aws_access_key_id="test", aws_secret_access_key="test",
-        )  # fmt: skip
-        s3.create_bucket(Bucket=name)
-        return name
-
-    def location(self, bucket: str, endpoint: str | None = None) -> ColdLocation:
-        return ColdLocation.from_url(
-            f"s3://{bucket}/tiered", endpoint=endpoint or self.endpoint, region="us-east-1",
-            access_key_id="test", secret_access_key="test",
-        )  # fmt: skip
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """moto's S3-compatible server, in a process of its own on a free port of the loopback."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("the S3 test server did not start") from None
-            time.sleep(0.1)
-    yield S3Server(f"http://127.0.0.1:{port}", process)
-    process.terminate()
-    process.wait(10)
