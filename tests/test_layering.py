@@ -21,6 +21,8 @@ module.
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -260,6 +262,42 @@ def test_broker_floor_rule(rule: Rule) -> None:
     broken = unexplained(rule)
     assert not broken, "\n".join(broken)
     assert any(under(m, (rule.importers,)) for m in modules()), f"no module is under {rule.importers}"
+
+
+def _handler_modules() -> set[str]:
+    """The modules of broker/handlers/ that handle a request (define a handle_<api>); the others there
+    (common.py, topic_configs.py, ...) are what handlers share."""
+    handlers = PACKAGE / "broker" / "handlers"
+    return {
+        module_name(path)
+        for path in handlers.rglob("*.py")
+        if re.search(r"^async def handle_", path.read_text(), re.M)
+    }
+
+
+def test_handlers_never_import_one_another() -> None:
+    """A handler imports what handlers share, never another handler's module: what two APIs need in
+    common is a shared module of its own."""
+    handlers = _handler_modules()
+    assert len(handlers) > 20
+    crossing = [
+        str(i)
+        for i in package_imports()
+        if i.importer in handlers and any(i.imported == h or i.imported.startswith(h + ".") for h in handlers)
+    ]
+    assert not crossing, "\n".join(crossing)
+
+
+def test_every_module_imports() -> None:
+    """mypy is told to ignore imports it cannot find (ignore_missing_imports, for untyped libraries),
+    so it would not see an import of a module that was moved: importing each one does."""
+    failed = []
+    for name in modules():
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # any failure to import is the finding
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+    assert not failed, "\n".join(failed)
 
 
 def test_the_rule_tables_are_not_empty() -> None:

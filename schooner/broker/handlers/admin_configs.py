@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
@@ -37,7 +37,6 @@ from ...storage.topics.config import (
     check_together,
     effective,
     valid_topic_name,
-    validate,
 )
 from ...storage.topics.metadata import Topic, UnknownTopic
 from ..context import BrokerContext
@@ -47,6 +46,7 @@ from ..net.session import RequestScope
 from ..tiering.configs import tiering_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
 from .group_configs import GROUP, Change, alter_group, describe_group
+from .topic_configs import check_config, topic_config_values
 
 log = logging.getLogger(__name__)
 
@@ -65,50 +65,6 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 STATIC_BROKER_MESSAGE = (
     "broker configs are static in Schooner: set them in the broker's config file or environment and restart"
 )
-
-
-def check_config(name: str, value: str | None) -> None:
-    """validate(), with a message that names the config."""
-    if name not in CONFIG_DEFS:
-        raise InvalidConfig(f"Unknown topic config name: {name}")
-    try:
-        validate(name, value)
-    except InvalidConfig as exc:
-        raise InvalidConfig(f"Invalid value {value} for configuration {name}: {exc}") from None
-
-
-def topic_config_values(
-    overrides: Mapping[str, str], defaults: Mapping[str, str], fixed: Mapping[str, str]
-) -> list[ConfigValue]:
-    """Every topic config with its value, source and synonyms (the topic's, then the broker's).
-
-    fixed holds the configs set once at creation (see Topic.fixed_configs); each shows as the topic's
-    own when it differs from the broker's default."""
-    values = []
-    overrides = {k: v for k, v in overrides.items() if k not in fixed}
-    for name, value in fixed.items():
-        if value != str(defaults.get(name, CONFIG_DEFS[name].default)):
-            overrides[name] = value
-    for name, definition in CONFIG_DEFS.items():
-        broker_name = definition.broker_name
-        synonyms: list[tuple[str, str | None, int]] = []
-        if name in overrides:
-            synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
-        if name in defaults:
-            synonyms.append((broker_name, str(defaults[name]), STATIC_BROKER_CONFIG))
-        synonyms.append((broker_name, definition.default, DEFAULT_CONFIG))
-        values.append(
-            ConfigValue(
-                name=name,
-                value=synonyms[0][1],
-                source=synonyms[0][2],
-                read_only=definition.read_only,
-                config_type=definition.kind,
-                synonyms=tuple(synonyms),
-                documentation=definition.documentation,
-            )
-        )
-    return values
 
 
 def _unset(settings: Settings, *names: str) -> bool:

@@ -26,8 +26,8 @@ from ..context import BrokerContext
 from ..metadata.internal_topics import READ_ONLY, internal_topic_by_id, is_internal
 from ..net.refusals import refused
 from ..net.session import RequestScope
-from .admin_configs import check_config, topic_config_values
 from .common import ADMIN_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, may_create_topic
+from .topic_configs import check_config, topic_config_values
 
 log = logging.getLogger(__name__)
 

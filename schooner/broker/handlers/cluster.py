@@ -9,9 +9,9 @@ from ...protocol.request_types import DescribeClusterRequest
 from ...protocol.response_types import DescribeClusterResponse, response_for
 from ...security.acls import CLUSTER_NAME, OPERATIONS_OMITTED, AclOperation, ResourceType
 from ..context import BrokerContext
+from ..net.endpoints import on_listener
 from ..net.session import RequestScope
 from .common import NO_THROTTLE, STORAGE_ERRORS
-from .endpoints import on_listener
 
 BROKERS_ENDPOINT = 1
 CONTROLLERS_ENDPOINT = 2

@@ -18,6 +18,7 @@ from ...storage.topics.config import valid_topic_name
 from ...storage.topics.metadata import Topic
 from ..context import BrokerContext
 from ..metadata.internal_topics import internal_topic, internal_topic_by_id, internal_topics, is_internal
+from ..net.endpoints import on_listener
 from ..net.session import RequestScope
 from .common import (
     LOG_UNAVAILABLE,
@@ -27,7 +28,6 @@ from .common import (
     may_create_topic,
     topic_for_write,
 )
-from .endpoints import on_listener
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from schooner.broker.access.quotas import fetch_byte_cap
-from schooner.broker.handlers.endpoints import on_listener
+from schooner.broker.net.endpoints import on_listener
 from schooner.broker.net.refusals import RepeatFilter, refused
 from schooner.broker.net.session import RequestScope, Session
 from schooner.config import Listener

@@ -40,11 +40,11 @@ from ....security.acls import OPERATIONS_OMITTED
 from ....security.acls import AclOperation as Op
 from ....security.acls import ResourceType as Resource
 from ...context import BrokerContext
+from ...net.endpoints import endpoint_for
 from ...net.refusals import refused
 from ...net.session import RequestScope
 from ..common import GROUPS_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS
-from ..endpoints import endpoint_for
-from .share import forget_share_state
+from .share_state import forget_share_state
 
 log = logging.getLogger(__name__)
 

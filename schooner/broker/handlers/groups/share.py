@@ -31,19 +31,6 @@ async def group_config(ctx: BrokerContext, group_id: str) -> ShareGroupConfig:
         return share_group_config({}, ctx.settings)
 
 
-async def forget_share_state(ctx: BrokerContext, group_id: str) -> None:
-    """After DeleteGroups deleted an empty share group: its share partitions go too (the Redis consumer
-    groups on the partitions' streams, with their counters), and the list of its topics."""
-    partitions = []
-    for name in await ctx.store.share_topics(group_id):
-        topic = await ctx.topics.load(name)
-        if topic is not None:
-            partitions += [(topic, p) for p in range(topic.partitions)]
-    if partitions:
-        await ctx.store.share_reset(partitions, group_id, [None] * len(partitions))
-    await ctx.store.share_forget_group(group_id)
-
-
 async def handle_share_group_heartbeat(
     ctx: BrokerContext, body: ShareGroupHeartbeatRequest, scope: RequestScope
 ) -> ShareGroupHeartbeatResponse:

@@ -8,7 +8,7 @@ broker that has no such listener (as Kafka does).
 from __future__ import annotations
 
 from ...storage.cluster import BrokerInfo
-from ..net.session import RequestScope
+from .session import RequestScope
 
 
 def endpoint_for(broker: BrokerInfo, scope: RequestScope) -> tuple[str, int] | None:
