@@ -6,8 +6,9 @@ A map, bottom floor first (tests/test_layering.py pins the floors; each package'
 net/          the network, knowing no other part: listener.py (sockets) and connection.py (a
               connection's frames, its limits and response budget, SASL's gate), session.py (who is on
               the other end, and a request's RequestScope), limits.py, tls.py, watchdog.py,
-              authentication.py (SASL), refusals.py (the log of refused requests). A connection hands
-              requests to a dispatch function it is given.
+              authentication.py (SASL), refusals.py (the log of refused requests), endpoints.py (a
+              broker's address as this listener's clients see it). A connection hands requests to a
+              dispatch function it is given.
 outages.py    what a Redis failure is answered with (error codes per kind of request)
 health.py     RedisHealth: whether this broker reaches Redis (the groups and the topic cache read it)
 compactor.py  log compaction of compacted topics (run by upkeep.py)
@@ -21,7 +22,8 @@ partitions/   the data path: PartitionWriter (produce) and PartitionReader (fetc
               below a tiered partition's Redis start) over the in-memory state they share, and clients'
               fetch and share sessions; see its __init__
 context.py    BrokerContext: the parts above for one keyspace, built by open_context
-handlers/     one handle_<api> per API: decode, authorize, call a part, build the answer
+handlers/     one handle_<api> per API: decode, authorize, call a part, build the answer; what two
+              handlers share is a module of its own (common.py, topic_configs.py, ...), never a handler's
 dispatch.py   a request to its handler (and its tenant's context), with quotas around it
 upkeep.py     per-keyspace duties (notices, compaction, retention); tenants.py: tenants' contexts
 server.py     the broker's start (listeners, contexts, heartbeat) and stop

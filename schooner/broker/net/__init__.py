@@ -8,6 +8,7 @@ response_budget.py                 the bytes of responses a client has not taken
 authentication.py                  SASL: the gate before the handlers, and the exchange
 connection.py                      a connection's frames in, requests to the dispatch function, responses out
 listener.py                        the listening sockets, one Listener per configured listener
+endpoints.py                       a broker's address as a listener's clients see it
 ```
 
 Nothing here knows a handler, the context or storage: server.py hands each listener the dispatch
