@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import redis
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -21,6 +20,7 @@ from tests.broker.sasl_rig import (
     sasl_bootstrap,
 )
 from tests.clients import Rec, aiokafka_consume, confluent_produce, kafka_python_produce
+from tests.conftest import redis_for
 
 MECHANISM = "SCRAM-SHA-512"
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
@@ -122,7 +122,7 @@ def test_two_tenants_each_have_their_own_orders(tenant_broker: Any, redis_server
 
     # In Redis: one stream per tenant, under its own prefix; none in the deployment's keyspace.
     ks = Keyspace(keyspace)
-    client = redis.Redis.from_url(redis_server.url)
+    client = redis_for(redis_server.url)  # a cluster client under make test-cluster
     try:
         assert client.xlen(ks.tenant("a").stream("orders", 0)) == 3
         assert client.xlen(ks.tenant("b").stream("orders", 0)) == 2
