@@ -123,6 +123,31 @@ def acl_redis_url(redis_server: EmbeddedRedis, keyspace: str) -> str:
     return add_acl_user(redis_server, keyspace)
 
 
+SPARK_GROUPS = 2  # Spark sessions (JVMs) of a run, at most
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (its own hook, on each worker)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """make test runs the tests on several pytest-xdist workers (pyproject.toml: -n, --dist loadgroup),
+    each with its own session fixtures. Tests that share a costly one run on one worker, in one group:
+    a module's chromium, and the session's Redis Cluster where it is not every test's Redis anyway.
+    The Spark tests are dealt into two groups: one would hold a worker for most of the run. The rest go
+    to whichever worker is free, test by test."""
+    spark_tests = 0
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "spark" in fixtures:
+            group = f"spark-{spark_tests % SPARK_GROUPS}"
+            spark_tests += 1
+        elif "browser" in fixtures:
+            group = f"browser:{item.module.__name__ if item.module else item.path}"
+        elif "redis_cluster" in fixtures and not ON_CLUSTER:
+            group = "redis_cluster"
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 ENCODINGS = ("dense", "timestamp")
 
 

@@ -94,7 +94,7 @@ class Secured:
         if remove:
             version = run_sync(self.redis, acl_store.remove(self.ks, remove))[0]
         authorizer = self.broker.broker.ctx.access.authorizer
-        wait(lambda: authorizer.version >= version, 5, f"the broker loads ACL version {version}")
+        wait(lambda: authorizer.version >= version, 15, f"the broker loads ACL version {version}")
 
     def topic(self, name: str, partitions: int = 1) -> None:
         """Creates the topic on the broker's own behalf (no client's ACLs are involved)."""

@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.clients import Rec, confluent_produce
-from tests.ops.cli_rig import refused, schooner, text, unreachable
+from tests.ops.cli_rig import QUICK, refused, schooner, text, unreachable
 
 
 def _create(bootstrap: str, topic: str, partitions: int = 1) -> None:
@@ -201,4 +201,4 @@ def test_bad_input_is_one_line(broker: Any) -> None:
     refused(schooner("consume", "three", "-X", "fetch.wait.max.ms", *b), "-X", "not key=value")
     refused(schooner("consume", "three", "-X", "fetch.wait.max.ms=forever", *b), "bad client setting")
     address = unreachable()
-    refused(schooner("consume", "three", "-b", address), f"no broker answered at {address}")
+    refused(schooner("consume", "three", "-b", address, *QUICK), f"no broker answered at {address}")

@@ -6,12 +6,14 @@ new empty working directory, so relative defaults (`.data`) are resolved the way
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +23,17 @@ from tests.ops.helpers import SCHOONER, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PORT = 9092
+
+# Both tests serve on the default port: one pytest-xdist worker runs them, one after the other.
+pytestmark = pytest.mark.xdist_group("default-port")
+
+
+@pytest.fixture(autouse=True)
+def default_port_to_ourselves() -> Iterator[None]:
+    """The port is the machine's: a test run of another checkout waits for this one, and this one for it."""
+    with open(Path(tempfile.gettempdir()) / f"schooner-tests-port-{DEFAULT_PORT}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _readme_blocks(kind: str) -> list[str]:

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.clients import confluent_consume
-from tests.ops.cli_rig import refused, schooner, text, unreachable
+from tests.ops.cli_rig import QUICK, refused, schooner, text, unreachable
 
 
 def _create(bootstrap: str, topic: str, partitions: int = 1, **config: str) -> None:
@@ -95,4 +95,5 @@ def test_failures_are_one_line(broker: Any, tmp_path: Path) -> None:
     assert "MSG_SIZE_TOO_LARGE" in line and "0 produced" in line
     assert _end(broker.bootstrap, "strict", 0) == 0 and _end(broker.bootstrap, "strict", 1) == 0
     address = unreachable()
-    refused(schooner("produce", "strict", "-b", address, stdin=b"x\n"), f"no broker answered at {address}")
+    no_broker = schooner("produce", "strict", "-b", address, *QUICK, stdin=b"x\n")
+    refused(no_broker, f"no broker answered at {address}")

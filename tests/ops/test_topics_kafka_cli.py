@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.clients import Rec, confluent_produce
-from tests.ops.cli_rig import refused, schooner, text, unreachable
+from tests.ops.cli_rig import QUICK, refused, schooner, text, unreachable
 
 
 def _configs(bootstrap: str, topic: str) -> dict[str, Any]:
@@ -120,4 +120,4 @@ def test_bad_input_is_one_line(broker: Any) -> None:
 
 def test_unreachable_broker_is_one_line() -> None:
     address = unreachable()
-    refused(schooner("topics", "list", "-b", address), f"no broker answered at {address}")
+    refused(schooner("topics", "list", "-b", address, *QUICK), f"no broker answered at {address}")

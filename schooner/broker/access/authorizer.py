@@ -56,6 +56,7 @@ class Authorizer:
         self._version = -1
         self._checked_at = -math.inf
         self._stale = True
+        self._noticed = False  # a notice came while a load was under way
         self._refresh: asyncio.Future[None] | None = None
         self._denials_logged: dict[tuple[str, str, int, int, str], float] = {}
         self._load_failed = False
@@ -149,6 +150,7 @@ class Authorizer:
     def notice(self) -> None:
         """A change notice: the bindings are loaded again now, ahead of the next request."""
         self.changed()
+        self._noticed = True
         with contextlib.suppress(RuntimeError):  # no running loop: the next decision loads them
             self._start_refresh()
 
@@ -170,6 +172,15 @@ class Authorizer:
         return self._acls
 
     async def _load(self) -> None:
+        """Loads again when a notice came during the read: it may announce a change that the read, begun
+        before it, missed (the notice joined the load under way rather than start one of its own)."""
+        while True:
+            self._noticed = False
+            if not await self._load_once() or not self._noticed:
+                return
+
+    async def _load_once(self) -> bool:
+        """False when Redis could not be read."""
         started = time.monotonic()
         try:
             if self._acls is not None and not self._stale:
@@ -177,7 +188,7 @@ class Authorizer:
                 if version == self._version:
                     self._checked_at = started
                     self._load_failed = False
-                    return
+                    return True
             self._stale = False  # before the read: a notice arriving during it marks the cache again
             version, acls = await self._store.acls()
         except _STORAGE_ERRORS as exc:
@@ -186,8 +197,9 @@ class Authorizer:
                 self._load_failed = True
                 held = "the cached ACLs stay in force" if self._acls is not None else "requests are denied"
                 log.warning("cannot read the ACLs from Redis (%s); %s until it answers", exc, held)
-            return
+            return False
         self._adopt(version, acls, started)
+        return True
 
     def _adopt(self, version: int, acls: AclSet, checked_at: float | None = None) -> None:
         if version < self._version and not self._stale:

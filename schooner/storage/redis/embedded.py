@@ -13,6 +13,7 @@ import ctypes
 import fcntl
 import logging
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -53,7 +54,27 @@ def redis_server_binary() -> str:
     return found
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range, which it hands out to outgoing connections."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A port free on 127.0.0.1 now, below the ephemeral range: a free one inside it may be given to
+    some outgoing connection before its user binds it (likely with many at once, as in parallel tests)."""
+    low = _ephemeral_low()
+    if low > 11_000:
+        for _ in range(100):
+            port = random.randint(10_000, low - 1)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

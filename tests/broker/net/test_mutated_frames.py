@@ -258,7 +258,7 @@ def _with_one_null_array(entity: Any) -> Iterator[Any]:
                 yield dataclasses.replace(entity, **{field.name: inner})
 
 
-def _send_all(port: int, frames: list[bytes], wait: float, batch: int = 100) -> dict[str, int]:
+def _send_all(port: int, frames: list[bytes], wait: float, batch: int = 200) -> dict[str, int]:
     """Sends each frame on its own connection, a batch of connections at a time (to stay well under
     the open-file limit, which the in-process broker shares); counts answered, closed and open ones."""
     outcome = {"answered": 0, "closed": 0, "open": 0}

@@ -68,6 +68,13 @@ def test_coordinator_killed_mid_group(broker_factory, redis_client: redis.Redis,
 
     after = committed(redis_client, ks, "survivors")
     assert all(after.get(tp, -1) >= offset for tp, offset in before.items()), (before, after)
+    # The members' leaving (or, were it lost, their sessions' end) reaches the new coordinator after
+    # close() returns: the generation moves on there, but not necessarily by now.
+    wait(
+        lambda: int(saved_group(redis_client, ks, "survivors")["generation"]) > generation,
+        30,
+        "the group moves on a generation",
+    )
     final = saved_group(redis_client, ks, "survivors")
     assert int(final["owner"]) != owner and int(final["generation"]) > generation
     for gen, owned in seen_generations.items():

@@ -34,6 +34,15 @@ async def _generation_one(groups: GroupCoordinator, rebalance_ms: int = 5_000) -
     return leader.member_id, follower.member_id
 
 
+async def _parked(groups: GroupCoordinator, kind: str, group_id: str = "g") -> None:
+    """Until a request made as a task ("joins" or "syncs") waits on the group: it gets there only after
+    its round trips to Redis, which a busy machine can make longer than any fixed pause."""
+    deadline = time.monotonic() + 10
+    while not getattr(groups.classic._waiting.get(group_id), kind, None):
+        assert time.monotonic() < deadline, f"no {kind} wait on {group_id}"
+        await asyncio.sleep(0.01)
+
+
 def test_a_follower_sync_waits_for_the_leader_and_a_new_coordinator_finds_the_group_saved(
     redis_server, keyspace
 ) -> None:
@@ -44,7 +53,7 @@ async def _sync_and_takeover(url: str, ks: Keyspace) -> None:
     async with coordinator(url, ks, broker(1), settings=GATHER) as groups:
         leader, follower = await _generation_one(groups)
         waiting = asyncio.create_task(groups.sync("g", 1, follower, None, {}))
-        await asyncio.sleep(0.05)
+        await _parked(groups, "syncs")
         assert not waiting.done(), "a follower's SyncGroup waits for the leader's"
         mine = await groups.sync("g", 1, leader, None, {leader: b"to-leader", follower: b"to-follower"})
         assert (mine.error, mine.assignment) == (ErrorCode.none, b"to-leader")
@@ -73,7 +82,7 @@ async def _takeover_mid_rebalance(url: str, ks: Keyspace) -> None:
     async with coordinator(url, ks, broker(1), settings=GATHER) as groups:
         leader, follower = await _generation_one(groups)  # saved as CompletingRebalance
         waiting = asyncio.create_task(groups.sync("g", 1, follower, None, {}))
-        await asyncio.sleep(0.05)
+        await _parked(groups, "syncs")
         async with coordinator(url, ks, broker(2), settings=GATHER) as other:
             group = await other.find("g")
             assert isinstance(group, Group) and group.state == GroupState.PREPARING_REBALANCE
@@ -113,7 +122,7 @@ async def _shutdown_answers(url: str, ks: Keyspace) -> None:
     slow = GroupSettings(min_session_ms=10, max_session_ms=60_000, initial_rebalance_delay_ms=5_000)
     async with coordinator(url, ks, broker(1), settings=slow) as groups:
         waiting = asyncio.create_task(groups.join(join_request()))
-        await asyncio.sleep(0.05)
+        await _parked(groups, "joins")
         assert not waiting.done(), "a new group waits out its initial delay"
         groups.shutdown()
         assert (await asyncio.wait_for(waiting, 1)).error == ErrorCode.not_coordinator
