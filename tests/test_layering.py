@@ -178,6 +178,7 @@ SUBPACKAGE_RULES = [
         ("topics", "cluster", "quotas", "security"),
         "log",
         ("mq", "groups", "transactions", "share", "cold"),
+        ("store_coordination",),
         ("store", "blocking_store"),
     ),
     never("schooner.storage.groups", "schooner.storage.mq"),

@@ -26,6 +26,7 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
              from the log's committed entries (source.py, table.py) and read back as stream entries;
              location.py, layout.py (the columns), index.py (files by offset), aio.py, errors.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace
+             (store_coordination.py: the coordinators' and security's part of it, which Store inherits)
   blocking_store.py  BlockingStore: the same for the blocking callers (the MQ library, Spark, the CLI)
 
 Rules: mq/ may import log/ (retries and dead-letter replays append), never the reverse; groups/
