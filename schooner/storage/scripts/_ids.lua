@@ -139,3 +139,20 @@ local function next_entry_id(stream, state, dense, bits, now)
   if seq + 1 > 2 ^ bits - 1 then return ms + 1, 0 end
   return ms, seq + 1
 end
+
+-- Forgets the aborted transactions (a sorted set of "...,<marker id>") whose marker is below the
+-- stream's first entry: a trim removed the marker, so no read can meet the transaction again.
+local function forget_trimmed_aborts(stream, aborted)
+  local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+  while true do
+    local low = redis.call('ZRANGE', aborted, 0, 0)[1]
+    if not low then break end
+    local marker = string.match(low, ',([^,]+)$')
+    local mms, mseq = parse_id(marker)
+    if first then
+      local fms, fseq = parse_id(first[1])
+      if not id_less(mms, mseq, fms, fseq) then break end
+    end
+    redis.call('ZREM', aborted, low)
+  end
+end

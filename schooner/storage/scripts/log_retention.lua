@@ -7,16 +7,5 @@
 local removed = apply_retention(
   KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1', now_ms(), ARGV[4] == '1'
 )
-local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
-while true do
-  local low = redis.call('ZRANGE', KEYS[9], 0, 0)[1]
-  if not low then break end
-  local marker = string.match(low, ',([^,]+)$')
-  local mms, mseq = parse_id(marker)
-  if first then
-    local fms, fseq = parse_id(first[1])
-    if not id_less(mms, mseq, fms, fseq) then break end
-  end
-  redis.call('ZREM', KEYS[9], low)
-end
+forget_trimmed_aborts(KEYS[1], KEYS[9])
 return removed

@@ -62,15 +62,5 @@ if n == 0 then return 0 end
 local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
 if ARGV[4] == '1' and first then set_valid_from(state, first[1]) else set_valid_from(state, minid) end
 trim_time_index(stream, tindex)
-while true do
-  local low = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
-  if not low then break end
-  local marker = string.match(low, ',([^,]+)$')
-  local mms, mseq = parse_id(marker)
-  if first then
-    local fms, fseq = parse_id(first[1])
-    if not id_less(mms, mseq, fms, fseq) then break end
-  end
-  redis.call('ZREM', KEYS[4], low)
-end
+forget_trimmed_aborts(stream, KEYS[4])
 return n
