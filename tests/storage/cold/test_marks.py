@@ -69,3 +69,21 @@ def test_one_broker_at_a_time_holds_a_partitions_claim(make_log) -> None:
     assert _run(log, marks.claim(log.ks, log.topic, 0, "a", 5000))  # renewed
     assert _run(log, marks.release(log.ks, log.topic, 0, "a"))
     assert _run(log, marks.claim(log.ks, log.topic, 0, "b", 5000))
+
+
+def test_a_trim_forgets_the_aborted_transactions_whose_marker_it_removed(make_log) -> None:
+    log = make_log("ab", **{"remote.storage.enable": "true"})
+    aborted = log.ks.aborted(log.topic.name, 0)
+    log.append([Record(1000, None, b"t%d" % i) for i in range(3)], pid=7, epoch=0, seq=0)  # offsets 0-2
+    log.end_txn(7, 0, commit=False)  # the abort marker at offset 3
+    log.append([Record(1000, None, b"t%d" % i) for i in range(3)], pid=8, epoch=0, seq=0)  # 4-6
+    log.end_txn(8, 0, commit=False)  # offset 7
+    log.append([Record(1000, None, b"after%d" % i) for i in range(5)])  # 8-12
+    assert int(log._run(lambda r: r.zcard(aborted))) == 2
+    # Archived up to 5 and trimmed: the first marker (3) is gone, the second (7) is not.
+    _run(log, marks.record(log.ks, log.topic, 0, 5, first=0))
+    assert _run(log, marks.trim_hot(log.ks, log.topic, 0, 0, -1)) == 5
+    assert int(log._run(lambda r: r.zcard(aborted))) == 1
+    _run(log, marks.record(log.ks, log.topic, 0, 13))
+    _run(log, marks.trim_hot(log.ks, log.topic, 0, 0, -1))
+    assert int(log._run(lambda r: r.zcard(aborted))) == 0
