@@ -4,7 +4,7 @@ QUIX_VENV ?= .venv-quix
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps test-system-deps broker test test-cluster lint bench
+.PHONY: install system-deps test-system-deps broker test test-cluster lint bench chaos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,8 +45,8 @@ broker: install system-deps
 	$(VENV)/bin/schooner broker
 
 test: install $(QUIX_VENV)/.installed test-system-deps
-	$(VENV)/bin/ruff check schooner tests bench examples
-	$(VENV)/bin/mypy schooner
+	$(VENV)/bin/ruff check schooner tests bench examples chaos
+	$(VENV)/bin/mypy schooner chaos
 	$(VENV)/bin/pytest -q
 
 # The whole suite on a Redis Cluster of 3 primaries and 3 replicas instead of one redis-server.
@@ -55,3 +55,8 @@ test-cluster: install $(QUIX_VENV)/.installed test-system-deps
 
 bench: install system-deps
 	$(VENV)/bin/python -m bench
+
+# Randomized faults against a real deployment, every operation checked (chaos/, docs/operations.md's
+# "Guarantees"): 10 minutes by default; CHAOS_ARGS passes options, e.g. CHAOS_ARGS='--minutes 2 --seed 7'.
+chaos: install system-deps
+	$(VENV)/bin/python -m chaos $(CHAOS_ARGS)
