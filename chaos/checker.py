@@ -4,8 +4,25 @@ The final reads (f == "final", taken after every fault healed) are the ground tr
 from offset 0 across the tiers is the whole log; the "redis" read of the hot tier must agree with it.
 Each check is in chaos/checks/; `check` runs them all, `format_report` renders the result.
 
-Kinds (see model.KINDS): lost_write, failed_write_visible, wrong_offset, duplicate, order, reorder,
-gap, aborted_read, eos, offsets_backwards, share_double_ack, tier_mismatch.
+Kinds (model.KINDS):
+
+- lost_write: an acknowledged produce, a committed transaction's output, or a record a poll returned,
+  missing from the final log;
+- failed_write_visible: a produce recorded as failed (never sent) in a final log;
+- wrong_offset: an acknowledged offset holding another value, or none while the value is elsewhere;
+- duplicate: two values seen at one offset, or a value at more places than the times it was sent (read
+  committed: more than once);
+- order: one producer's values to a partition not at offsets rising with its seq;
+- reorder, gap: a poll session (not a share one) going back, or skipping a record the final log holds
+  at its isolation level;
+- aborted_read: a read_committed poll, or the final read_committed log, holding an aborted record;
+- eos: a transform input below its group's committed offset processed twice or never;
+- offsets_backwards: one observer seeing a group's committed offset decrease;
+- share_double_ack: a share record accepted (and confirmed) twice in one share group;
+- tier_mismatch: the hot tier read from redis disagreeing with the kafka read.
+
+A final read that did not complete leaves its (source, isolation, partition) unchecked
+(stats["finals_incomplete"]); unknown outcomes are allowed either way.
 """
 
 from __future__ import annotations
@@ -68,7 +85,11 @@ def check(ops: Sequence[Operation]) -> CheckResult:
 def _describe(op: Operation | None, index: int) -> str:
     if op is None:
         return f"#{index}"
-    return f"#{index} {op.process} {op.f} {op.status} {op.start:.3f}-{op.end:.3f}s"
+    text = f"#{index} {op.process} {op.f} {op.status} {op.start:.3f}-{op.end:.3f}s"
+    if op.f == "final":  # several final reads per partition: say which
+        v = op.value
+        text += f" ({v.get('source')} {v.get('isolation')} {v.get('topic')}/{v.get('partition')})"
+    return text
 
 
 def format_report(result: CheckResult, seed: int | None) -> str:

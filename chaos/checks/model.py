@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from chaos.history import Operation
 
@@ -67,9 +68,12 @@ class FinalLog:
         self._more: dict[str, list[int]] = {}
         self._sorted: list[int] | None = None
 
-    def add(self, offset: int, value: str) -> None:
-        # A second value at an offset is an observation conflict the duplicate check reports.
-        self.records.setdefault(offset, value)
+    def extend(self, records: Iterable[Sequence[Any]]) -> None:
+        """Adds [offset, value] pairs; a second value at an offset is an observation conflict, which the
+        duplicate check reports, so the first is kept."""
+        keep = self.records.setdefault
+        for offset, value in records:
+            keep(offset, value)
         self._first = None
         self._sorted = None
 
@@ -162,8 +166,7 @@ class Index:
         if log is None:
             log = self.finals[key] = FinalLog(key[0], key[1], tp)
         log.ops.append(op.index)
-        for offset, value in op.value["records"]:
-            log.add(int(offset), value)
+        log.extend(op.value["records"])
 
     def log(self, tp: TP, isolation: str) -> FinalLog | None:
         """The whole log (the kafka read, across tiers) at one isolation level."""

@@ -41,7 +41,7 @@ def sessions(ix: Index) -> Iterator[Anomaly]:
                     op.index,
                 )
                 continue
-            log = ix.log(tp, isolation)
+            log = ix.log(tp, isolation) if offset > previous + 1 else None
             if log is None:
                 continue
             skipped, first = log.between(previous, offset)

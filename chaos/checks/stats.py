@@ -21,11 +21,13 @@ def stats(ix: Index) -> dict[str, Any]:
         by_f[op.f][op.status] += 1
 
     produce = Counter(op.status for op in ix.produces)
-    landed = 0
+    landed = unchecked = 0
     for op in ix.produces:
+        log = ix.written_log((op.value["topic"], int(op.value["partition"])))
         if op.status == "unknown":
-            log = ix.written_log((op.value["topic"], int(op.value["partition"])))
             landed += log is not None and op.value["value"] in log
+        # A partition without a final read: its writes could not be checked.
+        unchecked += op.status == "ok" and log is None
 
     txn = Counter(op.status for op in ix.txns)
     unknown_committed = sum(1 for op in ix.txns if op.status == "unknown" and txn_committed(ix, op))
@@ -58,6 +60,7 @@ def stats(ix: Index) -> dict[str, Any]:
             "unknown": produce["unknown"],
             "unknown_in_log": landed,
             "failed": produce["fail"],
+            "unchecked": unchecked,
         },
         "txn": {
             "committed": txn["ok"],

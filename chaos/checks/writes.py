@@ -4,7 +4,9 @@ order, duplicate and tier_mismatch."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import groupby
+from typing import Any
 
 from chaos.checks.model import READ_COMMITTED, TP, Anomaly, Index, anomaly, where
 
@@ -120,19 +122,20 @@ def order(ix: Index) -> Iterator[Anomaly]:
                 )
 
 
-def _observations(ix: Index) -> Iterator[tuple[str, int, int, str, int]]:
-    """Every (topic, partition, offset, value) any operation saw, with the operation's index."""
+def _observations(ix: Index) -> Iterator[tuple[TP, int, Iterable[Sequence[Any]]]]:
+    """Every (offset, value) any operation saw, by partition, with the operation's index."""
     for op in ix.ops:
+        if op.f == "final":
+            yield (op.value["topic"], int(op.value["partition"])), op.index, op.value["records"]
+            continue
         if op.f in ("poll", "ack"):
-            for record in op.value.get("records") or ():
-                yield record[0], int(record[1]), int(record[2]), record[3], op.index
+            rows = op.value.get("records") or ()
         elif op.f == "txn":
-            for topic, partition, offset, value in op.value.get("inputs") or ():
-                yield topic, int(partition), int(offset), value, op.index
-        elif op.f == "final":
-            topic, partition = op.value["topic"], int(op.value["partition"])
-            for offset, value in op.value["records"]:
-                yield topic, partition, int(offset), value, op.index
+            rows = op.value.get("inputs") or ()
+        else:
+            continue
+        for tp, run in groupby(rows, key=lambda row: (row[0], int(row[1]))):
+            yield tp, op.index, [(int(row[2]), row[3]) for row in run]
 
 
 def duplicates(ix: Index) -> list[Anomaly]:
@@ -144,13 +147,20 @@ def duplicates(ix: Index) -> list[Anomaly]:
     first: dict[str, int] = {}
     conflicts: dict[int, set[str]] = {}
     places: dict[str, set[int]] = {}
-    for topic, partition, offset, value, _op in _observations(ix):
-        loc = tps.setdefault((topic, partition), len(tps)) << OFFSET_BITS | offset
-        seen = at.setdefault(loc, value)
-        if seen != value:
-            conflicts.setdefault(loc, {seen}).add(value)
-        if first.setdefault(value, loc) != loc:
-            places.setdefault(value, {first[value]}).add(loc)
+    for tp, _op, records in _observations(ix):
+        base = tps.setdefault(tp, len(tps)) << OFFSET_BITS
+        for offset, value in records:
+            loc = base | offset
+            seen = at.get(loc)
+            if seen == value:
+                continue  # this very observation was made before
+            if seen is None:
+                at[loc] = value
+            else:
+                conflicts.setdefault(loc, {seen}).add(value)
+            other = first.setdefault(value, loc)
+            if other != loc:
+                places.setdefault(value, {other}).add(loc)
     del at, first
     values = {value for value, locs in places.items() if len(locs) > max(1, ix.attempts(value))}
     for log in ix.finals.values():
@@ -162,10 +172,11 @@ def duplicates(ix: Index) -> list[Anomaly]:
     # A second pass finds who saw the offending places, only for the few found above.
     names = {index: tp for tp, index in tps.items()}
     seen_by: dict[str, dict[int, int]] = defaultdict(dict)  # value -> place -> the first op seeing it
-    for topic, partition, offset, value, op in _observations(ix):
-        loc = tps[(topic, partition)] << OFFSET_BITS | offset
-        if loc in conflicts or value in values:
-            seen_by[value].setdefault(loc, op)
+    for tp, op, records in _observations(ix):
+        base = tps[tp] << OFFSET_BITS
+        for offset, value in records:
+            if value in values or base | offset in conflicts:
+                seen_by[value].setdefault(base | offset, op)
 
     def place(loc: int) -> str:
         return where(names[loc >> OFFSET_BITS], loc & ((1 << OFFSET_BITS) - 1))

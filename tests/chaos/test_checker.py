@@ -283,7 +283,8 @@ def test_an_incomplete_final_read_leaves_its_partition_unchecked() -> None:
 
 def test_stats_count_the_run() -> None:
     stats = finish(clean_run()).stats
-    assert stats["produce"] == {"acknowledged": 8, "unknown": 2, "unknown_in_log": 1, "failed": 0}
+    produce = {"acknowledged": 8, "unknown": 2, "unknown_in_log": 1, "failed": 0, "unchecked": 0}
+    assert stats["produce"] == produce
     assert stats["txn"] == {
         "committed": 4,
         "aborted": 2,
@@ -314,6 +315,8 @@ def test_the_report_names_the_anomalies_the_seed_and_the_stats() -> None:
     assert "python -m chaos --seed 42" in report
     assert "lost_write: 25" in report and "... and 5 more lost_write" in report
     assert f"#{run.index['lost0']} producer-1 produce ok" in report
+    final = finals(run, "plain", 1)
+    assert f"#{final} final final ok" in report and "(kafka read_uncommitted plain/1)" in report
     assert "'lost19'" in report and "'lost20'" not in report
     assert '"acknowledged": 33' in report
     assert "no anomalies" in format_report(finish(clean_run()), None)
@@ -331,3 +334,15 @@ def test_a_history_file_round_trip(tmp_path: Path) -> None:
     assert read == ops
     assert check(read).anomalies == check(ops).anomalies
     assert [a.kind for a in check(read).anomalies] == ["lost_write"]
+
+
+def test_a_transaction_of_unknown_outcome_may_have_committed_or_not() -> None:
+    run = clean_run()
+    run.edit("x3", status="unknown")
+    assert finish(run).ok  # its outputs are in the committed log: it committed
+    run.drop("tg at 4")
+    for offset in (6, 7):
+        run.remove("out", 0, offset)
+    result = finish(run)
+    assert result.ok, format_report(result, None)  # it aborted, and tg's offset stayed at 2
+    assert result.stats["txn"]["unknown_committed"] == 0
