@@ -305,12 +305,12 @@ class Deployment:
         return next((i for i, n in enumerate(self.cluster.nodes) if n.port in ports), None)
 
     def set_memory_full(self, full: bool) -> None:
-        """full: maxmemory at the memory used now on every primary, so writes are refused (noeviction);
-        else no limit."""
+        """full: maxmemory just under the memory used now on every primary, so writes are refused
+        (noeviction); else no limit."""
         for i in self.primaries():
             client = self._node_client(i)
             try:
-                limit = int(client.info("memory")["used_memory"]) if full else 0
+                limit = int(client.info("memory")["used_memory"] * 0.98) if full else 0
                 client.config_set("maxmemory-policy", "noeviction")
                 client.config_set("maxmemory", limit)
             finally:
