@@ -4,8 +4,10 @@ A thread repeats: wait a random interval, pick a fault kind and a target, inject
 duration, heal, then measure how long the deployment takes to serve again (Deployment.serves: Redis
 answers, every broker answers Metadata through its proxy, a probe record is acknowledged), at most
 `recovery_bound` seconds. Each fault is recorded as f="fault", status ok, value {kind, target, healed
-(seconds it lasted), recovered (seconds to serve again, None past the bound)}; the record's start and
-end span the injection to the end of the recovery, for the checker to relate anomalies to it.
+(seconds from the injection until the heal completed, a restart included), recovered (seconds from
+then until it serves again, None past the bound)}, plus `promoted` for a failover (seconds from the
+kill to the replica's promotion). The record's start and end span the injection to the end of the
+recovery, for the checker to relate anomalies to it.
 
 One fault at a time: a fault is healed and the deployment serves (or the bound passed) before the
 next one is drawn, so each recovery time belongs to one fault.
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from .deployment import Deployment
+from .deployment import Deployment, DeploymentSpec
 from .history import History
 
 BROKER_KINDS = ("broker_kill", "broker_pause", "client_link_stall", "client_link_cut")
@@ -46,8 +48,7 @@ LINK_KINDS = ("redis_link_stall", "redis_link_cut", "redis_memory_full")
 ALL_KINDS = (*BROKER_KINDS, "redis_kill", "redis_failover", *LINK_KINDS, "cold_store_cut")
 
 
-def supported_kinds(deployment: Deployment) -> list[str]:
-    spec = deployment.spec
+def supported_kinds(spec: DeploymentSpec) -> list[str]:
     kinds = [*BROKER_KINDS, "redis_kill" if spec.redis == "single" else "redis_failover", *LINK_KINDS]
     if spec.cold_store:
         kinds.append("cold_store_cut")
@@ -98,7 +99,7 @@ class Nemesis:
         self.deployment = deployment
         self.history = history
         self.rng = rng
-        supported = supported_kinds(deployment)
+        supported = supported_kinds(deployment.spec)
         self.kinds = list(kinds) if kinds is not None else supported
         unknown = [k for k in self.kinds if k not in supported]
         if unknown or not self.kinds:
