@@ -297,13 +297,6 @@ class Deployment:
         ports = set(self.cluster.primary_ports())
         return [i for i, node in enumerate(self.cluster.nodes) if node.port in ports]
 
-    def replica_of(self, primary: int) -> int | None:
-        """Index of the live node replicating this primary, as the primary reports it."""
-        assert self.cluster is not None
-        info = self._node_client(primary).info("replication")
-        ports = [v["port"] for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
-        return next((i for i, n in enumerate(self.cluster.nodes) if n.port in ports), None)
-
     def set_memory_full(self, full: bool) -> None:
         """full: maxmemory just under the memory used now on every primary, so writes are refused
         (noeviction); else no limit."""
