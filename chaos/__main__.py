@@ -6,6 +6,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -32,10 +33,12 @@ def main(
     work_dir: Path | None,
 ) -> None:  # fmt: skip
     seed = random.randrange(1 << 31) if seed is None else seed
-    work_dir = work_dir or Path(".chaos") / f"{time.strftime('%Y%m%d-%H%M%S')}-{seed}"
+    work_dir = (work_dir or Path(".chaos") / f"{time.strftime('%Y%m%d-%H%M%S')}-{seed}").resolve()
+    redis: Literal["single", "cluster"] = "cluster" if redis_kind == "cluster" else "single"
+    deployment = DeploymentSpec(work_dir / "deployment", redis=redis, brokers=brokers)
     spec = RunSpec(
-        seconds=minutes * 60, seed=seed, work_dir=work_dir.resolve(),
-        deployment=DeploymentSpec(redis=redis_kind, brokers=brokers), faults=list(faults) or None, scale=scale,
+        seconds=minutes * 60, seed=seed, work_dir=work_dir, deployment=deployment,
+        faults=list(faults) or None, scale=scale,
     )  # fmt: skip
     outcome = run(spec, say=lambda line: click.echo(line, err=True))
     click.echo(outcome.report)

@@ -9,7 +9,8 @@ then until it serves again, None past the bound)}, plus `promoted` for a failove
 kill to the replica's promotion). The record's start and end span the injection to the end of the
 recovery, for the checker to relate anomalies to it.
 
-One fault at a time: a fault is healed and the deployment serves (or the bound passed) before the
+Kinds come in shuffled rounds (every kind once per round), so a run long enough for a round
+exercises each. One fault at a time: a fault is healed and the deployment serves (or the bound passed) before the
 next one is drawn, so each recovery time belongs to one fault.
 
 The plan is seeded: the kinds, target choices, intervals and durations are drawn from `rng` alone,
@@ -76,10 +77,9 @@ class ActiveFault:
 
 
 def draw(
-    rng: random.Random, kinds: list[str], interval: tuple[float, float], duration: tuple[float, float]
+    rng: random.Random, kind: str, interval: tuple[float, float], duration: tuple[float, float]
 ) -> PlannedFault:
-    """The next fault of a plan: four draws from rng, whatever the deployment's state."""
-    kind = rng.choice(kinds)
+    """A fault of that kind: three draws from rng, whatever the deployment's state."""
     choice = rng.randrange(1 << 16)
     return PlannedFault(kind, choice, rng.uniform(*interval), rng.uniform(*duration))
 
@@ -112,10 +112,16 @@ class Nemesis:
         self.faults: list[dict[str, Any]] = []  # the recorded values, in order
         self.errors: list[BaseException] = []
         self._thread: threading.Thread | None = None
+        self._round: list[str] = []  # the kinds left in this round
 
     # -- the plan -----------------------------------------------------------------------------------
     def next_fault(self) -> PlannedFault:
-        return draw(self.rng, self.kinds, self.interval, self.duration)
+        """Kinds are dealt in rounds, each round every kind once in a shuffled order: random, and a run
+        of len(kinds) faults exercises every one."""
+        if not self._round:
+            self._round = list(self.kinds)
+            self.rng.shuffle(self._round)
+        return draw(self.rng, self._round.pop(), self.interval, self.duration)
 
     def plan(self, count: int) -> list[PlannedFault]:
         """The next `count` faults (drawn from rng, so the thread would then go on after them)."""

@@ -8,7 +8,6 @@ seed replays the same plan of faults; the interleavings the machine picks are no
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from .checker import CheckResult, check, format_report
 from .deployment import Deployment, DeploymentSpec
 from .history import History, read_history
 from .nemesis import Nemesis
-from .workloads import final_reads, plan, setup_topics
+from .workloads import Workload, final_reads, plan, setup_topics
 
 # After the last fault: clients reconnect, open transactions end (the workloads' transaction timeout)
 # and consumers catch up before the final reads.
@@ -57,7 +56,9 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
     history_path.unlink(missing_ok=True)
     phases: dict[str, float] = {}
     began = time.monotonic()
-    with Deployment(spec.deployment, spec.work_dir / "deployment") as deployment:
+    workloads: list[Workload] = []
+    nemesis_errors: list[BaseException] = []
+    with Deployment(spec.deployment) as deployment:
         deployment.wait_healthy(120)
         phases["deploy"] = time.monotonic() - began
         say(f"deployed in {phases['deploy']:.1f} s: brokers {deployment.bootstrap}")
@@ -67,18 +68,16 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
             workloads = plan(deployment.bootstrap, history, spec.seed, spec.scale)
             for w in workloads:
                 w.start()
-            stop = threading.Event()
             nemesis = Nemesis(
                 deployment, history, random.Random(spec.seed), kinds=spec.faults,
                 interval=spec.fault_interval, duration=spec.fault_duration,
             )  # fmt: skip
-            faults = threading.Thread(target=nemesis.run, args=(stop,), name="nemesis", daemon=True)
             started = time.monotonic()
-            faults.start()
+            nemesis.start()
             say(f"{len(workloads)} workloads and the nemesis running for {spec.seconds:.0f} s (seed {spec.seed})")
             _wait(spec.seconds, history, say)
-            stop.set()
-            faults.join(180)
+            nemesis.stop(180)
+            nemesis_errors = nemesis.errors
             phases["chaos"] = time.monotonic() - started
             healed = time.monotonic()
             deployment.heal_all()
@@ -99,6 +98,7 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
     phases["check"] = time.monotonic() - checking
     result.stats["phases_seconds"] = {k: round(v, 1) for k, v in phases.items()}
     result.stats["client_errors"] = sum(len(w.errors) for w in workloads)
+    result.stats["nemesis_errors"] = [repr(e) for e in nemesis_errors]
     report = format_report(result, spec.seed)
     report_path = spec.work_dir / "report.txt"
     report_path.write_text(report)
