@@ -90,7 +90,7 @@ class Workload(threading.Thread, ABC):
                 self.session()
             except Exception as exc:  # never out of the thread: recorded, then a new client
                 self.error(f"{type(exc).__name__}: {exc}")
-                self.stop_event.wait(RESTART_PAUSE_S)
+            self.stop_event.wait(RESTART_PAUSE_S)  # a client that had to go is not replaced in a tight loop
 
     @abstractmethod
     def session(self) -> None:

@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from ..history import Status, tp_key
 from .base import REFUSED_COMMIT, Workload, kafka_error, record_of, text
@@ -122,32 +121,39 @@ class GroupConsumer(Workload):
 
 
 class OffsetsObserver(Workload):
-    """Reads the committed offsets of `groups` every `interval` seconds through the admin API: one
-    `offsets` op per group per successful read (options: groups, interval)."""
+    """Reads the committed offsets of `groups` every `interval` seconds: one `offsets` op per group per
+    successful read (options: groups, interval). kafka-python's admin client, because librdkafka's
+    ListConsumerGroupOffsets crashes the process on a NOT_COORDINATOR answer (librdkafka issue 5040),
+    which a broker gives while its coordinator moves or its Redis is away."""
 
     def session(self) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions
+        from kafka import KafkaAdminClient
 
-        admin = AdminClient(self.confluent_config())
+        admin = KafkaAdminClient(
+            bootstrap_servers=self.bootstrap,
+            client_id=self.new_instance(),
+            request_timeout_ms=10000,
+            reconnect_backoff_ms=100,
+            reconnect_backoff_max_ms=1000,
+            retry_backoff_ms=100,
+        )
         interval = float(self.options.get("interval", 0.5))
-        while not self.stopping:
-            for group in self.options["groups"]:
-                start = self.history.now()
-                try:
-                    futures = admin.list_consumer_group_offsets(
-                        [ConsumerGroupTopicPartitions(group)], request_timeout=5
-                    )
-                    answer = futures[group].result(10)
-                except KafkaException as exc:
-                    self.error(f"offsets of {group}: {exc}")
-                    continue
-                offsets = {
-                    tp_key(tp.topic, tp.partition): tp.offset
-                    for tp in answer.topic_partitions or []
-                    if tp.error is None and tp.offset >= 0
-                }
-                self.record("offsets", "ok", start, group=group, offsets=offsets)
-            self.pause(interval)
+        try:
+            while not self.stopping:
+                for group in self.options["groups"]:
+                    start = self.history.now()
+                    try:
+                        answer = admin.list_group_offsets({group: None}).get(group, {})
+                    except Exception as exc:  # kafka-python raises a broker error class per code
+                        self.error(f"offsets of {group}: {type(exc).__name__}: {exc}")
+                        continue
+                    offsets = {
+                        tp_key(tp.topic, tp.partition): m.offset for tp, m in answer.items() if m.offset >= 0
+                    }
+                    self.record("offsets", "ok", start, group=group, offsets=offsets)
+                self.pause(interval)
+        finally:
+            admin.close()
 
 
 class Reader(Workload):
@@ -243,6 +249,8 @@ class Reader(Workload):
                 for t in self.options["topics"]
                 for p in sorted(consumer.partitions_for_topic(t) or [])
             ]
+            if not partitions:
+                raise RuntimeError("no metadata for the topics yet")
             consumer.assign(partitions)
             while not self.stopping:
                 session, began = self._new_pass(member)
@@ -269,4 +277,7 @@ class Reader(Workload):
                             records=records,
                         )
         finally:
-            consumer.close()
+            try:
+                consumer.close()
+            except Exception as exc:  # a close during an outage: the thread carries on regardless
+                self.error(f"close: {exc}")

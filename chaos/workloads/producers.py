@@ -221,7 +221,7 @@ def end_transaction(workload: Workload, producer: Producer, commit: bool) -> tup
         try:
             producer.commit_transaction(TXN_TIMEOUT_S)
             return "ok", None, False
-        except KafkaException as exc:
+        except Exception as exc:  # KafkaException; anything else leaves the outcome unknown too
             err = kafka_error(exc)
             if err is not None and err.txn_requires_abort():
                 return abort_transaction(workload, producer, str(err))
@@ -257,7 +257,7 @@ def transactional_producer(workload: Workload, transactional_id: str, client_id:
             },
         )
     )
-    producer.init_transactions(TXN_TIMEOUT_S * 3)
+    producer.init_transactions(TXN_TIMEOUT_S * 2)
     return producer
 
 
@@ -298,7 +298,10 @@ class TransactionalProducer(Workload):
                     if not commit:  # an abort purges what is still queued: send it, so readers must skip it
                         producer.flush(TXN_TIMEOUT_S)
                     status, error, replace = end_transaction(self, producer, commit)
-                except KafkaException as exc:  # before any commit was asked for: it never commits
+                except (
+                    KafkaException,
+                    BufferError,
+                ) as exc:  # before any commit was asked for: it never commits
                     err = kafka_error(exc)
                     status, error, replace = "fail", str(exc), True
                     if err is not None and err.txn_requires_abort():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
+from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
 
 from ..history import Status
 from .base import Workload, record_of
@@ -52,7 +52,11 @@ class ShareMember(Workload):
                     kind = AcknowledgeType.ACCEPT
                     if release_every and self.rng.randrange(release_every) == 0:
                         kind = AcknowledgeType.RELEASE
-                    consumer.acknowledge(m, kind)
+                    try:
+                        consumer.acknowledge(m, kind)
+                    except (IllegalStateException, KafkaException) as exc:  # its lock is gone: redelivered
+                        self.error(f"acknowledge: {exc}")
+                        continue
                     acks.setdefault((record[0], record[1], TYPES[kind]), []).append(
                         [*record, m.delivery_count()]
                     )

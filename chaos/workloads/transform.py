@@ -121,7 +121,7 @@ class TransactionalTransform(Workload):
             offsets = {tp_key(tp.topic, tp.partition): tp.offset for tp in positions}
             producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 10)
             status, error, replace = end_transaction(self, producer, commit=True)
-        except KafkaException as exc:  # before the commit was asked for: the transaction never commits
+        except (KafkaException, BufferError) as exc:  # before the commit was asked for: it never commits
             err = kafka_error(exc)
             status, error, replace = "fail", str(exc), True
             if err is not None and err.txn_requires_abort():
