@@ -80,7 +80,13 @@ class History:
         return time.monotonic() - self.started
 
     def record(
-        self, process: str, f: str, status: Status, start: float, value: dict[str, Any], end: float | None = None
+        self,
+        process: str,
+        f: str,
+        status: Status,
+        start: float,
+        value: dict[str, Any],
+        end: float | None = None,
     ) -> Operation:
         """Records one completed operation; `start` is what now() returned when it was invoked."""
         with self._lock:

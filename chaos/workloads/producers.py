@@ -25,25 +25,24 @@ class Deliveries:
         self.producer = producer
         self.transactional = transactional
         self.seq = 0  # the instance's own count, in the order produce() was called
+        # No lock: kafka-python reports on its own thread, but dict insert, pop and copy are atomic
+        # under the GIL, and a lock here once hung a producer thread in a delivery report for good.
         self.pending: dict[int, tuple[float, str, int, str]] = {}
-        self._lock = threading.Lock()  # kafka-python reports on its own thread
 
     def next_value(self) -> str:
         return f"{self.producer}-{self.seq}"
 
     def sent(self, start: float, topic: str, partition: int, value: str) -> int:
         """Registers the record just handed to produce(); returns its seq."""
-        with self._lock:
-            seq = self.seq
-            self.pending[seq] = (start, topic, partition, value)
-            self.seq += 1
-            return seq
+        seq = self.seq
+        self.pending[seq] = (start, topic, partition, value)
+        self.seq += 1
+        return seq
 
     def resolve(
         self, seq: int, status: Status, partition: int | None, offset: int | None, error: str | None
     ) -> None:
-        with self._lock:
-            entry = self.pending.pop(seq, None)
+        entry = self.pending.pop(seq, None)
         if entry is None:  # already settled as unknown when its instance closed
             return
         start, topic, chosen, value = entry
@@ -75,9 +74,7 @@ class Deliveries:
 
     def settle(self, reason: str) -> None:
         """Every record still pending, as unknown: its instance is gone."""
-        with self._lock:
-            left = sorted(self.pending)
-        for seq in left:
+        for seq in sorted(self.pending.copy()):
             self.resolve(seq, "unknown", None, None, reason)
 
 
@@ -176,8 +173,11 @@ class KafkaPythonProducer(Workload):
         )
         deliveries = Deliveries(self, producer_id, transactional=False)
         pacer = Pacer(float(self.options.get("rate", 50)))
+        # A batch that expired leaves kafka-python's idempotent sequence behind the broker's, and every
+        # later batch then expires too: after a failed delivery the instance is replaced.
+        failed = threading.Event()
         try:
-            while not self.stopping:
+            while not self.stopping and not failed.is_set():
                 pacer.wait(self.stop_event)
                 partition = self.rng.choice(partitions)
                 value = deliveries.next_value()
@@ -189,7 +189,7 @@ class KafkaPythonProducer(Workload):
                     continue
                 seq = deliveries.sent(start, topic, partition, value)
                 future.add_callback(self._acked, deliveries, seq)
-                future.add_errback(self._failed, deliveries, seq)
+                future.add_errback(self._failed, deliveries, seq, failed)
         finally:
             try:
                 producer.flush(self.drain_s)
@@ -205,7 +205,8 @@ class KafkaPythonProducer(Workload):
         deliveries.resolve(seq, "ok", metadata.partition, metadata.offset, None)
 
     @staticmethod
-    def _failed(deliveries: Deliveries, seq: int, exc: BaseException) -> None:
+    def _failed(deliveries: Deliveries, seq: int, failed: threading.Event, exc: BaseException) -> None:
+        failed.set()
         deliveries.resolve(seq, "unknown", None, None, f"{type(exc).__name__}: {exc}")
 
 

@@ -67,8 +67,10 @@ def _finals(ops: list[Operation], source: str, isolation: str) -> dict[tuple[str
 def test_a_run_without_faults_agrees_with_the_final_logs(
     broker_factory: Callable[..., Any], redis_server: EmbeddedRedis, keyspace: str, tmp_path: Path
 ) -> None:
-    ops = _run(broker_factory, redis_server, keyspace, tmp_path)
+    _check(_run(broker_factory, redis_server, keyspace, tmp_path))
 
+
+def _check(ops: list[Operation]) -> None:
     kinds: dict[str, set[str]] = defaultdict(set)
     for op in ops:
         kinds[op.process].add(op.f)
