@@ -36,6 +36,7 @@ TOPICS: dict[str, tuple[int, dict[str, str]]] = {
 ISOLATIONS = ("read_uncommitted", "read_committed")
 IDLE_S = 5.0  # a final read with nothing new for this long has stopped short of the high watermark
 PAGE = 1000
+ATTEMPTS = 3
 
 
 def setup_topics(bootstrap: str, topics: dict[str, tuple[int, dict[str, str]]] | None = None) -> None:
@@ -68,7 +69,14 @@ def final_reads(
     names = list(topics)
     for topic in names:
         for isolation in ISOLATIONS:
-            _read_kafka(bootstrap, history, topic, isolation, timeout_s)
+            for attempt in range(ATTEMPTS):
+                try:  # metadata or watermarks may time out just after a heal: a fresh consumer again
+                    _read_kafka(bootstrap, history, topic, isolation, timeout_s)
+                    break
+                except KafkaException:
+                    if attempt == ATTEMPTS - 1:
+                        raise
+                    time.sleep(2)
     if redis_url is not None:
         _read_redis(redis_url, keyspace, history, names)
 
