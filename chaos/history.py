@@ -20,18 +20,21 @@ produce  topic, partition, value, offset (int or None), producer (the client ins
 txn      producer (the transactional.id), group (the consumer group whose offsets went into the
          transaction, or None), inputs ([topic, partition, offset, value] consumed), outputs
          ([topic, partition, value] produced), offsets ({"topic/partition": next offset} sent with
-         send_offsets_to_transaction)
+         send_offsets_to_transaction), deliberate_abort (bool: aborted on purpose, so ``fail``),
+         error (str or None)
 poll     mode ("reader", "group", "share" or "transform"), group (or None), member (the client's id),
          isolation ("read_committed" or "read_uncommitted"), session (the id of a continuous read: a
          new one after every seek, assignment change or restart), records ([topic, partition, offset,
          value], in the order the client returned them)
-commit   group, member, offsets ({"topic/partition": next offset})
+commit   group, member, offsets ({"topic/partition": next offset}), error (str or None)
 offsets  group, offsets ({"topic/partition": committed offset}) as an observer read them
 ack      share acknowledgements: group, member, records ([topic, partition, offset, value,
-         delivery count]), type ("accept", "release" or "reject"); ok when the broker confirmed them
+         delivery count]), type ("accept", "release" or "reject"), error (str or None); ok when the
+         broker confirmed them
 final    the log after the run, every fault healed: source ("kafka": a fresh consumer from offset 0,
          across the tiers; "redis": the hot tier read from the streams), isolation, topic, partition,
-         records ([offset, value])
+         records ([offset, value]), high_watermark (taken before the read), error (str or None); ``fail``
+         when the read did not reach the high watermark
 fault    kind, target, healed (seconds the fault lasted), recovered (seconds from the heal until the
          deployment served again, or None)
 ======== ==================================================================================================
