@@ -16,13 +16,17 @@ from .run import RunSpec, run
 
 @click.command()
 @click.option("--minutes", type=float, default=10.0, show_default=True, help="How long the nemesis runs.")
-@click.option("--seed", type=int, default=None, help="The run's seed (random when not given); a report names it.")
+@click.option(
+    "--seed", type=int, default=None, help="The run's seed (random when not given); a report names it."
+)
 @click.option(
     "--redis", "redis_kind", type=click.Choice(["cluster", "single"]), default="cluster", show_default=True,
     help="A Redis Cluster of 3 primaries with a replica each, or one redis-server with AOF.",
 )  # fmt: skip
 @click.option("--brokers", type=int, default=3, show_default=True)
-@click.option("--fault", "faults", multiple=True, help="A fault kind the nemesis may pick (repeat); all by default.")
+@click.option(
+    "--fault", "faults", multiple=True, help="A fault kind the nemesis may pick (repeat); all by default."
+)
 @click.option("--scale", type=float, default=1.0, show_default=True, help="The workloads' pace.")
 @click.option(
     "--work-dir", type=click.Path(path_type=Path), default=None,

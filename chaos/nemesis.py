@@ -10,8 +10,8 @@ kill to the replica's promotion). The record's start and end span the injection 
 recovery, for the checker to relate anomalies to it.
 
 Kinds come in shuffled rounds (every kind once per round), so a run long enough for a round
-exercises each. One fault at a time: a fault is healed and the deployment serves (or the bound passed) before the
-next one is drawn, so each recovery time belongs to one fault.
+exercises each. One fault at a time: a fault is healed and the deployment serves (or the bound
+passed) before the next one is drawn, so each recovery time belongs to one fault.
 
 The plan is seeded: the kinds, target choices, intervals and durations are drawn from `rng` alone,
 never from the deployment's state, so the same seed gives the same plan. A target choice is a number

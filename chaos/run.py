@@ -17,7 +17,7 @@ from .checker import CheckResult, check, format_report
 from .deployment import Deployment, DeploymentSpec
 from .history import History, read_history
 from .nemesis import Nemesis
-from .workloads import Workload, final_reads, plan, setup_topics
+from .workloads import TOPICS, Workload, final_reads, plan, setup_topics
 
 # After the last fault: clients reconnect, open transactions end (the workloads' transaction timeout)
 # and consumers catch up before the final reads.
@@ -74,7 +74,9 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
             )  # fmt: skip
             started = time.monotonic()
             nemesis.start()
-            say(f"{len(workloads)} workloads and the nemesis running for {spec.seconds:.0f} s (seed {spec.seed})")
+            say(
+                f"{len(workloads)} workloads and the nemesis for {spec.seconds:.0f} s, seed {spec.seed}"
+            )
             _wait(spec.seconds, history, say)
             nemesis.stop(180)
             nemesis_errors = nemesis.errors
@@ -89,7 +91,7 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
                 w.join(120)
             phases["settle"] = time.monotonic() - healed
             read = time.monotonic()
-            final_reads(deployment, history)
+            final_reads(deployment.bootstrap, deployment.redis_url, deployment.keyspace, history, TOPICS)
             phases["final reads"] = time.monotonic() - read
         finally:
             history.close()
