@@ -378,6 +378,9 @@ class Store(CoordinationCalls):
     async def producer_states(self, topic: Topic, partition: int) -> list[ProducerState]:
         return await self.run(producers.states(self.ks, topic, partition))
 
+    async def producer_state(self, topic: Topic, partition: int, producer_id: int) -> ProducerState | None:
+        return await self.run(producers.state(self.ks, topic, partition, producer_id))
+
     async def expire_producers(self, topic: Topic, partition: int, expiration_ms: int) -> int:
         return await self.drive(producers.expire(self.ks, topic, partition, expiration_ms))
 

@@ -16,6 +16,13 @@ resends in sequence order, so that retry follows every batch it had in flight.
 
 OUT_OF_ORDER_SEQUENCE_NUMBER from the append script is also answered retriably while an earlier
 batch of the producer is still unanswered or failed here: the gap is then the broker's, not lost data.
+
+A failure proven stale marks nothing: once Redis appended a batch of the same epoch at or after the
+failed one's sequence (the client's retry of it, on another connection, got there first; the append
+script takes sequences only in order), the failed batch is in the log, and the client, answered for
+the retry, never sends it again. Such a mark would hold the producer's batches back until its
+records timed out (a chaos run found it: after a Redis stall, librdkafka bumped its epoch and wrote
+records it had lost track of a second time).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from collections.abc import Hashable
 from typing import Protocol
 
 SEQUENCE_SPAN = 1 << 31  # sequence numbers wrap from 2^31 - 1 to 0
-# A producer that disappears after a failure leaves its mark; the oldest go past this many.
+# A producer that disappears after a failure leaves its mark; the oldest go past this many (and past
+# as many producer-partitions, the latest appended sequences that prove marks stale).
 MAX_FAILED = 100_000
 
 
@@ -55,6 +63,8 @@ class RetryOrder:
     def __init__(self) -> None:
         self._failed: dict[_Key, tuple[int, int]] = {}  # epoch and base sequence of the first failed batch
         self._open: dict[_Key, deque[int]] = {}  # base sequences sent and not yet answered, in send order
+        # Epoch and base sequence of the latest batch Redis appended (the dict's order: least recent first).
+        self._appended: dict[_Key, tuple[int, int]] = {}
 
     def admit(self, partition: Hashable, batch: SequencedBatch) -> bool:
         """False while an earlier batch of the producer failed here and has not come again."""
@@ -86,7 +96,8 @@ class RetryOrder:
                 sent.remove(batch.base_sequence)
             if not sent:
                 del self._open[key]
-        if ok:
+        stale = not ok and self._in_log(key, batch.producer_epoch, batch.base_sequence)
+        if ok or stale:
             return
         failed = self._failed.get(key)
         if failed is None or failed[0] != batch.producer_epoch or _after(failed[1], batch.base_sequence):
@@ -94,6 +105,34 @@ class RetryOrder:
             self._failed[key] = (batch.producer_epoch, batch.base_sequence)
             if len(self._failed) > MAX_FAILED:
                 del self._failed[next(iter(self._failed))]
+
+    def appended(self, partition: Hashable, batch: SequencedBatch) -> None:
+        """Redis appended the batch (or found it a duplicate): its sequence and all before it are in the
+        log, whatever becomes of the request that carried it."""
+        self.logged(partition, batch.producer_id, batch.producer_epoch, batch.base_sequence)
+
+    def mark(self, partition: Hashable, producer_id: int) -> tuple[int, int] | None:
+        """The epoch and base sequence of the producer's failed batch that holds the others back."""
+        return self._failed.get((partition, producer_id))
+
+    def logged(self, partition: Hashable, producer_id: int, epoch: int, sequence: int) -> None:
+        """The log holds the producer's batches of this epoch up to this sequence (an append here, or the
+        partition's producer state in Redis, which another broker's appends moved on): a mark at or
+        before it is stale."""
+        key = (partition, producer_id)
+        failed = self._failed.get(key)
+        if failed is not None and failed[0] == epoch and not _after(failed[1], sequence):
+            del self._failed[key]  # the failed batch is in the log: the client will not send it again
+        latest = self._appended.pop(key, None)  # re-inserted last
+        if latest is not None and latest[0] == epoch and not _after(sequence, latest[1]):
+            epoch, sequence = latest  # a duplicate of an earlier batch: the latest stays
+        self._appended[key] = (epoch, sequence)
+        if len(self._appended) > MAX_FAILED:
+            del self._appended[next(iter(self._appended))]
+
+    def _in_log(self, key: _Key, epoch: int, sequence: int) -> bool:
+        latest = self._appended.get(key)
+        return latest is not None and latest[0] == epoch and not _after(sequence, latest[1])
 
     def behind_failure(self, partition: Hashable, batch: SequencedBatch) -> bool:
         """Whether an earlier batch of the producer is unanswered or failed here."""

@@ -156,8 +156,9 @@ class PartitionWriter:
         order, key = self._order, turn.key
         async with turn:
             sequenced_batches = [b for b in batches if sequenced(b)]
-            if not all(order.admit(key, b) for b in sequenced_batches):
-                return PartitionAppend(LOG_UNAVAILABLE, message=RESEND_FIRST)
+            for b in sequenced_batches:
+                if not order.admit(key, b) and not await self._mark_stale(topic, partition, key, b):
+                    return PartitionAppend(LOG_UNAVAILABLE, message=RESEND_FIRST)
             for b in sequenced_batches:
                 order.opened(key, b)
             try:
@@ -185,6 +186,9 @@ class PartitionWriter:
             if isinstance(exc, STORAGE_ERRORS):
                 return self._storage_failure(topic, partition, exc)
             raise
+        for batch, r in zip(batches, results, strict=True):
+            if r.status >= 0 and sequenced(batch):
+                order.appended(key, batch)
         for batch, r in zip(batches, results, strict=True):
             if r.status < 0:
                 gap = r.status == OUT_OF_ORDER_SEQUENCE and order.behind_failure(key, batch)
@@ -228,6 +232,23 @@ class PartitionWriter:
         except STORAGE_ERRORS as exc:
             log.info("acks=all: no answer from Redis on replication: %s", exc)
             return False
+
+    async def _mark_stale(self, topic: Topic, partition: int, key: Hashable, held: ProducedBatch) -> bool:
+        """Whether the failure holding `held` back is already in the log: the retry of a batch that failed
+        here may have gone to another broker (or Redis kept a batch whose reply was lost), and the
+        client, answered, never sends it here again. Redis's producer state says; a read only when a
+        mark holds a batch back."""
+        mark = self._order.mark(key, held.producer_id)
+        if mark is None:
+            return True
+        try:
+            state = await self._store.producer_state(topic, partition, held.producer_id)
+        except STORAGE_ERRORS:
+            return False
+        if state is None:
+            return False
+        self._order.logged(key, held.producer_id, state.producer_epoch, state.last_sequence)
+        return self._order.admit(key, held)
 
     def _close(self, key: Hashable, batches: list[ProducedBatch]) -> None:
         """A failure seen here, before the request ends: later requests' batches are held back at once."""

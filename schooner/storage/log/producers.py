@@ -49,6 +49,16 @@ def states(ks: Keyspace, topic: Topic, partition: int) -> Call[list[ProducerStat
     return command("HGETALL", ks.partition_state(topic.name, partition), parse=_parse_states)
 
 
+def state(ks: Keyspace, topic: Topic, partition: int, producer_id: int) -> Call[ProducerState | None]:
+    """One producer's state in the partition, None when the partition does not remember it."""
+
+    def parse(value: bytes | None) -> ProducerState | None:
+        return None if value is None else parse_entry(producer_id, text(value))
+
+    field = f"{FIELD_PREFIX}{producer_id}"
+    return command("HGET", ks.partition_state(topic.name, partition), field, parse=parse)
+
+
 def expire(ks: Keyspace, topic: Topic, partition: int, expiration_ms: int) -> Steps[int]:
     """Forgets the producers whose last append is expiration_ms or more ago; the reply is how many."""
     keys = [ks.partition_state(topic.name, partition), ks.producers(topic.name, partition)]

@@ -52,6 +52,48 @@ def test_a_retry_of_an_earlier_batch_or_a_new_epoch_clears_the_mark() -> None:
     assert order.admit(("t", 0), Batch(9))
 
 
+def test_a_failure_after_its_retry_was_appended_holds_nothing_back() -> None:
+    """The client gave up on a request (its connection closed), sent the batch again on another, and
+    that retry reached Redis first: the first request's failure comes after, and is stale."""
+    order = RetryOrder()
+    order.opened(("t", 0), Batch(5))  # the first request, stuck behind a stalled Redis
+    assert order.admit(("t", 0), Batch(5))  # the retry
+    order.opened(("t", 0), Batch(5))
+    order.appended(("t", 0), Batch(5))
+    order.closed(("t", 0), Batch(5), ok=True)
+    order.closed(("t", 0), Batch(5), ok=False)  # the first request times out at last
+    assert order.admit(("t", 0), Batch(6))
+    order.opened(("t", 0), Batch(6))
+    order.closed(("t", 0), Batch(6), ok=False)  # a real failure still marks
+    assert not order.admit(("t", 0), Batch(7))
+
+
+def test_a_copy_of_an_appended_batch_that_never_ran_holds_nothing_back() -> None:
+    """A third copy of batch 5, in a request whose connection went away before its turn, settles as
+    not sent, after the batch was appended and answered and nothing else is open."""
+    order = RetryOrder()
+    order.opened(("t", 0), Batch(5))
+    order.appended(("t", 0), Batch(5))
+    order.closed(("t", 0), Batch(5), ok=True)
+    order.closed(("t", 0), Batch(5), ok=False)  # the copy that never ran
+    order.closed(("t", 0), Batch(3), ok=False)  # an older one, too
+    assert order.admit(("t", 0), Batch(6))
+
+
+def test_a_mark_goes_once_redis_appends_the_batch_or_a_later_one() -> None:
+    order = RetryOrder()
+    order.opened(("t", 0), Batch(5))
+    assert order.admit(("t", 0), Batch(5))  # the retry, admitted before the first one failed
+    order.opened(("t", 0), Batch(5))
+    order.closed(("t", 0), Batch(5), ok=False)  # the first one fails: a mark
+    assert not order.admit(("t", 0), Batch(6))
+    order.appended(("t", 0), Batch(5, producer_epoch=1))  # another epoch proves nothing
+    assert not order.admit(("t", 0), Batch(6))
+    order.appended(("t", 0), Batch(5))  # the retry is in the log
+    order.closed(("t", 0), Batch(5), ok=True)
+    assert order.admit(("t", 0), Batch(6))
+
+
 def test_sequences_compare_across_the_wrap() -> None:
     order = RetryOrder()
     last = SEQUENCE_SPAN - 1
@@ -131,6 +173,41 @@ def test_a_batch_sent_after_a_failed_one_waits_for_its_retry(
         assert _until_answered(broker.port, "ordered", batch(1)) == (ErrorCode.none, 2)
         assert _produce(broker.port, "ordered", batch(2)) == (ErrorCode.none, 3)
         stream = Keyspace(keyspace).stream("ordered", 0)
+        values = [fields[b"value"] for _, fields in redis_client.xrange(stream)]
+        assert values == [b"first", b"0", b"1", b"2"]
+    finally:
+        proxy.close()
+
+
+@pytest.mark.single_redis
+def test_a_failure_whose_retry_another_broker_appended_holds_nothing_back(
+    broker_factory, redis_server, redis_client, keyspace
+) -> None:
+    """Batch 1 fails at broker A while A's Redis is cut away; the client sends it again to broker B,
+    which appends it. Batch 2 then goes to A: A's mark is stale (Redis's producer state is past it), so
+    2 is appended, not held back until the client's records time out (which a chaos run saw: the
+    client then bumped its epoch and wrote records again)."""
+    proxy = FaultProxy(redis_server.port, redis_server.password)
+    try:
+        a = broker_factory(redis_url=proxy.url)
+        b = broker_factory()
+        assert _until_answered(b.port, "moved", record_batch([b"first"])) == (ErrorCode.none, 0)
+        init = call(b.port, init_producer_id_request())
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def batch(seq: int) -> bytes:
+            return idempotent_batch([b"%d" % seq], pid, epoch, seq)
+
+        assert _until_answered(a.port, "moved", batch(0)) == (ErrorCode.none, 1)
+        proxy.cut()
+        assert _produce(a.port, "moved", batch(1))[0] in (
+            ErrorCode.kafka_storage_error,
+            ErrorCode.request_timed_out,
+        )
+        proxy.heal()
+        assert _produce(b.port, "moved", batch(1)) == (ErrorCode.none, 2)
+        assert _until_answered(a.port, "moved", batch(2)) == (ErrorCode.none, 3)
+        stream = Keyspace(keyspace).stream("moved", 0)
         values = [fields[b"value"] for _, fields in redis_client.xrange(stream)]
         assert values == [b"first", b"0", b"1", b"2"]
     finally:
