@@ -202,7 +202,7 @@ class Archiver:
         cut: int | None = None
         if topic.retention_ms >= 0:
             found = await self.cold.offset_for_timestamp(
-                topic, partition, int(time.time() * 1000) - topic.retention_ms
+                topic, partition, int(time.time() * 1000) - topic.retention_ms, marks.archived_end
             )
             cut = found[0] if found is not None else marks.archived_end  # every cold record is older
         if topic.retention_bytes >= 0 and topic.offsets.dense and marks.average_record_bytes > 0:

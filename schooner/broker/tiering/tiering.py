@@ -88,7 +88,7 @@ class Tiering:
         marks = await self.marks(topic, partition)
         if marks.cold_start is None:
             return None
-        found = await self.cold.offset_for_timestamp(topic, partition, timestamp)
+        found = await self.cold.offset_for_timestamp(topic, partition, timestamp, marks.archived_end)
         if found is None or found[0] < marks.cold_start:
             return (
                 None if found is None else await self._first_at_or_after(topic, partition, marks, timestamp)

@@ -216,9 +216,13 @@ class ColdStore:
         """The partition's first cold offset (None when the cold tier holds none of it)."""
         return self._with_index(topic, partition, None, lambda index: index.start(partition))
 
-    def offset_for_timestamp(self, topic: Topic, partition: int, timestamp: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(
+        self, topic: Topic, partition: int, timestamp: int, archived_end: int | None = None
+    ) -> tuple[int, int] | None:
         """Kafka's rule on the cold rows: the earliest offset whose timestamp is at or after the target,
-        and that timestamp; None when no cold record qualifies."""
+        and that timestamp; None when no cold record qualifies. archived_end: the end the caller knows
+        archived; a file index that does not reach it is read again (an index cached before another
+        broker archived knows fewer rows, and None would then say every record is older)."""
 
         def lookup(index: FileIndex) -> tuple[int, int] | None:
             for fragment in index.fragments_reaching(partition, timestamp):
@@ -230,7 +234,8 @@ class ColdStore:
                     return rows.column(layout.OFFSET)[first].as_py(), rows.column(layout.TS)[first].as_py()
             return None
 
-        return self._with_index(topic, partition, None, lookup)
+        known = None if archived_end is None or archived_end <= 0 else archived_end - 1
+        return self._with_index(topic, partition, known, lookup)
 
     def _with_index(
         self, topic: Topic, partition: int, offset: int | None, use: Callable[[FileIndex], T]

@@ -11,6 +11,8 @@ from deltalake import DeltaTable
 
 from schooner.storage.cold.aio import AsyncColdStore
 from schooner.storage.cold.index import FileIndex
+from schooner.storage.cold.location import ColdLocation
+from schooner.storage.cold.table import ColdStore
 from schooner.storage.log.entry import Record
 
 pytestmark = pytest.mark.both_encodings
@@ -93,6 +95,24 @@ def test_start_offset_and_offsets_for_times(make_log, cold) -> None:
     assert cold.offset_for_timestamp(log.topic, 0, OLD) == (offsets[0], OLD + 50)
     assert cold.offset_for_timestamp(log.topic, 0, OLD + 91) is None
     assert cold.start_offset(log.topic, 3) is None
+
+
+def test_an_offset_for_a_time_reads_an_index_older_than_the_archived_end_again(
+    make_log, cold, tmp_path, keyspace
+) -> None:
+    """Another broker archived the partition's first slice after this one cached the table's file
+    index: asked with the end the caller knows archived, the store reads the table again rather than
+    answer None, which retention took as "every cold record is older" (a chaos run's tiered partition
+    lost its first slice)."""
+    log = make_log()
+    base = log.append([Record(OLD + 10 * i, None, b"v") for i in range(3)])
+    archiver = ColdStore(ColdLocation.from_url(f"file://{tmp_path}/cold"), keyspace)
+    archiver.archive(log.topic, 0, log.slice(base, 1))
+    assert cold.offset_for_timestamp(log.topic, 0, OLD + 10) is None  # cached: only offset `base`
+    archived = log.slice(base + 1, 10)
+    archiver.archive(log.topic, 0, archived)
+    assert cold.offset_for_timestamp(log.topic, 0, OLD + 10) is None  # the cached index, still young
+    assert cold.offset_for_timestamp(log.topic, 0, OLD + 10, archived.end)[1] == OLD + 10
 
 
 def test_the_async_wrapper_answers_as_the_blocking_store(make_log, cold) -> None:
