@@ -7,6 +7,7 @@ import contextlib
 import functools
 import gc
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -134,7 +135,9 @@ class Broker:
         self.dispatch = dispatcher(self.ctx, self.tenants.context)
         if self.metrics is not None:
             self.dispatch = self.metrics.instrument(self.dispatch)
+        registering = time.monotonic()
         await store.heartbeat(me, s.session_ms)
+        self.ctx.groups.registered(registering, s.session_ms / 1000)
         self._start_upkeep(self.ctx)
         await self.tenants.refresh()
         self._tasks = [
@@ -272,6 +275,7 @@ class Broker:
             health = self.ctx.health  # this round trip is also the groups' Redis probe
             was_in_trouble = health.in_trouble()
             health.probing()
+            started = time.monotonic()
             try:
                 await self.ctx.store.heartbeat(self.ctx.me, self.settings.session_ms)
             except (StorageError, OSError) as exc:
@@ -279,6 +283,10 @@ class Broker:
                     log.warning("heartbeat failed, Redis out of reach: %s", exc)
                 health.failed()
             else:
+                # The others count this broker live until the registration lapses; every context's
+                # groups learn it (one registration serves the tenants too).
+                for ctx in self.contexts:
+                    ctx.groups.registered(started, self.settings.session_ms / 1000)
                 back_at = health.back_at
                 health.reached()
                 if health.back_at != back_at:  # after a failure, or a round trip that took too long

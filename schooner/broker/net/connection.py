@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from ...protocol.apis import SUPPORTED_VERSIONS, ApiKey, api_name, client_throttles
@@ -140,6 +141,7 @@ class Connection:
                 self._abandon()
                 return
             now = self._loop.time()
+            read_at = time.monotonic()  # the clock the group coordinator keeps (loop.time() may differ)
             self._last_activity = now
             try:
                 frames = self._decoder.feed(data)
@@ -172,7 +174,7 @@ class Connection:
                         await self._wait_for_responses(reserve)
                         if self._closed:
                             return
-                    if not self._start(request, len(raw), reserve):
+                    if not self._start(request, len(raw), reserve, read_at):
                         return
                 if self._alone is not None and not await self._settle_alone():
                     return
@@ -249,10 +251,11 @@ class Connection:
             return False
         return request
 
-    def _start(self, request: Request, size: int, reserve: int) -> bool:
-        """Starts the request's handler; False when the request closes the connection."""
+    def _start(self, request: Request, size: int, reserve: int, read_at: float) -> bool:
+        """Starts the request's handler (read_at: when its last bytes were read); False when the request
+        closes the connection."""
         header = request.header
-        scope = RequestScope(self.session, header.client_id or "", self._host)
+        scope = RequestScope(self.session, header.client_id or "", self._host, received_at=read_at)
         why = authentication.refusal(self.session, header.api_key, self._loop.time())
         if why is not None:
             refused(log, _name(header), f"{why}; closing the connection", scope=scope)

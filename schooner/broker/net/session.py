@@ -8,6 +8,7 @@ on its arguments alone and a test of one handler passes a scope instead of setti
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,9 @@ class RequestScope:
     # The quota windows the client is counted in, for a handler that shapes its answer by them
     # (Fetch caps max_bytes at what consumer_byte_rate allows); None when no quota applies.
     limits: ClientLimits | None = None
+    # When the connection read the request (time.monotonic()): the group coordinator refuses to serve a
+    # request read before it last let the group go (ownership.py); callers outside a connection: now.
+    received_at: float = field(default_factory=time.monotonic)
 
     @property
     def caller(self) -> Caller:

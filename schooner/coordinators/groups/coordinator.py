@@ -75,9 +75,10 @@ class GroupCoordinator:
         it exists and another broker coordinates it."""
         return await self.ownership.find(group_id)
 
-    async def owner(self, group_id: str) -> Owner:
-        """This broker and the owner epoch that fences its writes of the group. Raises NotCoordinator."""
-        return await self.ownership.owner(group_id)
+    async def owner(self, group_id: str, received_at: float | None = None) -> Owner:
+        """This broker and the owner epoch that fences its writes of the group. Raises NotCoordinator,
+        also for a request read (`received_at`) before this broker last let the group go."""
+        return await self.ownership.owner(group_id, received_at)
 
     async def group(self, group_id: str) -> AnyGroup:
         """The group, claimed in Redis on first use (a new id starts as an empty classic group).
@@ -116,10 +117,18 @@ class GroupCoordinator:
 
     # -- offsets ----------------------------------------------------------------------------------
     async def check_commit(
-        self, group_id: str, generation: int, member_id: str, instance_id: str | None, version: int = 9
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        version: int = 9,
+        received_at: float | None = None,
     ) -> ErrorCode:
-        """Whether an OffsetCommit may store offsets (generation is the member epoch in a consumer group)."""
-        group = await self.ownership.group(group_id)
+        """Whether an OffsetCommit may store offsets (generation is the member epoch in a consumer group).
+        Raises NotCoordinator, also for a commit read (`received_at`) before this broker last let the
+        group go: another coordinator may have stored newer offsets since."""
+        group = await self.ownership.group(group_id, received_at)
         if isinstance(group, EpochGroup):
             return group.check_commit(generation, member_id, version)
         return await self.classic.check_commit(group, generation, member_id, instance_id)
@@ -138,8 +147,8 @@ class GroupCoordinator:
         """Removes members whose session lapsed (members waiting in a join are alive). Not while this
         broker cannot reach Redis: members' heartbeats fail then for its trouble, not theirs."""
         health = self.redis_health
-        if health.in_trouble():
-            return
+        if health.in_trouble() or self.ownership.lapsed():
+            return  # its own trouble, not the members': the groups are let go and reloaded afresh
         for group in self.ownership.held():
             if not isinstance(group, EpochGroup):
                 await self.classic.expire(group, health.back_at)
@@ -152,6 +161,11 @@ class GroupCoordinator:
     async def check_ownership(self) -> None:
         """Unloads groups that now hash to another broker (the live broker set changed)."""
         await self.ownership.check_ownership()
+
+    def registered(self, started: float, lease_seconds: float) -> None:
+        """The broker renewed its registration (a round trip that started at `started`, time.monotonic()),
+        which lasts lease_seconds; after a lapse every group is let go (ownership.py)."""
+        self.ownership.registered(started, lease_seconds)
 
     def shutdown(self) -> None:
         """Hands every group back; waiting requests are told NOT_COORDINATOR."""

@@ -107,6 +107,7 @@ async def _commit(ctx: BrokerContext, scope: RequestScope, body: OffsetCommitReq
             body.member_id,
             getattr(body, "group_instance_id", None),
             body.__version__,
+            scope.received_at,
         )
     except _Denied:
         group_error = ErrorCode.group_authorization_failed
@@ -147,7 +148,7 @@ async def _commit(ctx: BrokerContext, scope: RequestScope, body: OffsetCommitReq
         results.append((t, row))
     if to_store:
         try:
-            owner = await ctx.groups.owner(body.group_id)
+            owner = await ctx.groups.owner(body.group_id, scope.received_at)
             if not await ctx.store.commit_offsets(body.group_id, owner, to_store):
                 # Another broker claimed the group since the check: its coordinator takes the commit.
                 ctx.groups.unload(body.group_id)
