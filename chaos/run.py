@@ -88,7 +88,11 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
             for w in workloads:
                 w.stop()
             for w in workloads:
+                joining = time.monotonic()
                 w.join(120)
+                if (took := time.monotonic() - joining) > 5 or w.is_alive():
+                    still = " (still running)" if w.is_alive() else ""
+                    say(f"  workload {w.name} took {took:.0f} s to stop{still}")
             phases["settle"] = time.monotonic() - healed
             read = time.monotonic()
             final_reads(deployment.bootstrap, deployment.redis_url, deployment.keyspace, history, TOPICS)
