@@ -8,7 +8,9 @@ seed replays the same plan of faults; the interleavings the machine picks are no
 from __future__ import annotations
 
 import random
+import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from .workloads import TOPICS, Workload, final_reads, plan, setup_topics
 # After the last fault: clients reconnect, open transactions end (the workloads' transaction timeout)
 # and consumers catch up before the final reads.
 SETTLE_SECONDS = 20.0
+STOP_SECONDS = 60.0  # for all the workloads to finish their operations and close their clients
 
 
 @dataclass(frozen=True)
@@ -87,12 +90,7 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
             time.sleep(spec.settle_seconds)
             for w in workloads:
                 w.stop()
-            for w in workloads:
-                joining = time.monotonic()
-                w.join(120)
-                if (took := time.monotonic() - joining) > 5 or w.is_alive():
-                    still = " (still running)" if w.is_alive() else ""
-                    say(f"  workload {w.name} took {took:.0f} s to stop{still}")
+            _join(workloads, STOP_SECONDS, say)
             phases["settle"] = time.monotonic() - healed
             read = time.monotonic()
             final_reads(deployment.bootstrap, deployment.redis_url, deployment.keyspace, history, TOPICS)
@@ -109,6 +107,19 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
     report_path = spec.work_dir / "report.txt"
     report_path.write_text(report)
     return RunOutcome(result, report, history_path, report_path, phases)
+
+
+def _join(workloads: list[Workload], seconds: float, say: Callable[[str], None]) -> None:
+    """Waits for the workloads to stop, together at most `seconds`; one still in a client call then is
+    left (the threads are daemons) and named with where it is stuck."""
+    deadline = time.monotonic() + seconds
+    for w in workloads:
+        w.join(max(0.0, deadline - time.monotonic()))
+    frames = sys._current_frames()
+    for w in workloads:
+        if w.is_alive() and w.ident in frames:
+            stack = "".join(traceback.format_stack(frames[w.ident])[-4:])
+            say(f"  workload {w.name} did not stop within {seconds:.0f} s; it is in:\n{stack}")
 
 
 def _wait(seconds: float, history: History, say: Callable[[str], None]) -> None:
