@@ -15,7 +15,7 @@ from chaos.run import RunSpec, run
 SEED = 29
 
 
-@pytest.mark.xdist_group("chaos")
+@pytest.mark.xdist_group("chaos-run")  # its own worker: the longest test of the suite
 def test_a_short_run_under_every_fault_kind_finds_no_anomaly(tmp_path: Path) -> None:
     deployment = DeploymentSpec(tmp_path / "deployment", redis="single", brokers=2)
     kinds = supported_kinds(deployment)
