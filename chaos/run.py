@@ -77,9 +77,7 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
             )  # fmt: skip
             started = time.monotonic()
             nemesis.start()
-            say(
-                f"{len(workloads)} workloads and the nemesis for {spec.seconds:.0f} s, seed {spec.seed}"
-            )
+            say(f"{len(workloads)} workloads and the nemesis for {spec.seconds:.0f} s, seed {spec.seed}")
             _wait(spec.seconds, history, say)
             nemesis.stop(180)
             nemesis_errors = nemesis.errors

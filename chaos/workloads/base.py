@@ -74,6 +74,8 @@ class Workload(threading.Thread, ABC):
         self.errors: list[str] = []
         self.error_count = 0
         self.instances = 0  # clients created so far: each gets its own id
+        self.sessions = 0  # continuous reads begun so far
+        self.session_id = ""  # the current one's, as poll ops name it
         self.drain_s = float(options.get("drain_s", 5.0))  # how long stop() waits for in-flight work
         self._lock = threading.Lock()
 
@@ -101,6 +103,12 @@ class Workload(threading.Thread, ABC):
         """The id of a new client instance of this workload (a producer's `producer`, a member)."""
         self.instances += 1
         return f"{self.name}.{self.instances}"
+
+    def new_session(self, member: str) -> None:
+        """A new continuous read of this member (after an assignment change, a rewind, a restart or a
+        new pass): session_id names it."""
+        self.sessions += 1
+        self.session_id = f"{member}/{self.sessions}"
 
     def error(self, message: str) -> None:
         with self._lock:

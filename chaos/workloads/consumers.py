@@ -5,6 +5,7 @@ the cold and hot tiers."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -31,15 +32,6 @@ def records_of(workload: Workload, messages: list[Message]) -> list[list[Any]]:
 class GroupConsumer(Workload):
     """A member of `group` subscribed to `topics`, committing synchronously every `commit_every`
     records (options: group, topics, protocol "classic" | "consumer", commit_every)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sessions = 0
-        self.session_id = ""
-
-    def new_session(self, member: str) -> None:
-        self.sessions += 1
-        self.session_id = f"{member}/{self.sessions}"
 
     def session(self) -> None:
         group: str = self.options["group"]
@@ -161,10 +153,6 @@ class Reader(Workload):
     every `pass_s` seconds once caught up, so the cold tier is read while records move
     (options: topics, isolation, pass_s, client "confluent" | "kafka-python")."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sessions = 0
-
     def session(self) -> None:
         if self.options.get("client", "confluent") == "kafka-python":
             self._kafka_python()
@@ -175,9 +163,24 @@ class Reader(Workload):
         listed = consumer.list_topics(timeout=10).topics
         return [TopicPartition(t, p, 0) for t in self.options["topics"] for p in sorted(listed[t].partitions)]
 
-    def _new_pass(self, member: str) -> tuple[str, float]:
-        self.sessions += 1
-        return f"{member}/{self.sessions}", time.monotonic()
+    def _passes(
+        self, member: str, isolation: str, rewind: Callable[[], None], poll: Callable[[], list[list[Any]]]
+    ) -> None:
+        """Passes from offset 0 (rewind() puts the client there), each a session of polls, until stopped."""
+        while not self.stopping:
+            self.new_session(member)
+            began = time.monotonic()
+            rewind()
+            idle = False
+            while not self.stopping and not self._due(began, idle):
+                start = self.history.now()
+                records = poll()
+                idle = not records
+                if records:
+                    self.record(
+                        "poll", "ok", start, mode="reader", group=None, member=member, isolation=isolation,
+                        session=self.session_id, records=records,
+                    )  # fmt: skip
 
     def _due(self, began: float, idle: bool) -> bool:
         """A new pass once caught up after pass_s, or after three times that when never caught up."""
@@ -200,26 +203,12 @@ class Reader(Workload):
         )
         try:
             partitions = self._partitions(consumer)
-            while not self.stopping:
-                session, began = self._new_pass(member)
-                consumer.assign(partitions)
-                idle = False
-                while not self.stopping and not self._due(began, idle):
-                    start = self.history.now()
-                    records = records_of(self, consumer.consume(POLL_RECORDS, POLL_S))
-                    idle = not records
-                    if records:
-                        self.record(
-                            "poll",
-                            "ok",
-                            start,
-                            mode="reader",
-                            group=None,
-                            member=member,
-                            isolation=isolation,
-                            session=session,
-                            records=records,
-                        )
+            self._passes(
+                member,
+                isolation,
+                lambda: consumer.assign(partitions),
+                lambda: records_of(self, consumer.consume(POLL_RECORDS, POLL_S)),
+            )
         finally:
             try:
                 consumer.close()
@@ -252,30 +241,18 @@ class Reader(Workload):
             if not partitions:
                 raise RuntimeError("no metadata for the topics yet")
             consumer.assign(partitions)
-            while not self.stopping:
-                session, began = self._new_pass(member)
+
+            def rewind() -> None:
                 for tp in partitions:
                     consumer.seek(tp, 0)
-                idle = False
-                while not self.stopping and not self._due(began, idle):
-                    start = self.history.now()
-                    batches = consumer.poll(timeout_ms=int(POLL_S * 1000), max_records=POLL_RECORDS)
-                    records = [
-                        [r.topic, r.partition, r.offset, text(r.value)] for rs in batches.values() for r in rs
-                    ]
-                    idle = not records
-                    if records:
-                        self.record(
-                            "poll",
-                            "ok",
-                            start,
-                            mode="reader",
-                            group=None,
-                            member=member,
-                            isolation=isolation,
-                            session=session,
-                            records=records,
-                        )
+
+            def poll() -> list[list[Any]]:
+                batches = consumer.poll(timeout_ms=int(POLL_S * 1000), max_records=POLL_RECORDS)
+                return [
+                    [r.topic, r.partition, r.offset, text(r.value)] for rs in batches.values() for r in rs
+                ]
+
+            self._passes(member, isolation, rewind, poll)
         finally:
             try:
                 consumer.close()

@@ -39,6 +39,15 @@ class Deliveries:
         self.seq += 1
         return seq
 
+    def produce(self, producer: Producer, topic: str, partition: int, value: str, start: float) -> list[Any]:
+        """Hands one record to a confluent-kafka producer (whose errors, BufferError among them, pass
+        through: nothing was sent) and registers it; returns [topic, partition, value]."""
+        producer.produce(
+            topic, value.encode(), partition=partition, on_delivery=self.confluent_report(self.seq)
+        )
+        self.sent(start, topic, partition, value)
+        return [topic, partition, value]
+
     def resolve(
         self, seq: int, status: Status, partition: int | None, offset: int | None, error: str | None
     ) -> None:
@@ -127,19 +136,13 @@ class IdempotentProducer(Workload):
                 value = deliveries.next_value()
                 start = self.history.now()
                 try:
-                    producer.produce(
-                        topic,
-                        value.encode(),
-                        partition=partition,
-                        on_delivery=deliveries.confluent_report(deliveries.seq),
-                    )
+                    deliveries.produce(producer, topic, partition, value, start)
                 except BufferError:  # the queue is full during an outage: not sent, try again later
                     producer.poll(0.1)
                     continue
                 except KafkaException as exc:
                     self.error(f"produce: {exc}")
                     break
-                deliveries.sent(start, topic, partition, value)
                 producer.poll(0)
         finally:
             close_confluent(producer, deliveries, self.drain_s)
@@ -288,14 +291,9 @@ class TransactionalProducer(Workload):
                     for _ in range(self.rng.randint(1, 5)):
                         partition = self.rng.choice(partitions)
                         value = deliveries.next_value()
-                        producer.produce(
-                            topic,
-                            value.encode(),
-                            partition=partition,
-                            on_delivery=deliveries.confluent_report(deliveries.seq),
+                        outputs.append(
+                            deliveries.produce(producer, topic, partition, value, self.history.now())
                         )
-                        deliveries.sent(self.history.now(), topic, partition, value)
-                        outputs.append([topic, partition, value])
                     if not commit:  # an abort purges what is still queued: send it, so readers must skip it
                         producer.flush(TXN_TIMEOUT_S)
                     status, error, replace = end_transaction(self, producer, commit)

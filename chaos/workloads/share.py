@@ -20,16 +20,12 @@ TYPES = {AcknowledgeType.ACCEPT: "accept", AcknowledgeType.RELEASE: "release"}
 class ShareMember(Workload):
     """options: group, topics, release_every (one record in that many is released, 0: never)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sessions = 0
-
     def session(self) -> None:
         group: str = self.options["group"]
         release_every = int(self.options.get("release_every", 20))
         member = self.new_instance()
-        self.sessions += 1
-        session = f"{member}/{self.sessions}"  # a share member's records are not a continuous read
+        self.new_session(member)  # a share member's records are not a continuous read
+        session = self.session_id
         consumer = ShareConsumer(
             self.confluent_config(
                 **{"group.id": group, "client.id": member, "share.acknowledgement.mode": "explicit"}

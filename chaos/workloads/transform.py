@@ -19,16 +19,6 @@ POLL_S = 0.5
 class TransactionalTransform(Workload):
     """options: source, sink, group, transactional_id."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sessions = 0
-        self.session_id = ""
-
-    def new_session(self, member: str) -> None:
-        """A new continuous read: after an assignment change, a rewind or a restart."""
-        self.sessions += 1
-        self.session_id = f"{member}/{self.sessions}"
-
     def session(self) -> None:
         source: str = self.options["source"]
         sink: str = self.options["sink"]
@@ -107,15 +97,9 @@ class TransactionalTransform(Workload):
         try:
             producer.begin_transaction()
             for _, partition, _, value in records:
-                out = f"out:{value}"
-                producer.produce(
-                    sink,
-                    out.encode(),
-                    partition=partition,
-                    on_delivery=deliveries.confluent_report(deliveries.seq),
+                outputs.append(
+                    deliveries.produce(producer, sink, partition, f"out:{value}", self.history.now())
                 )
-                deliveries.sent(self.history.now(), sink, partition, out)
-                outputs.append([sink, partition, out])
             positions = consumer.position(consumer.assignment())
             positions = [tp for tp in positions if tp.offset >= 0]
             offsets = {tp_key(tp.topic, tp.partition): tp.offset for tp in positions}
