@@ -111,10 +111,6 @@ class RetryOrder:
         log, whatever becomes of the request that carried it."""
         self.logged(partition, batch.producer_id, batch.producer_epoch, batch.base_sequence)
 
-    def mark(self, partition: Hashable, producer_id: int) -> tuple[int, int] | None:
-        """The epoch and base sequence of the producer's failed batch that holds the others back."""
-        return self._failed.get((partition, producer_id))
-
     def logged(self, partition: Hashable, producer_id: int, epoch: int, sequence: int) -> None:
         """The log holds the producer's batches of this epoch up to this sequence (an append here, or the
         partition's producer state in Redis, which another broker's appends moved on): a mark at or
@@ -123,9 +119,9 @@ class RetryOrder:
         failed = self._failed.get(key)
         if failed is not None and failed[0] == epoch and not _after(failed[1], sequence):
             del self._failed[key]  # the failed batch is in the log: the client will not send it again
-        latest = self._appended.pop(key, None)  # re-inserted last
-        if latest is not None and latest[0] == epoch and not _after(sequence, latest[1]):
-            epoch, sequence = latest  # a duplicate of an earlier batch: the latest stays
+        if self._in_log(key, epoch, sequence):  # a duplicate of an earlier batch: the latest stays
+            epoch, sequence = self._appended[key]
+        self._appended.pop(key, None)  # re-inserted last: the dict's order is the entries' age
         self._appended[key] = (epoch, sequence)
         if len(self._appended) > MAX_FAILED:
             del self._appended[next(iter(self._appended))]

@@ -238,9 +238,6 @@ class PartitionWriter:
         here may have gone to another broker (or Redis kept a batch whose reply was lost), and the
         client, answered, never sends it here again. Redis's producer state says; a read only when a
         mark holds a batch back."""
-        mark = self._order.mark(key, held.producer_id)
-        if mark is None:
-            return True
         try:
             state = await self._store.producer_state(topic, partition, held.producer_id)
         except STORAGE_ERRORS:
