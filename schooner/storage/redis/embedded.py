@@ -54,7 +54,7 @@ def redis_server_binary() -> str:
     return found
 
 
-def _ephemeral_low() -> int:
+def ephemeral_low() -> int:
     """The first port of the kernel's ephemeral range, which it hands out to outgoing connections."""
     try:
         return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
@@ -65,7 +65,7 @@ def _ephemeral_low() -> int:
 def free_port() -> int:
     """A port free on 127.0.0.1 now, below the ephemeral range: a free one inside it may be given to
     some outgoing connection before its user binds it (likely with many at once, as in parallel tests)."""
-    low = _ephemeral_low()
+    low = ephemeral_low()
     if low > 11_000:
         for _ in range(100):
             port = random.randint(10_000, low - 1)

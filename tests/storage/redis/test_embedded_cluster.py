@@ -13,7 +13,16 @@ import redis
 from redis.cluster import RedisCluster
 
 from schooner.storage.keys import Keyspace
-from schooner.storage.redis.embedded_cluster import BUS_OFFSET, HIGH_PORT, EmbeddedCluster
+from schooner.storage.redis.embedded import ephemeral_low
+from schooner.storage.redis.embedded_cluster import BUS_OFFSET, HIGH_PORT, EmbeddedCluster, free_cluster_port
+
+
+def test_node_ports_and_their_bus_ports_are_below_the_ephemeral_range() -> None:
+    """An outgoing connection can take a free port of the ephemeral range before a node binds it."""
+    assert ephemeral_low() - 1 - BUS_OFFSET > 11_000  # this machine leaves room below the range
+    for _ in range(50):
+        port = free_cluster_port(set())
+        assert port + BUS_OFFSET < ephemeral_low()
 
 
 @pytest.fixture
