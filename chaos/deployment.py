@@ -298,12 +298,13 @@ class Deployment:
         return [i for i, node in enumerate(self.cluster.nodes) if node.port in ports]
 
     def set_memory_full(self, full: bool) -> None:
-        """full: maxmemory just under the memory used now on every primary, so writes are refused
-        (noeviction); else no limit."""
+        """full: maxmemory at half the memory used now on every primary, so writes are refused
+        (noeviction); else no limit. Half, not just under: the memory used moves by a few percent as
+        client buffers fill and drain, and a limit just under it let writes through again."""
         for i in self.primaries():
             client = self._node_client(i)
             try:
-                limit = int(client.info("memory")["used_memory"] * 0.98) if full else 0
+                limit = int(client.info("memory")["used_memory"] // 2) if full else 0
                 client.config_set("maxmemory-policy", "noeviction")
                 client.config_set("maxmemory", limit)
             finally:

@@ -27,7 +27,7 @@ Kinds (a deployment supports those its spec allows, see supported_kinds):
   client_link_cut    the proxy in front of a broker closes its connections and refuses new ones
   redis_link_stall   the proxy in front of redis-server (single) or of one cluster node holds every byte
   redis_link_cut     the same proxy cuts
-  redis_memory_full  maxmemory just under the memory used, noeviction, on every primary; then no limit
+  redis_memory_full  maxmemory at half the memory used, noeviction, on every primary; then no limit
   cold_store_cut     the proxy in front of the S3 store cuts (the archiver and cold reads ride it out)
 """
 

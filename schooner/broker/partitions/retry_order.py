@@ -23,6 +23,12 @@ script takes sequences only in order), the failed batch is in the log, and the c
 the retry, never sends it again. Such a mark would hold the producer's batches back until its
 records timed out (a chaos run found it: after a Redis stall, librdkafka bumped its epoch and wrote
 records it had lost track of a second time).
+
+Every failed sequence of the epoch is kept, not only the earliest: when the earliest is proven stale,
+a later one (a batch refused here behind it, or failed after it) still holds the producer back. With
+only the earliest kept, a chaos run saw the next batch admitted past a refused one, Redis's
+OUT_OF_ORDER_SEQUENCE_NUMBER answered as lost data, and librdkafka's epoch bump renumber and write
+again a batch of another partition that had been appended with its acknowledgement lost.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ SEQUENCE_SPAN = 1 << 31  # sequence numbers wrap from 2^31 - 1 to 0
 # A producer that disappears after a failure leaves its mark; the oldest go past this many (and past
 # as many producer-partitions, the latest appended sequences that prove marks stale).
 MAX_FAILED = 100_000
+# Failed sequences kept per producer-partition: a client has at most five requests in flight, and
+# stale ones go as soon as an append proves them so; a failure past this many is not kept.
+MAX_FAILED_SEQUENCES = 64
 
 
 class SequencedBatch(Protocol):
@@ -55,13 +64,23 @@ def _after(sequence: int, other: int) -> bool:
     return 0 < (sequence - other) % SEQUENCE_SPAN < SEQUENCE_SPAN // 2
 
 
+def _earliest(sequences: list[int]) -> int:
+    """The earliest of a few sequences of one epoch, across the wrap."""
+    first = sequences[0]
+    for s in sequences[1:]:
+        if _after(first, s):
+            first = s
+    return first
+
+
 def sequenced(batch: SequencedBatch) -> bool:
     return batch.producer_id >= 0 and batch.base_sequence >= 0
 
 
 class RetryOrder:
     def __init__(self) -> None:
-        self._failed: dict[_Key, tuple[int, int]] = {}  # epoch and base sequence of the first failed batch
+        # The epoch and the base sequences of the batches that failed here and have not come again.
+        self._failed: dict[_Key, tuple[int, list[int]]] = {}
         self._open: dict[_Key, deque[int]] = {}  # base sequences sent and not yet answered, in send order
         # Epoch and base sequence of the latest batch Redis appended (the dict's order: least recent first).
         self._appended: dict[_Key, tuple[int, int]] = {}
@@ -74,10 +93,10 @@ class RetryOrder:
         failed = self._failed.get(key)
         if failed is None:
             return True
-        epoch, sequence = failed
-        if batch.producer_epoch == epoch and _after(batch.base_sequence, sequence):
+        epoch, sequences = failed
+        if batch.producer_epoch == epoch and _after(batch.base_sequence, _earliest(sequences)):
             return False
-        del self._failed[key]  # the retry (or a new epoch): it goes to Redis as usual
+        del self._failed[key]  # the retry (or a new epoch): the client resends the rest in order after it
         return True
 
     def opened(self, partition: Hashable, batch: SequencedBatch) -> None:
@@ -99,12 +118,15 @@ class RetryOrder:
         stale = not ok and self._in_log(key, batch.producer_epoch, batch.base_sequence)
         if ok or stale:
             return
-        failed = self._failed.get(key)
-        if failed is None or failed[0] != batch.producer_epoch or _after(failed[1], batch.base_sequence):
-            self._failed.pop(key, None)  # re-inserted last: the dict's order is the marks' age
-            self._failed[key] = (batch.producer_epoch, batch.base_sequence)
-            if len(self._failed) > MAX_FAILED:
-                del self._failed[next(iter(self._failed))]
+        failed = self._failed.pop(key, None)  # re-inserted last: the dict's order is the marks' age
+        if failed is None or failed[0] != batch.producer_epoch:
+            failed = (batch.producer_epoch, [])
+        sequences = failed[1]
+        if batch.base_sequence not in sequences and len(sequences) < MAX_FAILED_SEQUENCES:
+            sequences.append(batch.base_sequence)
+        self._failed[key] = failed
+        if len(self._failed) > MAX_FAILED:
+            del self._failed[next(iter(self._failed))]
 
     def appended(self, partition: Hashable, batch: SequencedBatch) -> None:
         """Redis appended the batch (or found it a duplicate): its sequence and all before it are in the
@@ -117,8 +139,11 @@ class RetryOrder:
         before it is stale."""
         key = (partition, producer_id)
         failed = self._failed.get(key)
-        if failed is not None and failed[0] == epoch and not _after(failed[1], sequence):
-            del self._failed[key]  # the failed batch is in the log: the client will not send it again
+        if failed is not None and failed[0] == epoch:
+            # Failed batches in the log: the client will not send them again. Later failures still hold.
+            failed[1][:] = [s for s in failed[1] if _after(s, sequence)]
+            if not failed[1]:
+                del self._failed[key]
         if self._in_log(key, epoch, sequence):  # a duplicate of an earlier batch: the latest stays
             epoch, sequence = self._appended[key]
         self._appended.pop(key, None)  # re-inserted last: the dict's order is the entries' age

@@ -158,6 +158,7 @@ class PartitionWriter:
             sequenced_batches = [b for b in batches if sequenced(b)]
             for b in sequenced_batches:
                 if not order.admit(key, b) and not await self._mark_stale(topic, partition, key, b):
+                    order.closed(key, b, False)  # refused: it holds later batches back until it comes again
                     return PartitionAppend(LOG_UNAVAILABLE, message=RESEND_FIRST)
             for b in sequenced_batches:
                 order.opened(key, b)

@@ -94,6 +94,22 @@ def test_a_mark_goes_once_redis_appends_the_batch_or_a_later_one() -> None:
     assert order.admit(("t", 0), Batch(6))
 
 
+def test_a_later_failure_holds_once_the_earliest_is_proven_stale() -> None:
+    """Batch 5 failed here and its retry went elsewhere (a stale mark); batch 9 is refused behind it.
+    Once Redis's producer state proves 5 in the log, 9 still holds the producer back: admitting 10
+    would have Redis answer OUT_OF_ORDER_SEQUENCE, lost data to the client."""
+    order = RetryOrder()
+    order.opened(("t", 0), Batch(5))
+    order.closed(("t", 0), Batch(5), ok=False)
+    assert not order.admit(("t", 0), Batch(9))
+    order.closed(("t", 0), Batch(9), ok=False)  # refused: never opened
+    order.logged(("t", 0), 7, 0, 8)  # another broker appended up to 8
+    assert not order.admit(("t", 0), Batch(10))
+    assert order.behind_failure(("t", 0), Batch(10))
+    assert order.admit(("t", 0), Batch(9))  # its retry
+    assert order.admit(("t", 0), Batch(10))
+
+
 def test_sequences_compare_across_the_wrap() -> None:
     order = RetryOrder()
     last = SEQUENCE_SPAN - 1
@@ -210,5 +226,48 @@ def test_a_failure_whose_retry_another_broker_appended_holds_nothing_back(
         stream = Keyspace(keyspace).stream("moved", 0)
         values = [fields[b"value"] for _, fields in redis_client.xrange(stream)]
         assert values == [b"first", b"0", b"1", b"2"]
+    finally:
+        proxy.close()
+
+
+@pytest.mark.single_redis
+def test_a_batch_refused_behind_a_stale_mark_holds_once_the_mark_is_proven_stale(
+    broker_factory, redis_server, redis_client, keyspace
+) -> None:
+    """Broker A keeps a stale mark (batch 1 failed at A, B appended its retry and batch 2). Batch 3
+    reaches A while A's Redis is cut: the mark cannot be proven stale, so 3 is refused. Batch 4, which
+    the client had in flight, reaches A once Redis is back: the old mark is proven stale, but 3 still
+    holds 4 back with a retriable error. A chaos run saw 4 admitted instead, Redis answer
+    OUT_OF_ORDER_SEQUENCE, and librdkafka's epoch bump write a batch of another partition twice."""
+    proxy = FaultProxy(redis_server.port, redis_server.password)
+    try:
+        a = broker_factory(redis_url=proxy.url)
+        b = broker_factory()
+        assert _until_answered(b.port, "refused", record_batch([b"first"])) == (ErrorCode.none, 0)
+        init = call(b.port, init_producer_id_request())
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def batch(seq: int) -> bytes:
+            return idempotent_batch([b"%d" % seq], pid, epoch, seq)
+
+        assert _until_answered(a.port, "refused", batch(0)) == (ErrorCode.none, 1)
+        proxy.cut()
+        assert _produce(a.port, "refused", batch(1))[0] in (
+            ErrorCode.kafka_storage_error,
+            ErrorCode.request_timed_out,
+        )
+        proxy.heal()
+        assert _produce(b.port, "refused", batch(1)) == (ErrorCode.none, 2)
+        assert _produce(b.port, "refused", batch(2)) == (ErrorCode.none, 3)
+        proxy.cut()
+        assert _produce(a.port, "refused", batch(3))[0] == ErrorCode.kafka_storage_error
+        proxy.heal()
+        assert _until_answered(a.port, "elsewhere", record_batch([b"x"])) == (ErrorCode.none, 0)  # A is back
+        assert _produce(a.port, "refused", batch(4))[0] == ErrorCode.kafka_storage_error
+        assert _until_answered(a.port, "refused", batch(3)) == (ErrorCode.none, 4)
+        assert _produce(a.port, "refused", batch(4)) == (ErrorCode.none, 5)
+        stream = Keyspace(keyspace).stream("refused", 0)
+        values = [fields[b"value"] for _, fields in redis_client.xrange(stream)]
+        assert values == [b"first", b"0", b"1", b"2", b"3", b"4"]
     finally:
         proxy.close()
