@@ -17,15 +17,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...storage.cold.aio import AsyncColdStore
 from ...storage.cold.marks import TierMarks
-from ...storage.cold.table import ColdRead
 from ...storage.log.read import PartitionRead
 from ...storage.store import Store
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # delta-rs and pyarrow load only with a cold store (broker/tiering/tiering.py)
+    from ...storage.cold.aio import AsyncColdStore
+    from ...storage.cold.table import ColdRead
     from ..metrics import BrokerMetrics
 
 MARKS_TTL_SECONDS = 1.0

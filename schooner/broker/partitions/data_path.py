@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...storage.cold.aio import AsyncColdStore
 from ...storage.store import Store
 from .cold_reads import ColdReads
 from .partition_ends import PartitionEnds
@@ -24,6 +23,7 @@ from .waiters import AppendWaiters
 from .writer import FullLog, PartitionWriter
 
 if TYPE_CHECKING:
+    from ...storage.cold.aio import AsyncColdStore
     from ..metrics import BrokerMetrics
 
 

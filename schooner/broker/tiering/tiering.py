@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from ...config import Settings
-from ...storage.cold.aio import AsyncColdStore
 from ...storage.cold.errors import ColdStoreError, ColdStoreUnavailable
-from ...storage.cold.location import ColdLocation
 from ...storage.cold.marks import TierMarks
-from ...storage.cold.table import ColdStore
 from ...storage.log.entry import TIMESTAMP
 from ...storage.store import Store
 from ...storage.topics.metadata import Topic
+
+if TYPE_CHECKING:  # delta-rs and pyarrow load only for a broker with a cold store (half a second at start)
+    from ...storage.cold.aio import AsyncColdStore
+    from ...storage.cold.location import ColdLocation
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,8 @@ def cold_location(settings: Settings) -> ColdLocation | None:
     root = settings.cold_store_root
     if root is None:
         return None
+    from ...storage.cold.location import ColdLocation
+
     return ColdLocation.from_url(
         root,
         endpoint=settings.cold_store_endpoint,
@@ -44,6 +48,9 @@ def open_cold_store(settings: Settings, namespace: str) -> AsyncColdStore | None
     location = cold_location(settings)
     if location is None:
         return None
+    from ...storage.cold.aio import AsyncColdStore
+    from ...storage.cold.table import ColdStore
+
     # Threads for the archive steps, and two more so that cold fetches never wait behind them all.
     return AsyncColdStore(ColdStore(location, namespace), max(settings.archive_concurrency, 1) + 2)
 
