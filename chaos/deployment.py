@@ -107,7 +107,7 @@ class Broker:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def start(self, timeout: float = 30.0) -> int:
+    def start(self, timeout: float = 60.0) -> int:
         """Starts the process and waits until it listens; returns its pid."""
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self._args, stdout=log, stderr=subprocess.STDOUT, env=self._env)

@@ -34,7 +34,7 @@ TOPICS: dict[str, tuple[int, dict[str, str]]] = {
     SHARE: (3, {}),
 }
 ISOLATIONS = ("read_uncommitted", "read_committed")
-IDLE_S = 5.0  # a final read with nothing new for this long has stopped short of the high watermark
+IDLE_S = 15.0  # a final read with nothing new for this long has stopped short of the high watermark
 PAGE = 1000
 ATTEMPTS = 3
 
