@@ -142,6 +142,7 @@ class WireRun:
     fetches: int
     seconds: float  # connected to the last record: every Fetch round trip
     msgs_per_s: float
+    record_bytes: int = 0  # the records fields of every response: what the network carried, less framing
 
 
 def wire_consume(
@@ -160,7 +161,7 @@ def wire_consume(
     host, _, port = bootstrap.rpartition(":")
     sock = socket.create_connection((host, int(port)), timeout=30)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    offset = messages = fetches = 0
+    offset = messages = fetches = record_bytes = 0
     reader = _Reader(sock)
     try:
         start = time.perf_counter()
@@ -191,12 +192,13 @@ def wire_consume(
                 raise RuntimeError(f"Fetch at offset {offset} failed: {data.error_code}")
             count, offset = _count_records(data.records or b"", offset)
             messages += count
+            record_bytes += len(data.records or b"")
         seconds = time.perf_counter() - start
     finally:
         sock.close()
     if messages != expected:
         raise RuntimeError(f"the wire client read {messages} records, expected {expected}")
-    return WireRun(messages, fetches, seconds, messages / seconds)
+    return WireRun(messages, fetches, seconds, messages / seconds, record_bytes)
 
 
 def _count_records(records: bytes, offset: int) -> tuple[int, int]:

@@ -365,6 +365,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     ti = results.get("tiering")
     if ti and "error" not in ti:
         rows += tiering_rows(ti)
+    co = results.get("compression")
+    if co and "error" not in co:
+        rows += compression_rows(co)
     for name in (
         "first_message",
         "rebalance",
@@ -379,6 +382,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "multiproc",
         "partitions",
         "tiering",
+        "compression",
     ):
         figure = results.get(name)
         if figure and "error" in figure:
@@ -535,6 +539,32 @@ def tiering_rows(ti: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         ),
         ("tiering: Parquet bytes per record", f"{ti['tiering_parquet_bytes_per_record']:.2f}", "", "", n),
     ]
+
+
+def compression_rows(co: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Compression end to end: fetch bytes per record of producer-compressed JSON records, served with
+    the producer's codec (compression.type=producer) against a topic set to uncompressed."""
+    rows = []
+    for name, c in co["codecs"].items():
+        rows.append(
+            (
+                f"fetch bytes/record, {name} JSON ({co['value_bytes']:.0f} B values)",
+                f"{c['fetch_bytes_per_record']:.1f}",
+                f"{c['uncompressed_fetch_bytes_per_record']:.1f} uncompressed",
+                f"{c['bytes_ratio']:.2f}",
+                f"producer sent {c['producer_bytes_per_record']:.1f} B/record; ratio: uncompressed / e2e",
+            )
+        )
+        rows.append(
+            (
+                f"  fetch msgs/s, {name} end to end",
+                _num(c["fetch_msgs_per_s"]),
+                f"{_num(c['uncompressed_fetch_msgs_per_s'])} uncompressed",
+                f"{c['fetch_msgs_per_s'] / c['uncompressed_fetch_msgs_per_s']:.3f}",
+                "wire client; compressing costs broker CPU",
+            )
+        )
+    return rows
 
 
 def partitions_rows(pa: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:

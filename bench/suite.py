@@ -39,7 +39,7 @@ class Options:
     # Figures besides throughput and latency; `--skip NAME` leaves one out.
     extras: tuple[str, ...] = (
         "latency", "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction",
-        "share", "cluster", "security", "metrics", "multiproc", "partitions", "tiering",
+        "share", "cluster", "security", "metrics", "multiproc", "partitions", "tiering", "compression",
     )  # fmt: skip
     latency_rounds: int = latency.ROUNDS
 
@@ -334,6 +334,10 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import tiering
 
                 out[name] = tiering.run(min(opts.messages, tiering.MESSAGES), min(opts.runs, tiering.RUNS))
+            elif name == "compression":  # producer-compressed JSON, fetched with and without its codec
+                from . import compression
+
+                out[name] = compression.run(ep, min(opts.messages, compression.MESSAGES), opts.runs)
             elif name == "partitions":  # 1,000 partitions against 10, on ep's broker
                 from . import partitions
 

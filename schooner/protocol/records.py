@@ -27,7 +27,7 @@ CODEC_ZSTD = 4
 CODEC_BY_NAME = {
     "none": CODEC_NONE,
     "uncompressed": CODEC_NONE,
-    "producer": CODEC_NONE,  # re-encoded uncompressed on fetch; the producer's choice is not stored
+    "producer": CODEC_NONE,  # each batch's own: the append keeps it (storage's codec runs)
     "gzip": CODEC_GZIP,
     "snappy": CODEC_SNAPPY,
     "lz4": CODEC_LZ4,
@@ -136,6 +136,11 @@ class ProducedBatch:
     def checked_bytes(self) -> int:
         """The size Kafka compares with the topic's max.message.bytes."""
         return self.largest_message_bytes or self.size_bytes
+
+    @property
+    def codec(self) -> int:
+        """The codec the producer compressed the batch with (0: none, and for a legacy message set)."""
+        return self.raw[_ATTRIBUTES_OFFSET + 1] & _CODEC_MASK if len(self.raw) > _ATTRIBUTES_OFFSET + 1 else 0
 
     @property
     def last_sequence(self) -> int:

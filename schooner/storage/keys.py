@@ -56,6 +56,12 @@ class Keyspace:
         """Hash: last assigned ID, running max timestamp, byte totals, producer (idempotence) state."""
         return f"{self.prefix}:pstate:{{{topic}:{partition}}}"
 
+    def codec_runs(self, topic: str, partition: int) -> str:
+        """Stream: an entry at the first ID of each run of batches one codec compressed (field `codec`:
+        0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd), so Fetch compresses them as their producer did. No
+        entry before the first compressed batch; runs wholly below the log start are trimmed."""
+        return f"{self.prefix}:codecs:{{{topic}:{partition}}}"
+
     def time_index(self, topic: str, partition: int) -> str:
         """Sorted set: batch start ID scored by the highest record timestamp seen up to that batch."""
         return f"{self.prefix}:tindex:{{{topic}:{partition}}}"
@@ -108,6 +114,7 @@ class Keyspace:
             self.aborted(topic, partition),
             self.compaction_aborts(topic, partition),
             self.acks_marker(topic, partition),
+            self.codec_runs(topic, partition),
         ]
 
     # -- topics: all metadata keys share the tag {meta}, so create and delete are one script ---------

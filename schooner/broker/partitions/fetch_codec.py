@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol.batch_c import encode_plain
+from ...protocol.compress import compress_batches
 from ...protocol.records import (
     CODEC_BY_NAME,
     CODEC_NONE,
@@ -55,20 +58,66 @@ def encode_entries(
     codec: int,
     log_append_time: bool,
     max_bytes: int,
+    codec_runs: Sequence[tuple[int, int]] = (),
 ) -> tuple[bytes, int, int]:
     """Builds batches from XRANGE entries until max_bytes would be passed (one record always fits).
 
     Records of a transactional producer go in batches of their own, carrying its id and epoch; a
     marker becomes a control batch. Returns (records bytes, number of records, bytes of payload read).
+    codec_runs (compression.type=producer): (first offset, codec) of each run of entries whose producer
+    compressed them, from the run covering the first entry; each run's batches are built uncompressed
+    and then compressed with its codec, and `codec` goes for entries before the first run.
 
     Uncompressed runs of plain records go through the compiled encoder (schooner.protocol.batch_c),
     which stops at any entry it does not take; the Python encoder below takes that entry and those
     after it up to the next plain one. Both build the same bytes for the same batches.
     """
-    if encode_plain is None or codec != CODEC_NONE or type(entries) is not list:
-        state = _encode_python(entries, 0, offsets, codec, log_append_time, max_bytes, _State(), False)
+    if not any(c for _, c in codec_runs):
+        state = _encode(entries, offsets, codec, log_append_time, max_bytes, _State())
         return b"".join(state.out), state.count, state.payload
     state = _State()
+    for part, part_codec in _by_codec(entries, offsets, codec, codec_runs):
+        built = len(state.out)
+        state = _encode(part, offsets, CODEC_NONE, log_append_time, max_bytes, state)
+        if part_codec != CODEC_NONE and len(state.out) > built:
+            state.out[built:] = [compress_batches(b"".join(state.out[built:]), part_codec)]
+        if state.full:
+            break
+    return b"".join(state.out), state.count, state.payload
+
+
+def _by_codec(
+    entries: list[Any], offsets: OffsetCodec, codec: int, runs: Sequence[tuple[int, int]]
+) -> list[tuple[list[Any], int]]:
+    """The entries cut where the codec runs change, each part with its codec (a bisection per run, no
+    step per entry)."""
+    first = offsets.offset_of_id(entries[0][0]) if entries else 0
+    parts: list[tuple[list[Any], int]] = []
+    lo = 0
+    for start, run_codec in runs:
+        if start > first:
+            at = bisect_left(entries, start, lo, key=lambda e: offsets.offset_of_id(e[0]))
+            if at >= len(entries):
+                break
+            if at > lo:
+                parts.append((entries[lo:at], codec))
+                lo = at
+        codec = run_codec
+    parts.append((entries[lo:], codec))
+    return parts
+
+
+def _encode(
+    entries: list[Any],
+    offsets: OffsetCodec,
+    codec: int,
+    log_append_time: bool,
+    max_bytes: int,
+    state: _State,
+) -> _State:
+    """encode_entries' work for one codec, added to state (which says what the response holds so far)."""
+    if encode_plain is None or codec != CODEC_NONE or type(entries) is not list:
+        return _encode_python(entries, 0, offsets, codec, log_append_time, max_bytes, state, False)
     i, n = 0, len(entries)
     while i < n:
         chunk, i, count, payload, state.used, full = encode_plain(
@@ -80,12 +129,13 @@ def encode_entries(
         state.count += count
         state.payload += payload
         if full or i >= n:
+            state.full = full
             break
         state = _encode_python(entries, i, offsets, codec, log_append_time, max_bytes, state, True)
         if state.full:
             break
         i = state.next
-    return b"".join(state.out), state.count, state.payload
+    return state
 
 
 @dataclass(slots=True)

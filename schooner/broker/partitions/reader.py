@@ -338,6 +338,7 @@ class PartitionReader:
                 codec_for(topic.compression_type),
                 topic.log_append_time,
                 budget,
+                read.codec_runs,
             )
             result.records = records
             result.count = n

@@ -31,7 +31,7 @@ INVALID_PRODUCER_EPOCH = -47
 # after it (XSETID cannot go below a deleted ID either), so appends stop until the partition is repaired.
 FOREIGN_ID = -56
 
-_HEADER = 17  # log_append.lua's arguments before the records
+_HEADER = 18  # log_append.lua's arguments before the records
 MAX_BATCH = 1000  # records per script call from the MQ library and the Spark sink, as a produce batch
 
 
@@ -79,6 +79,8 @@ class Batch(Protocol):
     def size_bytes(self) -> int: ...
     @property
     def plain(self) -> PlainRecords | None: ...
+    @property
+    def codec(self) -> int: ...  # the producer's compression codec (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,7 @@ class RecordBatch:
     base_sequence: int = -1
     size_bytes: int = 0
     plain: PlainRecords | None = None
+    codec: int = 0
 
 
 def estimated_size(records: Sequence[RecordLike]) -> int:
@@ -122,6 +125,7 @@ def append_args(
         0,  # and the index of its record
         transactional_id or "",
         spublish,
+        batch.codec,
     ]
     plain = batch.plain
     if plain is not None:  # the common batch, already in columns: no step per record here either

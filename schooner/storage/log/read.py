@@ -18,6 +18,9 @@ from ..topics.metadata import Topic
 from . import entry, transactions
 from .transactions import AbortedTransaction
 
+# The compression.type under which Fetch compresses each batch as its producer did (codec runs).
+PRODUCER_CODECS = "producer"
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionBounds:
@@ -37,6 +40,9 @@ class PartitionRead:
     last_stable_offset: int = -1  # -1: not asked for
     # Read committed: the aborted transactions with records among the entries (Kafka's Fetch list).
     aborted: tuple[AbortedTransaction, ...] = ()
+    # (first offset, codec) of each run of batches one codec compressed, from the run covering the first
+    # entry (keys.py's codec_runs): for a topic with compression.type=producer; () otherwise.
+    codec_runs: tuple[tuple[int, int], ...] = ()
 
 
 def _info_fields(info: Any) -> dict[bytes, Any]:
@@ -137,8 +143,13 @@ def read_calls(
         ks.partition_state(topic.name, partition),
         ks.txn_open(topic.name, partition),
         ks.aborted(topic.name, partition),
+        ks.codec_runs(topic.name, partition),
     ]
-    marks = [transactions.aborted_min_score(offset) if committed else "", transactions.ABORTED_READ_LIMIT]
+    marks = [
+        transactions.aborted_min_score(offset) if committed else "",
+        transactions.ABORTED_READ_LIMIT,
+        topic.offsets.id_text(offset) if topic.compression_type == PRODUCER_CODECS else "",
+    ]
     return [
         command(
             "XRANGE", keys[0], topic.offsets.id_text(offset), topic.offsets.last_id, "COUNT", max_entries
@@ -152,11 +163,11 @@ def read_from_replies(
 ) -> PartitionRead | None:
     """The read from read_calls' two replies, or None when the stream needs _dense_state's extra round
     trip (a dense stream whose last entry came from a plain `XADD key *`): then read() does it."""
-    info, state, open_txns, members = marks
+    info, state, open_txns, members, runs = marks
     info = _info_fields(info) if info else info  # once, for both uses
     if _needs_dense_state(topic, info):
         return None
-    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members)
+    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members, runs)
 
 
 def read_many(
@@ -183,11 +194,11 @@ def read(
 ) -> Steps[PartitionRead]:
     """One round trip (and _dense_state's) of read_calls. committed (read_committed): entries stop at
     the LSO and the aborted transactions among them come too."""
-    entries, (info, state, open_txns, members) = yield read_calls(
+    entries, (info, state, open_txns, members, runs) = yield read_calls(
         ks, topic, partition, offset, max_entries, committed
     )
     state = yield from _dense_state(ks, topic, partition, info, state)
-    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members)
+    return _partition_read(topic, offset, committed, entries, info, state, open_txns, members, runs)
 
 
 def _partition_read(
@@ -199,6 +210,7 @@ def _partition_read(
     state: Any,
     open_txns: Any,
     members: Any,
+    runs: Any,
 ) -> PartitionRead:
     b = bounds_from_info(info, topic.offsets, state)
     stable = transactions.last_stable_offset(open_txns, topic.offsets, b.high_watermark)
@@ -211,7 +223,10 @@ def _partition_read(
         if entries:
             end = offsets.offset_of_id(entries[-1][0]) + 1
             aborted = tuple(transactions.aborted_overlapping(members, offsets, offset, end))
-    return PartitionRead(entries, b.log_start_offset, b.high_watermark, b.first_valid_offset, stable, aborted)
+    codecs = tuple((topic.offsets.offset_of_id(runs[i]), int(runs[i + 1])) for i in range(0, len(runs), 2))
+    return PartitionRead(
+        entries, b.log_start_offset, b.high_watermark, b.first_valid_offset, stable, aborted, codecs
+    )
 
 
 def stable_bounds(ks: Keyspace, topic: Topic, partition: int) -> Steps[tuple[PartitionBounds, int]]:

@@ -14,6 +14,8 @@
 --          txn = "producer id:epoch", and the partition's open transactions gain the producer
 -- ARGV[17] '1' to SPUBLISH on ARGV[11] (a Redis Cluster: that channel carries the partition's hash
 --          tag, so it is in this script's slot); '0' to PUBLISH (one Redis)
+-- ARGV[18] the codec the producer compressed the batch with (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)
+-- KEYS[12] codec runs: a new entry at the batch's first ID when its codec differs from the last batch's
 -- then the records in runs of one shape and timestamp: a count k, the shape (bit 1 key, 2 value,
 -- 4 headers), the timestamp, then for each of the k records the key if bit 1, the value if bit 2 and
 -- the encoded headers if bit 4.
@@ -88,7 +90,7 @@ if dense and tail and string.sub(tail[1], 1, 2) ~= '0-' then
   redis.call('HSET', state, 'foreign_id', tail[1])
   return {-56, 0, 0, 0, 0, now, -1, -1, tail[1]}
 end
-local saved_ids = redis.call('HMGET', state, 'last_ms', 'last_seq', 'max_ts', 'tindex_member', 'tindex_since', 'tindex_records')
+local saved_ids = redis.call('HMGET', state, 'last_ms', 'last_seq', 'max_ts', 'tindex_member', 'tindex_since', 'tindex_records', 'codec')
 local last_ms, last_seq = tonumber(saved_ids[1] or -1), tonumber(saved_ids[2] or -1)
 if tail then
   local tms, tseq = parse_id(tail[1])
@@ -131,7 +133,7 @@ local function add(id, shape, ts, at)
 end
 
 -- The records come in runs: a count, a shape and a timestamp, then that many records' fields.
-local i = 18
+local i = 19
 local run_left, run_shape, run_ts = 0, 0, now_text
 local function next_run()
   run_left, run_shape = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
@@ -278,4 +280,15 @@ if trim_by_size(stream, state, tonumber(ARGV[8]), ARGV[9] == '1', n) > 0 then tr
 if ARGV[11] ~= '' then redis.call(ARGV[17] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[11], ARGV[12]) end
 
 local sms, sseq = log_start()
+
+-- Codec runs: an entry where the codec changes (none before the first compressed batch). pcall: an ID
+-- not above the last run's (a repaired partition) costs the run's codec, never the append.
+if ARGV[18] ~= (saved_ids[7] or '0') then
+  redis.pcall('XADD', KEYS[12], base_ms .. '-' .. base_seq_id, 'codec', ARGV[18])
+  redis.call('HSET', state, 'codec', ARGV[18])
+  if sms >= 0 then -- runs wholly below the log start go: the one that covers it stays
+    local cover = redis.call('XREVRANGE', KEYS[12], sms .. '-' .. sseq, '-', 'COUNT', 1)[1]
+    if cover then redis.call('XTRIM', KEYS[12], 'MINID', cover[1]) end
+  end
+end
 return {0, base_ms, base_seq_id, last_ms, last_seq, now, sms, sseq, '', redis.call('HLEN', KEYS[8])}

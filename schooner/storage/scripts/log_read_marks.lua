@@ -2,11 +2,15 @@
 -- or four: the stream's bounds, the state's marks, the open transactions and the aborted ones. Sent
 -- right after the read's XRANGE, so that a trim which removed entries the read missed shows here.
 -- KEYS[1] stream   KEYS[2] partition state   KEYS[3] txn-open   KEYS[4] aborted
+-- KEYS[5] codec runs
 -- ARGV[1] lowest aborted score ('' when the aborted list is not wanted)   ARGV[2] aborted members at most
+-- ARGV[3] the read's first entry ID ('' when the codec runs are not wanted)
 -- Returns {the stream's fields {'last-generated-id', id, 'entries-added', n, 'first-entry', {id} or nil}
 --            (nil when the stream is missing: XINFO STREAM's error),
 --          {valid_from, last_seq} (HMGET's reply), the txn-open hash (HGETALL's flat reply),
---          the aborted members (ZRANGEBYSCORE's reply; {} when not wanted)}
+--          the aborted members (ZRANGEBYSCORE's reply; {} when not wanted),
+--          the codec runs from the one covering ARGV[3], flat: {id, codec, ...} ({} when not wanted)}
+local MAX_RUNS = 256 -- codec changes within one read at most; entries past them count as the last run's
 local stream = false
 local info = redis.pcall('XINFO', 'STREAM', KEYS[1])
 if not info.err then
@@ -29,4 +33,11 @@ local aborted = {}
 if ARGV[1] ~= '' then
   aborted = redis.call('ZRANGEBYSCORE', KEYS[4], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])
 end
-return {stream, state, open, aborted}
+local runs = {}
+if ARGV[3] ~= '' then
+  local found = redis.call('XREVRANGE', KEYS[5], ARGV[3], '-', 'COUNT', 1)
+  local later = redis.call('XRANGE', KEYS[5], '(' .. ARGV[3], '+', 'COUNT', MAX_RUNS)
+  for _, e in ipairs(found) do runs[#runs + 1] = e[1]; runs[#runs + 1] = e[2][2] end
+  for _, e in ipairs(later) do runs[#runs + 1] = e[1]; runs[#runs + 1] = e[2][2] end
+end
+return {stream, state, open, aborted, runs}

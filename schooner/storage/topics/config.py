@@ -154,7 +154,10 @@ _DOC = {
     "compacted even below min.cleanable.dirty.ratio.",
     "min.cleanable.dirty.ratio": "A compaction pass begins only when the records after the compacted part "
     "are more than this fraction of the partition's records.",
-    "compression.type": "The compression codec of the record batches that Fetch serves for this topic.",
+    "compression.type": (
+        "The compression codec of the record batches that Fetch serves for this topic: 'producer', "
+        "each batch with the codec its producer used."
+    ),
     "max.message.bytes": "The largest record batch a producer may send to this topic.",
     "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime the append time.",
     TIMESTAMP_BEFORE_MAX_MS: "CreateTime topics: a produced record stamped more than this before the "
