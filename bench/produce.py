@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import datetime
 import re
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from aiokafka.record._crecords import DefaultRecordBatchBuilder
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+from schooner.protocol.client import decode_response, encode_request
+
+from .fetch import _Reader
 
 VALUE_SIZE = 100
 PRODUCER_CONFIG: dict[str, str | int] = {
@@ -91,6 +99,60 @@ def produce_topic(producer: Producer, topic: str, messages: int, value: bytes) -
         raise RuntimeError(f"{remaining} messages were still unacknowledged after 120 s")
     seconds = end - start
     return ProduceRun(messages, seconds, enqueued - start, messages / seconds)
+
+
+# The wire producer's batches: librdkafka's batch.size (1 MB) holds about 9,000 records of 100 B; 2,000
+# is what its linger.ms=5 gathers at this rate. Five requests in flight, as an idempotent librdkafka keeps.
+WIRE_BATCH_RECORDS = 2_000
+WIRE_IN_FLIGHT = 5
+
+
+def wire_frames(topic: str, messages: int, value: bytes) -> list[tuple[ProduceRequest, bytes]]:
+    """Produce v9 requests (acks=1) of uncompressed batches of WIRE_BATCH_RECORDS records, encoded before
+    the clock starts: the wire producer then only writes bytes and reads answers."""
+    stamp = int(time.time() * 1000)
+    out = []
+    for n, start in enumerate(range(0, messages, WIRE_BATCH_RECORDS), 1):
+        builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 2**31 - 1)
+        for i in range(min(WIRE_BATCH_RECORDS, messages - start)):
+            builder.append(i, stamp, None, value, [])
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=1,
+            timeout=datetime.timedelta(seconds=30),
+            topic_data=(
+                TopicProduceData(
+                    name=topic,
+                    partition_data=(PartitionProduceData(index=0, records=bytes(builder.build())),),
+                ),
+            ),
+        )
+        out.append((request, encode_request(request, n, "bench-wire-producer")))
+    return out
+
+
+def wire_produce(bootstrap: str, frames: list[tuple[ProduceRequest, bytes]], messages: int) -> ProduceRun:
+    """Sends the prebuilt requests over one connection, WIRE_IN_FLIGHT at a time, and reads every answer:
+    a producer with no work per record, so the figure is the broker's and Redis's (its own CPU is in the
+    run's `client` share)."""
+    host, _, port = bootstrap.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        reader = _Reader(sock)
+        start = time.perf_counter()
+        sent = answered = 0
+        while answered < len(frames):
+            while sent < len(frames) and sent - answered < WIRE_IN_FLIGHT:
+                sock.sendall(frames[sent][1])
+                sent += 1
+            size = int.from_bytes(reader.read(4), "big")
+            _, response = decode_response(reader.read(size), frames[answered][0])
+            code = response.responses[0].partition_responses[0].error_code
+            if code != 0:
+                raise RuntimeError(f"Produce failed with error {code}")
+            answered += 1
+        seconds = time.perf_counter() - start
+    return ProduceRun(messages, seconds, 0.0, messages / seconds)
 
 
 _RPS = re.compile(rb"([0-9]+(?:\.[0-9]+)?) requests per second")

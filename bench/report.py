@@ -124,6 +124,13 @@ def table(results: dict[str, Any]) -> str:
             p["timestamp_msgs_per_s"], p["raw_xadd_per_s"], p["timestamp_ratio"], p["dense_vs_timestamp"]
         ),
         (
+            "produce msgs/s (wire producer, Produce v9)",
+            _num(p.get("wire_msgs_per_s", 0.0)),
+            _num(p["raw_xadd_per_s"]),
+            f"{p.get('wire_ratio', 0.0):.3f}",
+            f"prebuilt batches of {p.get('wire_batch_records', 0):,}, {p.get('wire_in_flight', 0)} in flight",
+        ),
+        (
             "fetch msgs/s (kcat start..exit)",
             _num(f["broker_msgs_per_s"]),
             _num(f["raw_xrange_per_s"]),
@@ -154,6 +161,7 @@ def table(results: dict[str, Any]) -> str:
             f["steady_dense_vs_timestamp"],
         ),
         *latency_rows(results.get("latency")),
+        *latency_rows(results.get("latency_high_rate")),
     ]
     rows += _memory_rows(results)
     for name, fig in (("produce", p), ("fetch", f)):
@@ -163,6 +171,10 @@ def table(results: dict[str, Any]) -> str:
         rows.append(("  timestamp topic: cores busy", _cpu(fig["timestamp_cpu"]), "", "", _CPU_NOTE))
         us_stamped = _cpu(fig["timestamp_cpu_us_per_record"], 3)
         rows.append(("  timestamp topic: CPU us per record", us_stamped, "", "", "broker/redis/client"))
+        if "wire_cpu_us_per_record" in fig:
+            us_wire = _cpu(fig["wire_cpu_us_per_record"], 3)
+            rows.append((f"  wire {'producer' if name == 'produce' else 'client'}: CPU us per record",
+                         us_wire, "", "", "broker/redis/client"))  # fmt: skip
     rows += _extra_rows(results)
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
@@ -181,6 +193,7 @@ def table(results: dict[str, Any]) -> str:
     spreads = [
         ("produce dense", [r["msgs_per_s"] for r in p["broker_runs"]]),
         ("timestamp", [r["msgs_per_s"] for r in p["timestamp_runs"]]),
+        ("wire produce", [r["msgs_per_s"] for r in p.get("wire_runs", [])]),
         ("raw XADD", [r["per_s"] for r in p["raw_runs"]]),
         ("fetch dense", [r["msgs_per_s"] for r in f["kcat_runs"]]),
         ("timestamp", [r["msgs_per_s"] for r in f["timestamp_kcat_runs"]]),

@@ -138,6 +138,7 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
     failed = True
     dense: Series[produce.ProduceRun] = Series(DENSE)
     stamped: Series[produce.ProduceRun] = Series(TIMESTAMP)
+    wire: Series[produce.ProduceRun] = Series("wire")
     raw_runs: list[float] = []
     raw_cpu: list[dict[str, float]] = []
     try:
@@ -154,6 +155,17 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
                 result, cpu = _produce_once(producer, client, ep, meter, topic, value, opts.messages)
                 series.add(result, cpu)
                 _say(f"  produce run {run + 1}: broker, {series.name} {result.msgs_per_s:,.0f} msgs/s")
+            # The same records from a producer with no work per record (prebuilt batches, bench/produce.py).
+            topic = f"bench-produce-wire-{run}"
+            produce.warm_up(producer, topic)
+            frames = produce.wire_frames(topic, opts.messages, value)
+            meter.start()
+            w = produce.wire_produce(ep.bootstrap, frames, opts.messages)
+            wire.add(w, meter.stop())
+            stored = int(client.xlen(ep.keyspace.stream(topic, 0)))
+            if stored != opts.messages:
+                raise RuntimeError(f"{topic}: its stream holds {stored} entries; {opts.messages} were sent")
+            _say(f"  produce run {run + 1}: wire producer {w.msgs_per_s:,.0f} msgs/s")
             client.delete(produce.RAW_STREAM_KEY)  # each raw run starts from an empty stream
             meter.start()
             raw = produce.redis_benchmark_xadd(ep.redis_url, opts.raw_requests, value, opts.pipeline)
@@ -168,6 +180,10 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
         "broker_msgs_per_s": dense.median,
         "raw_xadd_per_s": raw,
         "ratio": report.ratio(dense.median, raw),
+        "wire_msgs_per_s": wire.median,
+        "wire_ratio": report.ratio(wire.median, raw),
+        "wire_batch_records": produce.WIRE_BATCH_RECORDS,
+        "wire_in_flight": produce.WIRE_IN_FLIGHT,
         "timestamp_msgs_per_s": stamped.median,
         "timestamp_ratio": report.ratio(stamped.median, raw),
         "dense_vs_timestamp": paired_ratio(dense.rates, stamped.rates),
@@ -178,9 +194,11 @@ def run_produce(ep: Endpoints, client: redis.Redis, opts: Options) -> dict[str, 
         f"{produce.RAW_STREAM_KEY} '*' f <{len(value)}-byte value>",
         "broker_runs": dense.listed(),
         "timestamp_runs": stamped.listed(),
+        "wire_runs": wire.listed(),
         "raw_runs": [{"per_s": r, "cpu": c} for r, c in zip(raw_runs, raw_cpu, strict=True)],
         **dense.cpu_figures("broker"),
         **stamped.cpu_figures("timestamp"),
+        **wire.cpu_figures("wire"),
         "raw_cpu": mean_cpu(raw_cpu),
         "raw_cpu_us_per_record": cpu_us_per_record(raw_cpu, raw_runs),
     }
@@ -377,9 +395,15 @@ def run_all(opts: Options) -> dict[str, Any]:
             _say("fetch ...")
             fetch_results = run_fetch(ep, opts)
             lat: dict[str, Any] = {}
+            lat_high: dict[str, Any] = {}
             if "latency" in opts.extras:  # each linger.ms row in turns (bench/latency.py)
                 _say(f"latency at {opts.latency_rate} msg/s, {opts.latency_seconds} s per run ...")
                 lat = latency.run(ep, opts.latency_rate, opts.latency_seconds, opts.latency_rounds)
+                _say(f"latency at {latency.HIGH_RATE} msg/s, linger.ms {latency.TARGET_LINGER_MS} ...")
+                lat_high = latency.run(
+                    ep, latency.HIGH_RATE, opts.latency_seconds, opts.latency_rounds,
+                    (latency.TARGET_LINGER_MS,), latency.HIGH_RATE_P99_TARGET_MS,
+                )  # fmt: skip
             extras = run_extras(ep, opts)
             if not servers.broker_alive():
                 raise RuntimeError("the broker process died during the benchmark")
@@ -405,6 +429,7 @@ def run_all(opts: Options) -> dict[str, Any]:
         "produce": produce_results,
         "fetch": fetch_results,
         **({"latency": lat} if lat else {}),
+        **({"latency_high_rate": lat_high} if lat_high else {}),
         **extras,
         "broker_log_problems": problems,
     }

@@ -177,6 +177,18 @@ def aiokafka_consume(bootstrap: str, topic: str, count: int, timeout: float = 20
     return asyncio.run(run())
 
 
+CLIENTS = ["confluent", "kafka-python", "aiokafka"]
+
+
+def consume_with(client: str, bootstrap: str, topic: str, count: int) -> list[Rec]:
+    """`count` records of partition 0 from the beginning, through one of CLIENTS."""
+    if client == "confluent":
+        return [as_rec(m.key(), m.value(), m.headers()) for m in confluent_consume(bootstrap, topic, count)]
+    if client == "kafka-python":
+        return [as_rec(m.key, m.value, m.headers) for m in kafka_python_consume(bootstrap, topic, count)]
+    return [as_rec(m.key, m.value, m.headers) for m in aiokafka_consume(bootstrap, topic, count)]
+
+
 def kcat(*args: str, stdin: bytes | None = None, timeout: float = 30) -> str:
     done = subprocess.run(["kcat", *args], input=stdin, capture_output=True, timeout=timeout)
     assert done.returncode == 0, done.stderr.decode()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
-from typing import Any
 
 import click
 
@@ -105,12 +105,16 @@ def consume(
         except FormatError as exc:
             raise click.BadParameter(str(exc), param_hint="--format") from None
     reader = Reader(client, topic, list(partitions) or None, group, start, stop_at_end)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops as cleanly as Ctrl-C
+    # Ctrl-C and `kill` end the loop at its next poll rather than raising wherever the signal lands:
+    # a KeyboardInterrupt inside the client's rebalance callbacks could leave close() waiting.
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     out = sys.stdout.buffer
     count = 0
     flushed = time.monotonic()
     try:
-        for record in reader.records(max_messages, timeout):
+        for record in reader.records(max_messages, timeout, stop.is_set):
             if record is not None:
                 out.write(render(record) if render else as_json(record, binary).encode() + b"\n")
                 count += 1
@@ -120,8 +124,6 @@ def consume(
                 out.flush()
                 flushed = time.monotonic()
         out.flush()
-    except KeyboardInterrupt:
-        pass  # Ctrl-C: a clean stop, the group commits what was printed
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # `| head`: nothing to flush at exit
     except KafkaFailure:
@@ -130,6 +132,3 @@ def consume(
     reader.close()
     click.echo(f"consumed {count} record{'' if count == 1 else 's'} from {topic}", err=True)
 
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt

@@ -55,3 +55,9 @@ def test_produce_and_fetch_measure_both_encodings(endpoints: Endpoints, redis_cl
     assert [r["messages"] for r in fetched["wire_runs"]] == [OPTS.messages] * OPTS.runs
     assert all(r["fetches"] >= 1 for r in fetched["wire_runs"])
     assert fetched["wire_ratio"] == fetched["wire_msgs_per_s"] / fetched["raw_xrange_per_s"] > 0
+    # The wire producer sent every record to a dense topic of its own in each run; its stream holds them.
+    assert [r["messages"] for r in produced["wire_runs"]] == [OPTS.messages] * OPTS.runs
+    for run in range(OPTS.runs):
+        assert redis_client.xlen(ks.stream(f"bench-produce-wire-{run}", 0)) == OPTS.messages
+    assert produced["wire_ratio"] == produced["wire_msgs_per_s"] / produced["raw_xadd_per_s"] > 0
+    assert set(produced["wire_cpu_us_per_record"]) == {"broker", "redis", "client"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.clients import (
+    CLIENTS,
     SAMPLE,
     Rec,
-    aiokafka_consume,
     aiokafka_produce,
     as_rec,
     confluent_consume,
@@ -15,14 +15,7 @@ from tests.clients import (
     kafka_python_consume,
     kafka_python_produce,
 )
-
-
-def _consume(client: str, bootstrap: str, topic: str, count: int) -> list[Rec]:
-    if client == "confluent":
-        return [as_rec(m.key(), m.value(), m.headers()) for m in confluent_consume(bootstrap, topic, count)]
-    if client == "kafka-python":
-        return [as_rec(m.key, m.value, m.headers) for m in kafka_python_consume(bootstrap, topic, count)]
-    return [as_rec(m.key, m.value, m.headers) for m in aiokafka_consume(bootstrap, topic, count)]
+from tests.clients import consume_with as _consume
 
 
 def _produce(client: str, bootstrap: str, topic: str, records: list[Rec], **conf: object) -> None:
@@ -32,9 +25,6 @@ def _produce(client: str, bootstrap: str, topic: str, records: list[Rec], **conf
         kafka_python_produce(bootstrap, topic, records, **conf)
     else:
         aiokafka_produce(bootstrap, topic, records, **conf)
-
-
-CLIENTS = ["confluent", "kafka-python", "aiokafka"]
 
 
 def _sendable(client: str, records: list[Rec]) -> list[Rec]:

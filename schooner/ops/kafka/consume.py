@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
@@ -178,14 +178,18 @@ class Reader:
         self.at_end -= {tp.partition for tp in revoked}
 
     def records(
-        self, max_messages: int | None = None, idle_s: float | None = None
+        self,
+        max_messages: int | None = None,
+        idle_s: float | None = None,
+        stopped: Callable[[], bool] = lambda: False,
     ) -> Iterator[Consumed | None]:
-        """Yields records until `max_messages`, `idle_s` seconds without one, or (stop_at_end) every
-        assigned partition read to its end; and None after a poll that found nothing, so that the
-        caller can flush its output while it waits."""
+        """Yields records until `max_messages`, `idle_s` seconds without one, (stop_at_end) every
+        assigned partition read to its end, or stopped() (checked after each poll, at most 0.5 s
+        apart); and None after a poll that found nothing, so that the caller can flush its output
+        while it waits."""
         count = 0
         last = time.monotonic()
-        while max_messages is None or count < max_messages:
+        while (max_messages is None or count < max_messages) and not stopped():
             msg = self.consumer.poll(0.5 if idle_s is None else max(0.0, min(0.5, idle_s)))
             now = time.monotonic()
             if msg is None:

@@ -13,8 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from schooner.protocol.records import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from schooner.storage.keys import Keyspace
-from tests.broker.test_round_trip import CLIENTS, _consume
-from tests.clients import Rec, confluent_produce
+from tests.clients import CLIENTS, Rec, confluent_produce, consume_with
 from tests.wire import call, fetch_request, produce_request
 
 CODECS = {"gzip": CODEC_GZIP, "snappy": CODEC_SNAPPY, "lz4": CODEC_LZ4, "zstd": CODEC_ZSTD}
@@ -60,7 +59,7 @@ def test_a_consumer_gets_the_producers_codec(broker, name: str) -> None:
     assert all(b.validate_crc() for b in batches)
     assert _values(batches) == [r.value for r in records]
     for client in CLIENTS:
-        assert _consume(client, broker.bootstrap, topic, len(records)) == records
+        assert consume_with(client, broker.bootstrap, topic, len(records)) == records
 
 
 def test_each_run_of_batches_keeps_its_own_codec(broker, redis_client, keyspace) -> None:
