@@ -131,4 +131,3 @@ def consume(
         raise
     reader.close()
     click.echo(f"consumed {count} record{'' if count == 1 else 's'} from {topic}", err=True)
-
