@@ -25,6 +25,9 @@ NAMES = tuple(PARTITIONS)
 _OVERRIDES = {"cleanup.policy": "compact"}
 # Ids fixed by name, so that every broker of every deployment gives the same one.
 _ID_NAMESPACE = uuid.UUID("6f1c1f64-3c8e-4d55-9a55-1b8f0c2e7a31")
+# Computed once: a Fetch by topic id looks here first, and uuid5 hashes (SHA-1) on every call.
+_IDS = {name: uuid.uuid5(_ID_NAMESPACE, name) for name in NAMES}
+_NAMES_BY_ID = {topic_id: name for name, topic_id in _IDS.items()}
 
 READ_ONLY = "internal topic: Schooner keeps committed offsets and transactions in Redis, not in this log"
 
@@ -42,7 +45,7 @@ def internal_topic(name: str | None, defaults: Mapping[str, str]) -> Topic | Non
     configs[OFFSET_ENCODING] = DENSE
     return Topic(
         name=name,
-        id=uuid.uuid5(_ID_NAMESPACE, name),
+        id=_IDS[name],
         partitions=PARTITIONS[name],
         offsets=codec_for(DENSE, DEFAULT_SEQUENCE_BITS),
         overrides=dict(_OVERRIDES),
@@ -51,10 +54,7 @@ def internal_topic(name: str | None, defaults: Mapping[str, str]) -> Topic | Non
 
 
 def internal_topic_by_id(topic_id: uuid.UUID | None, defaults: Mapping[str, str]) -> Topic | None:
-    for name in NAMES:
-        if topic_id == uuid.uuid5(_ID_NAMESPACE, name):
-            return internal_topic(name, defaults)
-    return None
+    return internal_topic(_NAMES_BY_ID.get(topic_id), defaults) if topic_id is not None else None
 
 
 def internal_topics(defaults: Mapping[str, str]) -> list[Topic]:

@@ -27,12 +27,12 @@ _PLAIN = frozenset((bytes, str, int))  # what this encodes itself (not bool, flo
 
 def pack(args: Sequence[Any]) -> bytes:
     """The command `args` in RESP, as hiredis.pack_command would write it."""
-    if len(args) < _LONG:
-        return hiredis.pack_command(tuple(args))
-    if pack_bytes is not None:
+    if pack_bytes is not None:  # bytes only, at any length (None at the first other type)
         packed = pack_bytes(args)
         if packed is not None:
             return packed
+    if len(args) < _LONG:
+        return hiredis.pack_command(tuple(args))
     kinds = set(map(type, args))
     if not kinds <= _PLAIN:
         return hiredis.pack_command(tuple(args))
