@@ -16,6 +16,7 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
 from schooner.ops import logs
 from schooner.storage.redis.embedded import free_port
+from tests.broker.helpers import wait
 from tests.ops.helpers import wait_for_port
 from tests.wire import connect, encode_request, read_frame
 
@@ -61,7 +62,10 @@ def test_json_lines_carry_the_fields_of_a_refusal(redis_server: Any, keyspace: s
 
 def test_text_is_the_default(redis_server: Any, keyspace: str, tmp_path: Path) -> None:
     stderr = tmp_path / "stderr"
-    _stop(_broker(redis_server.url, keyspace, stderr))
+    proc = _broker(redis_server.url, keyspace, stderr)
+    # The port opens just before the first line is logged: a loaded machine can stop the broker in between.
+    wait(lambda: stderr.read_text().strip(), 30, "the broker logs a line")
+    _stop(proc)
     first = stderr.read_text().splitlines()[0]
     assert " INFO schooner.broker" in first and not first.startswith("{")
 
