@@ -76,7 +76,7 @@ def test_three_processes_handle_each_message_exactly_once(
     wait_until(lambda: redis.hlen(f"{ks.prefix}:HANDLED") >= MESSAGES, timeout=60)
     for proc in procs:
         proc.send_signal(signal.SIGTERM)
-    assert [proc.wait(15) for proc in procs] == [0, 0, 0]
+    assert [proc.wait(60) for proc in procs] == [0, 0, 0]  # a graceful stop; slow only on a loaded machine
     handled = counts(redis, ks)
     assert len(handled) == MESSAGES and set(handled.values()) == {1}
     assert all(len(counts(redis, ks, f":w{i}")) > 1000 for i in range(3))  # all three did a share
