@@ -299,6 +299,7 @@ class TransactionCoordinator:
         await self.store.end_txn_offsets(s.groups, s.producer_id, commit)
         done = s.changed(state=COMPLETE_COMMIT if commit else COMPLETE_ABORT, partitions=(), groups=())
         version = await self._save(transactional_id, stored.version, done)
+        await self.store.transaction_durable(transactional_id, targets, s.groups)
         return Stored(version, done)
 
     # -- reading -------------------------------------------------------------------------------------

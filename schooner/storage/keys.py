@@ -270,6 +270,13 @@ class Keyspace:
         return f"{self.prefix}:group-configs:{group_tag(group_id)}"
 
     # -- acks=all ----------------------------------------------------------------------------------
+    def acks_marker_for(self, key: str) -> str:
+        """The acks marker in another key's slot: that key's hash tag, or the whole key as the tag."""
+        start = key.find("{")
+        end = key.find("}", start + 1) if start >= 0 else -1
+        tag = key[start : end + 1] if end > start + 1 else "{" + key + "}"
+        return f"{self.prefix}:acks:{tag}"
+
     def acks_marker(self, topic: str, partition: int) -> str:
         """String with PX: written before each acks=all WAIT on the partition's node, because WAIT
         counts the writes of its own connection and the appends went down the lane's."""

@@ -324,7 +324,10 @@ class Store(CoordinationCalls):
     async def commit_offsets(
         self, group_id: str, owner: Owner, offsets: Mapping[TopicPartition, tuple[int, int, str | None]]
     ) -> bool:
-        return await self.drive(commits.commit(self.ks, group_id, owner, offsets))
+        committed = await self.drive(commits.commit(self.ks, group_id, owner, offsets))
+        if committed:
+            await self.durable([self.ks.group_offsets(group_id)])
+        return committed
 
     async def committed_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None

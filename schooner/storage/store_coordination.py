@@ -9,7 +9,9 @@ from typing import TypeVar
 
 from .groups import configs
 from .keys import Keyspace
+from .log.acks import AcksAll, NotDurable
 from .redis.calls import Call, Redis, Steps, drive, run, together
+from .redis.server_info import ACKS_ALL_TIMEOUT_MS
 from .security import acls as acl_store
 from .security import users as user_store
 from .security.acls import AclBinding, AclSet
@@ -25,12 +27,22 @@ T = TypeVar("T")
 class CoordinationCalls:
     redis: Redis
     ks: Keyspace
+    acks_all: AcksAll
 
     async def run(self, call: Call[T]) -> T:
         return await run(self.redis, call)
 
     async def drive(self, steps: Steps[T]) -> T:
         return await drive(self.redis, steps)
+
+    async def durable(self, keys: Iterable[str]) -> None:
+        """After a write a client is told is done (an acknowledgement, a commit, a transaction's end):
+        it waits as acks=all does, for the replicas and, with acks_all_fsync, the AOF. Kafka answers
+        these after its internal topics' acks=all; without the wait, a Redis crash just after the
+        answer could undo it (a chaos run saw a share record accepted twice). Nothing to wait for
+        costs no round trip. Raises NotDurable when they do not confirm in time."""
+        if not await self.acks_all.wait_keys(keys, ACKS_ALL_TIMEOUT_MS):
+            raise NotDurable("the write's replicas or AOF did not confirm it in time")
 
     # -- share groups (KIP-932) ---------------------------------------------------------------------
     async def share_acquire(
@@ -55,7 +67,9 @@ class CoordinationCalls:
         limits: share.Limits,
     ) -> list[share.Acknowledged]:  # fmt: skip
         calls = [share.acknowledge(self.ks, t, p, group, member, b, limits) for t, p, b in items]
-        return await self.drive(together(calls))
+        done = await self.drive(together(calls))
+        await self.durable(self.ks.share_partition(t.name, p, group) for t, p, _ in items)
+        return done
 
     async def share_states(
         self, partitions: Sequence[tuple[Topic, int]], group: str
@@ -118,6 +132,15 @@ class CoordinationCalls:
     ) -> int:
         """The new version; 0 (nothing written) when another broker changed it since `version`."""
         return await self.drive(txn_state.save(self.ks, transactional_id, version, state))
+
+    async def transaction_durable(
+        self, transactional_id: str, partitions: Iterable[tuple[Topic, int]], groups: Iterable[str]
+    ) -> None:
+        """After a transaction's end: its state, its markers and its groups' offsets, durable."""
+        keys = [self.ks.transaction(transactional_id)]
+        keys += [self.ks.stream(t.name, p) for t, p in partitions]
+        keys += [self.ks.group_offsets(g) for g in groups]
+        await self.durable(keys)
 
     async def transactional_ids(self, changed_before_ms: float = float("inf")) -> list[str]:
         return await self.run(txn_state.ids(self.ks, changed_before_ms))

@@ -148,10 +148,17 @@ class Archiver:
         """Archives the partition's committed records from its archived end on; the records added."""
         marks = await self.tiering.marks(topic, partition)
         start = await self.cold.archived_end(topic, partition)  # the table is the truth
-        if start is not None and (marks.archived_end is None or start > marks.archived_end):
-            # A step committed before the broker could record it (a crash in between): record it now.
-            first = None if marks.cold_start is not None else await self.cold.start_offset(topic, partition)
-            await self.store.record_tier(topic, partition, start, first)
+        behind = marks.archived_end is None or (start is not None and start > marks.archived_end)
+        if start is not None and (behind or marks.cold_start is None):
+            # A step committed before the broker could record it (a crash in between, a write Redis
+            # lost), or the cold start missing: record them now. The table's first offset comes from an
+            # index that reaches the archived end: one cached before those rows said "none", and the
+            # next step's first offset became the cold start (a chaos run lost the records below it).
+            first = None
+            if marks.cold_start is None:
+                first = await self.cold.start_offset(topic, partition, start)
+            if await self.store.record_tier(topic, partition, start, first) is None:
+                return 0
         if start is None:
             start = (await self.store.bounds(topic, partition)).log_start_offset
         added = 0

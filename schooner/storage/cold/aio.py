@@ -47,8 +47,8 @@ class AsyncColdStore:
             self.cold.read, topic, partition, offset, max_bytes, max_records, committed, start
         )
 
-    async def start_offset(self, topic: Topic, partition: int) -> int | None:
-        return await self._run(self.cold.start_offset, topic, partition)
+    async def start_offset(self, topic: Topic, partition: int, archived_end: int | None = None) -> int | None:
+        return await self._run(self.cold.start_offset, topic, partition, archived_end)
 
     async def offset_for_timestamp(
         self, topic: Topic, partition: int, timestamp: int, archived_end: int | None = None

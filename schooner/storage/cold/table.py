@@ -212,9 +212,12 @@ class ColdStore:
 
         return self._with_index(topic, partition, offset, from_index)
 
-    def start_offset(self, topic: Topic, partition: int) -> int | None:
-        """The partition's first cold offset (None when the cold tier holds none of it)."""
-        return self._with_index(topic, partition, None, lambda index: index.start(partition))
+    def start_offset(self, topic: Topic, partition: int, archived_end: int | None = None) -> int | None:
+        """The partition's first cold offset (None when the cold tier holds none of it). archived_end:
+        the end the caller knows archived; an index cached before those rows came is read again (it
+        would say "none")."""
+        known = None if archived_end is None or archived_end <= 0 else archived_end - 1
+        return self._with_index(topic, partition, known, lambda index: index.start(partition))
 
     def offset_for_timestamp(
         self, topic: Topic, partition: int, timestamp: int, archived_end: int | None = None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import Keyspace
-from ..redis.calls import Call, Redis, command, refresh_topology, run_many
+from ..redis.calls import Call, Redis, StorageError, command, refresh_topology, run_many
 from ..redis.client import is_cluster
 
 MARKER_TTL_MS = 3_600_000
@@ -32,6 +32,11 @@ class Durability:
 
     replicas: int = 0  # connected replicas
     aof: bool = False
+
+
+class NotDurable(StorageError):
+    """A write took effect on the primary, but its replicas (or its AOF's fsync) did not confirm it in
+    time: the client is answered with a retriable error, as for an append under acks=all."""
 
 
 def parse_durability(info: Any) -> Durability:
@@ -57,17 +62,19 @@ class AcksAll:
         self._known: dict[str, tuple[float, Durability]] = {}  # by node name ("" for one server)
         self._waitaof = True  # until a server refuses it
 
-    def _routes(self, partitions: Iterable[tuple[str, int]]) -> dict[str, tuple[str, dict[str, Any]]] | None:
+    def _routes(
+        self, markers: Iterable[tuple[str, str | None]]
+    ) -> dict[str, tuple[str, dict[str, Any]]] | None:
         """One marker key per server, with the options that send its calls to that server; None when
-        a partition's appends ran on a node that no longer owns its slot."""
+        a stream's appends ran on a node that no longer owns its slot. markers: (marker key, the stream
+        whose appends went down a lane, or None for a write through the client)."""
         routes: dict[str, tuple[str, dict[str, Any]]] = {}
         cluster = is_cluster(self._redis)
-        for topic, partition in partitions:
-            key = self._ks.acks_marker(topic, partition)
+        for key, stream in markers:
             if not cluster:
                 return {"": (key, {})}
             node = self._redis.get_node_from_key(key)  # type: ignore[attr-defined]
-            ran_on = self._written_on(self._ks.stream(topic, partition)) if self._written_on else None
+            ran_on = self._written_on(stream) if self._written_on and stream is not None else None
             if node is None or (ran_on is not None and ran_on != node.name):
                 return None
             if node.name not in routes:
@@ -76,10 +83,22 @@ class AcksAll:
 
     async def wait(self, partitions: Iterable[tuple[str, int]], timeout_ms: int) -> bool:
         """True once every replica of each server holding these partitions has their appends."""
-        partitions = list(partitions)
+        markers: list[tuple[str, str | None]] = [
+            (self._ks.acks_marker(t, p), self._ks.stream(t, p)) for t, p in partitions
+        ]
+        return await self._wait(markers, timeout_ms)
+
+    async def wait_keys(self, keys: Iterable[str], timeout_ms: int) -> bool:
+        """The same for writes to these keys made through the client (a coordinator's state): True
+        once every replica (and the AOF, with fsync) of each server holding them has them."""
+        return await self._wait([(self._ks.acks_marker_for(k), None) for k in keys], timeout_ms)
+
+    async def _wait(self, markers: list[tuple[str, str | None]], timeout_ms: int) -> bool:
+        if not markers:
+            return True
         if is_cluster(self._redis):
             await refresh_topology(self._redis)
-        routes = self._routes(partitions)
+        routes = self._routes(markers)
         if routes is None:
             return False
         now = time.monotonic()
@@ -116,7 +135,7 @@ class AcksAll:
         replies = (await run_many(self._redis, calls))[1::2]
         if any(reply is None for reply in replies):  # WAITAOF refused (Redis before 7.2): WAIT instead
             self._waitaof = False
-            return await self.wait(partitions, timeout_ms)
+            return await self._wait(markers, timeout_ms)
         ok = True
         for (name, replicas), reply in zip(waited, replies, strict=True):
             acked = reply[1] if isinstance(reply, list) else reply  # WAITAOF: [local, replicas]

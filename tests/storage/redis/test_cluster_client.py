@@ -14,14 +14,17 @@ import pytest
 import redis
 from redis.exceptions import MovedError
 
+from schooner.storage.groups.commits import Owner
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
 from schooner.storage.log import read as log_read
-from schooner.storage.log.acks import AcksAll
+from schooner.storage.log.acks import AcksAll, NotDurable
 from schooner.storage.log.append import APPENDED, RecordBatch
 from schooner.storage.redis import calls, client
 from schooner.storage.redis.cluster_lanes import ClusterLanes
+from schooner.storage.share.partition import AckBatch, Limits
 from schooner.storage.store import Store, open_lane
+from schooner.storage.topic_partition import TopicPartition
 from schooner.storage.topics import metadata
 
 PARTITIONS = 12
@@ -190,3 +193,51 @@ def _replica_process(cluster: Any, primary_port: int) -> int:
     pid = cluster.node_for_port(port).pid
     assert pid is not None
     return int(pid)
+
+
+def test_acknowledgements_commits_and_transaction_ends_wait_for_the_replica(redis_cluster, keyspace) -> None:
+    """A share acknowledgement, an offset commit and a transaction's end are answered once the replica
+    of their primary has them, as an append under acks=all: with that replica stopped each raises
+    NotDurable (a retriable error for the client), and with it running each returns."""
+
+    async def body() -> None:
+        r = client.connect(redis_cluster.url, 15_000)  # past the 5 s WAIT
+        store = Store(r, Keyspace(keyspace), open_lane(r, 5000))
+        try:
+            topic = await store.create_topic("durable", 1, {"retention.ms": "-1"}, {})
+            await store.append(topic, 0, RecordBatch([R(b"a"), R(b"b")]))
+            await r.initialize()
+            group = "durable-group"
+            owner = Owner(1, (await store.claim_group(group, 1))["owner_epoch"])
+            limits = Limits(
+                lock_ms=30_000, delivery_limit=5, max_locks=200, read_committed=False, dead_letters=False
+            )
+            await store.share_acquire([(topic, 0)], group, "m", 10, limits, ["0"])
+            ack = [(topic, 0, [AckBatch(0, 0, (1,))])]
+            commit = {TopicPartition("durable", 0): (1, -1, None)}
+
+            def replica_of(key: str) -> int:
+                return _replica_process(redis_cluster, r.get_node_from_key(key).port)
+
+            share_key = store.ks.share_partition("durable", 0, group)
+            offsets_key = store.ks.group_offsets(group)
+            txn_key = store.ks.transaction("durable-txn")
+            for key, write in (
+                (share_key, lambda: store.share_acknowledge(ack, group, "m", limits)),
+                (offsets_key, lambda: store.commit_offsets(group, owner, commit)),
+                (txn_key, lambda: store.transaction_durable("durable-txn", [], [])),
+            ):
+                replica = replica_of(key)
+                os.kill(replica, signal.SIGSTOP)
+                try:
+                    with pytest.raises(NotDurable):
+                        await write()
+                finally:
+                    os.kill(replica, signal.SIGCONT)
+                await write()  # the same write again, with the replica running: answered
+            state = await store.share_states([(topic, 0)], group)
+            assert state[0] is not None
+        finally:
+            await store.close()
+
+    asyncio.run(body())
