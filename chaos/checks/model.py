@@ -121,6 +121,10 @@ class FinalLog:
         return max(0, right - left), (offsets[left] if right > left else None)
 
 
+# What a client's own record timeout says in a produce op's error: librdkafka's, kafka-python's.
+CLIENT_TIMEOUTS = ("_MSG_TIMED_OUT", "KafkaTimeoutError: Expiring")
+
+
 class Index:
     """The history looked up by what the checks ask: final logs, the writers of each value, transactions."""
 
@@ -137,6 +141,7 @@ class Index:
         self.observed_offsets: list[Operation] = []
         self.produce_of: dict[str, list[int]] = defaultdict(list)  # value -> produce ops
         self.txn_of: dict[str, list[int]] = defaultdict(list)  # output value -> txn ops
+        self.client_resent: set[str] = set()  # duplicates the checks put down to a client's resend
         for op in ops:
             if op.f == "final":
                 self._add_final(op)
@@ -153,6 +158,17 @@ class Index:
                 self.acks.append(op)
             elif op.f == "offsets":
                 self.observed_offsets.append(op)
+        # Idempotent producer instances that had a record time out in the client: librdkafka then
+        # bumps its epoch and renumbers the records still in flight on every partition, so one that
+        # was possibly persisted is written again (its documented limit; kafka-python's expiry is
+        # alike). Their duplicates are counted, not reported (stats["client_resent"]).
+        self.timed_out_producers: set[str] = {
+            str(op.value.get("producer"))
+            for op in self.produces
+            if op.status != "ok"
+            and not op.value.get("transactional")
+            and any(mark in str(op.value.get("error") or "") for mark in CLIENT_TIMEOUTS)
+        }
         for op_index in self.partial_finals:
             self.finals.pop(_final_key(self.by_index[op_index]), None)
 
@@ -185,6 +201,14 @@ class Index:
             if not (txns and self.by_index[op_index].value.get("transactional")):
                 count += 1
         return count
+
+    def resent_by_client(self, value: str) -> bool:
+        """A plain idempotent produce of the value by an instance whose records timed out client-side:
+        a duplicate of it is the client's renumbering after its epoch bump, not the broker's."""
+        produced = self.produce_of.get(value, ())
+        return bool(produced) and not self.txn_of.get(value) and all(
+            self.by_index[i].value.get("producer") in self.timed_out_producers for i in produced
+        )
 
     def writers(self, value: str) -> list[int]:
         return [*self.produce_of.get(value, ()), *self.txn_of.get(value, ())]

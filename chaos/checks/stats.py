@@ -61,6 +61,9 @@ def stats(ix: Index) -> dict[str, Any]:
             "unknown_in_log": landed,
             "failed": produce["fail"],
             "unchecked": unchecked,
+            # Written twice by a client that renumbered them after its own record timeout (model.py).
+            "client_resent": len(ix.client_resent),
+            "timed_out_producers": sorted(ix.timed_out_producers),
         },
         "txn": {
             "committed": txn["ok"],

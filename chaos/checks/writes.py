@@ -166,6 +166,9 @@ def duplicates(ix: Index) -> list[Anomaly]:
     for log in ix.finals.values():
         if log.isolation == READ_COMMITTED:
             values.update(v for v in log.repeated() if not ix.is_transform_output(v))
+    resent = {v for v in values if ix.resent_by_client(v)}
+    ix.client_resent.update(resent)
+    values -= resent
     if not conflicts and not values:
         return []
 

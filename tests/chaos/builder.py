@@ -54,8 +54,10 @@ class Run:
         transactional: bool = False,
         process: str = "producer-0",
         name: str | None = None,
+        error: str | None = None,
     ) -> None:
-        error = None if status == "ok" else "timed out"
+        if error is None and status != "ok":
+            error = "timed out"
         record = {"topic": topic, "partition": partition, "value": value, "offset": offset}
         extra = {"producer": producer, "seq": seq, "transactional": transactional, "error": error}
         self.add(process, "produce", status, record | extra, name or value)

@@ -50,6 +50,20 @@ def test_an_unknown_produce_that_landed_twice_is_a_duplicate() -> None:
     assert run.index["a5"] in a.ops
 
 
+def test_a_duplicate_after_the_clients_own_record_timeout_is_counted_not_reported() -> None:
+    """librdkafka bumps an idempotent producer's epoch when records time out in it, and renumbers and
+    sends again those in flight on other partitions, possibly persisted (its documented limit). The
+    duplicate of the test above, by an instance that had such a timeout, is counted, not reported."""
+    run = clean_run()
+    run.put("plain", 0, 6, "a5")
+    timeout = 'KafkaError{code=_MSG_TIMED_OUT,val=-192,str="Local: Message timed out"}'
+    run.produce("plain", 1, "b9", None, 9, status="unknown", error=timeout, name="timed out")
+    result = finish(run)
+    assert result.ok, format_report(result, None)
+    assert result.stats["produce"]["client_resent"] == 1
+    assert result.stats["produce"]["timed_out_producers"] == ["p1"]
+
+
 def test_an_acknowledged_produce_missing_from_the_log_is_lost() -> None:
     run = clean_run()
     run.produce("plain", 0, "a7", 6, 7)
@@ -284,6 +298,7 @@ def test_an_incomplete_final_read_leaves_its_partition_unchecked() -> None:
 def test_stats_count_the_run() -> None:
     stats = finish(clean_run()).stats
     produce = {"acknowledged": 8, "unknown": 2, "unknown_in_log": 1, "failed": 0, "unchecked": 0}
+    produce |= {"client_resent": 0, "timed_out_producers": []}
     assert stats["produce"] == produce
     assert stats["txn"] == {
         "committed": 4,
