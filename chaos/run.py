@@ -100,6 +100,9 @@ def run(spec: RunSpec, say: Callable[[str], None] = print) -> RunOutcome:
     phases["check"] = time.monotonic() - checking
     result.stats["phases_seconds"] = {k: round(v, 1) for k, v in phases.items()}
     result.stats["client_errors"] = sum(len(w.errors) for w in workloads)
+    # The clients' errors, for whoever reads a report: a session that raised shows here only.
+    errors = [f"{w.name}: {e}" for w in workloads for e in w.errors]
+    (spec.work_dir / "client-errors.txt").write_text("".join(line + "\n" for line in errors))
     result.stats["nemesis_errors"] = [repr(e) for e in nemesis_errors]
     report = format_report(result, spec.seed)
     report_path = spec.work_dir / "report.txt"

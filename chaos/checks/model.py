@@ -206,8 +206,10 @@ class Index:
         """A plain idempotent produce of the value by an instance whose records timed out client-side:
         a duplicate of it is the client's renumbering after its epoch bump, not the broker's."""
         produced = self.produce_of.get(value, ())
-        return bool(produced) and not self.txn_of.get(value) and all(
-            self.by_index[i].value.get("producer") in self.timed_out_producers for i in produced
+        return (
+            bool(produced)
+            and not self.txn_of.get(value)
+            and all(self.by_index[i].value.get("producer") in self.timed_out_producers for i in produced)
         )
 
     def writers(self, value: str) -> list[int]:

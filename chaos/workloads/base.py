@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import traceback
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -91,7 +92,8 @@ class Workload(threading.Thread, ABC):
             try:
                 self.session()
             except Exception as exc:  # never out of the thread: recorded, then a new client
-                self.error(f"{type(exc).__name__}: {exc}")
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                self.error(f"session ended by {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
             self.stop_event.wait(RESTART_PAUSE_S)  # a client that had to go is not replaced in a tight loop
 
     @abstractmethod

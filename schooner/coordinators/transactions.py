@@ -289,7 +289,11 @@ class TransactionCoordinator:
             topic = await self.topic_of(tp[0])
             if topic is not None and 0 <= tp[1] < topic.partitions:
                 targets.append((topic, tp[1]))
-        results = await self.store.write_markers(targets, s.producer_id, s.producer_epoch, commit)
+        # The Prepare state's version names this end: a marker of it delayed on a frozen link, after
+        # another broker completed it and the producer began its next transaction, writes nothing.
+        results = await self.store.write_markers(
+            targets, s.producer_id, s.producer_epoch, commit, end_version=stored.version
+        )
         for (topic, partition), r in zip(targets, results, strict=True):
             if r.status < 0:
                 log.warning(

@@ -249,12 +249,24 @@ class Store(CoordinationCalls):
         return await self.run(cold_marks.release(self.ks, topic, partition, token))
 
     async def write_markers(
-        self, markers: Sequence[tuple[Topic, int]], producer_id: int, producer_epoch: int, commit: bool
+        self,
+        markers: Sequence[tuple[Topic, int]],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        end_version: int = -1,
     ) -> list[transactions.MarkerResult]:
         """Ends a transaction in each partition, one script per partition, all in one pipeline."""
         calls = [
             transactions.write_marker(
-                self.ks, t, p, producer_id, producer_epoch, commit, sharded=self.sharded
+                self.ks,
+                t,
+                p,
+                producer_id,
+                producer_epoch,
+                commit,
+                sharded=self.sharded,
+                end_version=end_version,
             )
             for t, p in markers
         ]

@@ -13,11 +13,12 @@ from schooner.coordinators.transactions import Producer, TransactionCoordinator,
 from schooner.storage.keys import Keyspace
 from schooner.storage.log.append import RecordBatch
 from schooner.storage.log.entry import Record
+from schooner.storage.log.transactions import NOTHING_OPEN
 from schooner.storage.redis import client
 from schooner.storage.store import Store
 from schooner.storage.topic_partition import TopicPartition
 from schooner.storage.transactions import state as txn_state
-from schooner.storage.transactions.state import COMPLETE_COMMIT, ONGOING, PREPARE_COMMIT
+from schooner.storage.transactions.state import COMPLETE_COMMIT, ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 from tests.coordinators.helpers import broker, sees
 
 
@@ -82,3 +83,46 @@ async def _timeout_too_long(url: str, ks: Keyspace) -> None:
 
 def test_a_timeout_above_the_maximum_is_refused(redis_server, keyspace) -> None:
     asyncio.run(_timeout_too_long(redis_server.url, Keyspace(keyspace)))
+
+
+async def _late_marker(url: str, ks: Keyspace) -> None:
+    store = Store(client.connect(url), ks)
+    try:
+        topic = await store.create_topic("late", 1, {}, {})
+        first, second = _coordinator(store, 1), _coordinator(store, 2)
+        producer = await first.init_producer("t3", 60_000, None)
+        tp = TopicPartition("late", 0)
+
+        async def append(seq: int) -> None:
+            batch = RecordBatch([Record(0, None, b"s%d" % seq)], producer.producer_id, 0, seq)
+            assert (await store.append(topic, 0, batch, transactional_id="t3")).status == 0
+
+        # Transaction 1 ends in abort. Its first broker prepared it and sent its marker, which a frozen
+        # link holds; another broker completes the end meanwhile.
+        await first.add("t3", producer, [tp])
+        await append(0)
+        stored = await store.run(txn_state.load(ks, "t3"))
+        assert stored.state is not None
+        prepared = dataclasses.replace(stored.state, state=PREPARE_ABORT, updated_ms=0)
+        version = await store.drive(txn_state.save(ks, "t3", stored.version, prepared))
+        assert await second.sweep() == 1
+        # Transaction 2 begins (the same epoch: transactions v1) and appends.
+        await first.add("t3", producer, [tp])
+        await append(1)
+        # The held marker of transaction 1 arrives now: it is stale and writes nothing.
+        late = await store.write_markers([(topic, 0)], producer.producer_id, 0, False, end_version=version)
+        assert late[0].status == NOTHING_OPEN
+        bounds, stable = await store.stable_bounds(topic, 0)
+        assert (bounds.high_watermark, stable) == (3, 2)  # s0, its abort marker, s1 still open
+        await first.end("t3", producer, commit=True, bump=False, fenced=ErrorCode.producer_fenced)
+        read = await store.read(topic, 0, 0, 10, committed=True)
+        assert read.high_watermark == read.last_stable_offset == 4  # s0, abort, s1, commit
+        assert [(a.producer_id, a.first_offset) for a in read.aborted] == [(producer.producer_id, 0)]
+    finally:
+        await store.close()
+
+
+def test_a_late_marker_of_an_end_another_broker_completed_leaves_the_next_transaction(
+    redis_server, keyspace
+) -> None:
+    asyncio.run(_late_marker(redis_server.url, Keyspace(keyspace)))

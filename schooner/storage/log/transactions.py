@@ -66,9 +66,11 @@ def write_marker(
     *,
     notify: bool = True,
     sharded: bool = False,
+    end_version: int = -1,
 ) -> Call[MarkerResult]:
     """Ends the producer's transaction in this partition; idempotent (a second call finds nothing open).
-    `sharded` as in append.append."""
+    `sharded` as in append.append. end_version: the coordinator's version of this end; a marker of an
+    end the partition has taken already (another broker completed it) writes nothing."""
     offsets = topic.offsets
     channel, message, spublish = notice_args(ks, topic.name, partition, notify, sharded)
     args = [
@@ -80,6 +82,7 @@ def write_marker(
         message,
         str(topic.id),
         spublish,
+        end_version,
     ]
 
     def parse(reply: list[Any]) -> MarkerResult:

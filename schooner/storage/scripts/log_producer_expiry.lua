@@ -40,7 +40,9 @@ local cutoff = now - tonumber(ARGV[1])
 local idle = redis.call('ZRANGEBYSCORE', producers, '-inf', cutoff, 'LIMIT', 0, tonumber(ARGV[2]))
 if #idle == 0 then return 0 end
 local fields = {}
-for i, pid in ipairs(idle) do fields[i] = 'producer:' .. pid end
+for i, pid in ipairs(idle) do
+  fields[2 * i - 1], fields[2 * i] = 'producer:' .. pid, 'ended:' .. pid -- ended: log_txn_marker.lua
+end
 redis.call('HDEL', state, unpack(fields))
 redis.call('ZREM', producers, unpack(idle))
 

@@ -6,6 +6,10 @@
 -- ARGV[4] 'commit' or 'abort'   ARGV[5] channel to publish on ('' for none)   ARGV[6] message to publish
 -- ARGV[7] topic id: must equal the state hash's topic_id
 -- ARGV[8] '1' to SPUBLISH on ARGV[5] (a Redis Cluster: a channel in the partition's slot), '0' to PUBLISH
+-- ARGV[9] the coordinator's version of the end (its Prepare state's), or -1. The partition keeps the
+--         last one it took per producer (field ended:<pid>, even when nothing was open): a marker of an
+--         end it has taken already is stale and writes nothing. Without it a marker delayed on a frozen
+--         link, of an end another broker completed meanwhile, closed the producer's next transaction.
 -- Returns {status, marker ms, marker seq}: status 0 marker written; 1 no records of the producer are
 -- open here, so no marker is needed (a retry after a crash finds this); -3 UNKNOWN_TOPIC_OR_PARTITION;
 -- -47 INVALID_PRODUCER_EPOCH (the partition has seen a newer epoch: this marker is stale);
@@ -32,6 +36,13 @@ if saved then
 elseif epoch >= 0 then
   redis.call('HSET', state, pfield, string.format('%d,%d', epoch, now))
   redis.call('ZADD', producers, now, pid)
+end
+
+local ended = tonumber(ARGV[9] or '-1')
+if ended >= 0 then
+  local efield = 'ended:' .. pid
+  if tonumber(redis.call('HGET', state, efield) or '-1') >= ended then return {1, 0, 0} end
+  redis.call('HSET', state, efield, ended)
 end
 
 local first = redis.call('HGET', open, pid)
