@@ -8,11 +8,39 @@ group ids can be any string, so theirs go through group_tag.
 from __future__ import annotations
 
 import re
+from binascii import crc_hqx
 from dataclasses import dataclass
+from functools import cache
 
 # A tenant's name is one segment of its keyspace prefix: no ":" (so "<prefix>:tenant:<name>:" ends where
 # the name does, and no tenant's keys can be another's), no braces (hash tags), nothing a shell quotes.
 TENANT_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+CLUSTER_SLOTS = 16384
+
+
+def hash_tag(key: str) -> str | None:
+    """What Redis Cluster hashes of a key: the text between its first "{" and the next "}" when that
+    is not empty; None when it hashes the whole key."""
+    start = key.find("{")
+    end = key.find("}", start + 1) if start >= 0 else -1
+    return key[start + 1 : end] if end > start + 1 else None
+
+
+def key_slot(key: str) -> int:
+    """The key's Redis Cluster slot (CRC16-XMODEM of its hash tag, or of the whole key)."""
+    tag = hash_tag(key)
+    return crc_hqx((key if tag is None else tag).encode(), 0) % CLUSTER_SLOTS
+
+
+@cache
+def _tag_in_slot(slot: int) -> str:
+    """A short hash tag that lands in the slot (found once per slot, by counting)."""
+    n = 0
+    while crc_hqx(str(n).encode(), 0) % CLUSTER_SLOTS != slot:
+        n += 1
+    return str(n)
 
 
 def check_tenant_name(name: str) -> str:
@@ -271,11 +299,12 @@ class Keyspace:
 
     # -- acks=all ----------------------------------------------------------------------------------
     def acks_marker_for(self, key: str) -> str:
-        """The acks marker in another key's slot: that key's hash tag, or the whole key as the tag."""
-        start = key.find("{")
-        end = key.find("}", start + 1) if start >= 0 else -1
-        tag = key[start : end + 1] if end > start + 1 else "{" + key + "}"
-        return f"{self.prefix}:acks:{tag}"
+        """The acks marker in another key's slot: with that key's hash tag, or, for a key hashed whole
+        (no tag, or "{}" first), with a tag found to land in its slot."""
+        tag = hash_tag(key)
+        if tag is None:
+            tag = _tag_in_slot(key_slot(key))
+        return f"{self.prefix}:acks:{{{tag}}}"
 
     def acks_marker(self, topic: str, partition: int) -> str:
         """String with PX: written before each acks=all WAIT on the partition's node, because WAIT

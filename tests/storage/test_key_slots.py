@@ -206,6 +206,16 @@ def test_the_keys_of_a_group_and_of_a_partition_share_their_slot() -> None:
         assert key_slot(ks.mq_members(topic, "g").encode()) == key_slot(ks.mq_groups(topic).encode())
 
 
+def test_the_acks_marker_of_a_key_is_in_that_keys_slot() -> None:
+    """What a coordinator's write waits on (acks=all): a marker in the slot of the key written."""
+    ks = Keyspace()
+    for name in NAMES:
+        for key in (ks.group_offsets(name), ks.share_partition("orders", 3, name), ks.transaction(name)):
+            assert key_slot(ks.acks_marker_for(key).encode()) == key_slot(key.encode()), key
+    assert key_slot(ks.acks_marker_for(ks.transaction_ids).encode()) == key_slot(ks.transaction_ids.encode())
+    assert ks.acks_marker_for(ks.stream("orders", 3)) == ks.acks_marker("orders", 3)
+
+
 def test_different_names_never_share_a_key() -> None:
     ks = Keyspace()
     for build in (ks.group, ks.group_offsets, ks.group_txn_offsets, ks.group_configs, ks.share_topics):
