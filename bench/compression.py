@@ -11,21 +11,18 @@ consumer is bench/fetch.py's wire client, which counts the records fields of eac
 
 from __future__ import annotations
 
-import datetime
 import random
-import socket
 import sys
 import time
 from typing import Any
 
 from aiokafka.record._crecords import DefaultRecordBatchBuilder
 from confluent_kafka.admin import AdminClient, NewTopic
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from schooner.protocol.client import decode_response, encode_request
 from schooner.protocol.records import CODEC_LZ4, CODEC_ZSTD
 
-from .fetch import _Reader, wire_consume
+from .fetch import wire_consume
+from .produce import produce_frame, wire_produce
 from .servers import BenchServers, Endpoints
 
 MESSAGES = 100_000
@@ -75,26 +72,8 @@ def producer_batches(records: list[bytes], codec: int) -> list[bytes]:
 
 def produce_batches(bootstrap: str, topic: str, batches: list[bytes]) -> None:
     """One Produce (acks=1) per batch, one in flight."""
-    host, _, port = bootstrap.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        reader = _Reader(sock)
-        for n, batch in enumerate(batches, 1):
-            request = ProduceRequest(
-                transactional_id=None,
-                acks=1,
-                timeout=datetime.timedelta(seconds=30),
-                topic_data=(
-                    TopicProduceData(
-                        name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
-                    ),
-                ),
-            )
-            sock.sendall(encode_request(request, n, "bench-compression"))
-            size = int.from_bytes(reader.read(4), "big")
-            _, response = decode_response(reader.read(size), request)
-            code = response.responses[0].partition_responses[0].error_code
-            if code != 0:
-                raise RuntimeError(f"Produce to {topic} failed: {code}")
+    frames = [produce_frame(topic, batch, n, "bench-compression") for n, batch in enumerate(batches, 1)]
+    wire_produce(bootstrap, frames, 0, in_flight=1)
 
 
 def run(ep: Endpoints, messages: int = MESSAGES, runs: int = RUNS) -> dict[str, Any]:

@@ -107,33 +107,39 @@ WIRE_BATCH_RECORDS = 2_000
 WIRE_IN_FLIGHT = 5
 
 
+def produce_frame(
+    topic: str, batch: bytes, correlation_id: int, client_id: str
+) -> tuple[ProduceRequest, bytes]:
+    """A Produce v9 request (acks=1) of one record batch to partition 0, and its encoded frame."""
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)),
+        ),
+    )
+    return request, encode_request(request, correlation_id, client_id)
+
+
 def wire_frames(topic: str, messages: int, value: bytes) -> list[tuple[ProduceRequest, bytes]]:
-    """Produce v9 requests (acks=1) of uncompressed batches of WIRE_BATCH_RECORDS records, encoded before
-    the clock starts: the wire producer then only writes bytes and reads answers."""
+    """Produce requests of uncompressed batches of WIRE_BATCH_RECORDS records, encoded before the clock
+    starts: the wire producer then only writes bytes and reads answers."""
     stamp = int(time.time() * 1000)
     out = []
     for n, start in enumerate(range(0, messages, WIRE_BATCH_RECORDS), 1):
         builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 2**31 - 1)
         for i in range(min(WIRE_BATCH_RECORDS, messages - start)):
             builder.append(i, stamp, None, value, [])
-        request = ProduceRequest(
-            transactional_id=None,
-            acks=1,
-            timeout=datetime.timedelta(seconds=30),
-            topic_data=(
-                TopicProduceData(
-                    name=topic,
-                    partition_data=(PartitionProduceData(index=0, records=bytes(builder.build())),),
-                ),
-            ),
-        )
-        out.append((request, encode_request(request, n, "bench-wire-producer")))
+        out.append(produce_frame(topic, bytes(builder.build()), n, "bench-wire-producer"))
     return out
 
 
-def wire_produce(bootstrap: str, frames: list[tuple[ProduceRequest, bytes]], messages: int) -> ProduceRun:
-    """Sends the prebuilt requests over one connection, WIRE_IN_FLIGHT at a time, and reads every answer:
-    a producer with no work per record, so the figure is the broker's and Redis's (its own CPU is in the
+def wire_produce(
+    bootstrap: str, frames: list[tuple[ProduceRequest, bytes]], messages: int, in_flight: int = WIRE_IN_FLIGHT
+) -> ProduceRun:
+    """Sends the prebuilt requests over one connection, in_flight at a time, and reads every answer: a
+    producer with no work per record, so the figure is the broker's and Redis's (its own CPU is in the
     run's `client` share)."""
     host, _, port = bootstrap.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:
@@ -142,7 +148,7 @@ def wire_produce(bootstrap: str, frames: list[tuple[ProduceRequest, bytes]], mes
         start = time.perf_counter()
         sent = answered = 0
         while answered < len(frames):
-            while sent < len(frames) and sent - answered < WIRE_IN_FLIGHT:
+            while sent < len(frames) and sent - answered < in_flight:
                 sock.sendall(frames[sent][1])
                 sent += 1
             size = int.from_bytes(reader.read(4), "big")

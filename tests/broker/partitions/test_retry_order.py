@@ -5,7 +5,9 @@ between two batches."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -195,6 +197,31 @@ def test_a_batch_sent_after_a_failed_one_waits_for_its_retry(
         proxy.close()
 
 
+def _values(redis_client: Any, keyspace: str, topic: str) -> list[bytes]:
+    return [fields[b"value"] for _, fields in redis_client.xrange(Keyspace(keyspace).stream(topic, 0))]
+
+
+def _stale_mark_at_a(a: Any, b: Any, proxy: FaultProxy, topic: str) -> Callable[[int], bytes]:
+    """Leaves broker A with a stale mark: batch 1 fails at A while A's Redis is cut away, and broker B
+    appends its retry. Returns the producer's batch of a sequence."""
+    assert _until_answered(b.port, topic, record_batch([b"first"])) == (ErrorCode.none, 0)
+    init = call(b.port, init_producer_id_request())
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def batch(seq: int) -> bytes:
+        return idempotent_batch([b"%d" % seq], pid, epoch, seq)
+
+    assert _until_answered(a.port, topic, batch(0)) == (ErrorCode.none, 1)
+    proxy.cut()
+    assert _produce(a.port, topic, batch(1))[0] in (
+        ErrorCode.kafka_storage_error,
+        ErrorCode.request_timed_out,
+    )
+    proxy.heal()
+    assert _produce(b.port, topic, batch(1)) == (ErrorCode.none, 2)
+    return batch
+
+
 @pytest.mark.single_redis
 def test_a_failure_whose_retry_another_broker_appended_holds_nothing_back(
     broker_factory, redis_server, redis_client, keyspace
@@ -205,27 +232,10 @@ def test_a_failure_whose_retry_another_broker_appended_holds_nothing_back(
     client then bumped its epoch and wrote records again)."""
     proxy = FaultProxy(redis_server.port, redis_server.password)
     try:
-        a = broker_factory(redis_url=proxy.url)
-        b = broker_factory()
-        assert _until_answered(b.port, "moved", record_batch([b"first"])) == (ErrorCode.none, 0)
-        init = call(b.port, init_producer_id_request())
-        pid, epoch = init.producer_id, init.producer_epoch
-
-        def batch(seq: int) -> bytes:
-            return idempotent_batch([b"%d" % seq], pid, epoch, seq)
-
-        assert _until_answered(a.port, "moved", batch(0)) == (ErrorCode.none, 1)
-        proxy.cut()
-        assert _produce(a.port, "moved", batch(1))[0] in (
-            ErrorCode.kafka_storage_error,
-            ErrorCode.request_timed_out,
-        )
-        proxy.heal()
-        assert _produce(b.port, "moved", batch(1)) == (ErrorCode.none, 2)
+        a, b = broker_factory(redis_url=proxy.url), broker_factory()
+        batch = _stale_mark_at_a(a, b, proxy, "moved")
         assert _until_answered(a.port, "moved", batch(2)) == (ErrorCode.none, 3)
-        stream = Keyspace(keyspace).stream("moved", 0)
-        values = [fields[b"value"] for _, fields in redis_client.xrange(stream)]
-        assert values == [b"first", b"0", b"1", b"2"]
+        assert _values(redis_client, keyspace, "moved") == [b"first", b"0", b"1", b"2"]
     finally:
         proxy.close()
 
@@ -241,23 +251,8 @@ def test_a_batch_refused_behind_a_stale_mark_holds_once_the_mark_is_proven_stale
     OUT_OF_ORDER_SEQUENCE, and librdkafka's epoch bump write a batch of another partition twice."""
     proxy = FaultProxy(redis_server.port, redis_server.password)
     try:
-        a = broker_factory(redis_url=proxy.url)
-        b = broker_factory()
-        assert _until_answered(b.port, "refused", record_batch([b"first"])) == (ErrorCode.none, 0)
-        init = call(b.port, init_producer_id_request())
-        pid, epoch = init.producer_id, init.producer_epoch
-
-        def batch(seq: int) -> bytes:
-            return idempotent_batch([b"%d" % seq], pid, epoch, seq)
-
-        assert _until_answered(a.port, "refused", batch(0)) == (ErrorCode.none, 1)
-        proxy.cut()
-        assert _produce(a.port, "refused", batch(1))[0] in (
-            ErrorCode.kafka_storage_error,
-            ErrorCode.request_timed_out,
-        )
-        proxy.heal()
-        assert _produce(b.port, "refused", batch(1)) == (ErrorCode.none, 2)
+        a, b = broker_factory(redis_url=proxy.url), broker_factory()
+        batch = _stale_mark_at_a(a, b, proxy, "refused")
         assert _produce(b.port, "refused", batch(2)) == (ErrorCode.none, 3)
         proxy.cut()
         assert _produce(a.port, "refused", batch(3))[0] == ErrorCode.kafka_storage_error
@@ -266,8 +261,6 @@ def test_a_batch_refused_behind_a_stale_mark_holds_once_the_mark_is_proven_stale
         assert _produce(a.port, "refused", batch(4))[0] == ErrorCode.kafka_storage_error
         assert _until_answered(a.port, "refused", batch(3)) == (ErrorCode.none, 4)
         assert _produce(a.port, "refused", batch(4)) == (ErrorCode.none, 5)
-        stream = Keyspace(keyspace).stream("refused", 0)
-        values = [fields[b"value"] for _, fields in redis_client.xrange(stream)]
-        assert values == [b"first", b"0", b"1", b"2", b"3", b"4"]
+        assert _values(redis_client, keyspace, "refused") == [b"first", b"0", b"1", b"2", b"3", b"4"]
     finally:
         proxy.close()
