@@ -34,7 +34,8 @@ if ARGV[1] ~= '' then
   aborted = redis.call('ZRANGEBYSCORE', KEYS[4], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])
 end
 local runs = {}
-if ARGV[3] ~= '' then
+-- A partition whose producers never compressed has no runs (the append sets `codec` at the first change).
+if ARGV[3] ~= '' and redis.call('HEXISTS', KEYS[2], 'codec') == 1 then
   local found = redis.call('XREVRANGE', KEYS[5], ARGV[3], '-', 'COUNT', 1)
   local later = redis.call('XRANGE', KEYS[5], '(' .. ARGV[3], '+', 'COUNT', MAX_RUNS)
   for _, e in ipairs(found) do runs[#runs + 1] = e[1]; runs[#runs + 1] = e[2][2] end
