@@ -4,7 +4,7 @@
   replica each. Each node announces its proxy's port (cluster-announce-port), so CLUSTER SLOTS sends
   every client through the proxies: the brokers, and the replicas' replication links too. The cluster
   bus stays direct, so cutting a node's proxy cuts its clients off without making the cluster fail it.
-- brokers: `python -m schooner.ops.cli broker` processes with fixed broker ids, each advertising the
+- brokers: `python -m schooner.ops.entry broker` processes with fixed broker ids, each advertising the
   port of the proxy in front of it, so Metadata routes clients through that proxy. Each has a log file
   in the work dir (appended to across restarts).
 - the cold store: moto's S3 server behind a proxy; the brokers archive through it.
@@ -90,7 +90,7 @@ class Broker:
         self.log_path = log_path
         self.paused = False
         self.process: subprocess.Popen[bytes] | None = None
-        self._args = [sys.executable, "-m", "schooner.ops.cli", "broker", "--redis-url", redis_url,
+        self._args = [sys.executable, "-m", "schooner.ops.entry", "broker", "--redis-url", redis_url,
                       "--port", str(self.port), "--keyspace", keyspace]  # fmt: skip
         self._env = {
             **os.environ,
