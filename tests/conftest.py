@@ -301,8 +301,8 @@ def start_broker_process(redis_url: str, keyspace: str, log_path: Path, **env: s
         "SCHOONER_GROUP_INITIAL_REBALANCE_DELAY_MS": "100",
         **env,
     }
-    args = [sys.executable, "-m", "schooner.ops.cli", "broker", "--redis-url", redis_url, "--port", str(port),
-            "--keyspace", keyspace]  # fmt: skip
+    args = [sys.executable, "-m", "schooner.ops.entry", "broker", "--redis-url", redis_url,
+            "--port", str(port), "--keyspace", keyspace]  # fmt: skip
     with open(log_path, "ab") as log:
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=environment)
     deadline = time.monotonic() + 30

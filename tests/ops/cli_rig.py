@@ -12,9 +12,9 @@ from schooner.storage.redis.embedded import free_port
 
 
 def schooner(*args: str, stdin: bytes | None = None, timeout: float = 120, **env: str) -> Any:
-    """`python -m schooner.ops.cli ARGS`, finished; its returncode, stdout and stderr (bytes)."""
+    """`python -m schooner.ops.entry ARGS`, finished; its returncode, stdout and stderr (bytes)."""
     return subprocess.run(
-        [sys.executable, "-m", "schooner.ops.cli", *args],
+        [sys.executable, "-m", "schooner.ops.entry", *args],
         input=stdin,
         capture_output=True,
         timeout=timeout,

@@ -27,7 +27,7 @@ from tests.conftest import with_user
 
 def _check(*flags: str, **env: str) -> tuple[int, list[str]]:
     done = subprocess.run(
-        [sys.executable, "-m", "schooner.ops.cli", "broker", "--check", *flags],
+        [sys.executable, "-m", "schooner.ops.entry", "broker", "--check", *flags],
         capture_output=True, text=True, timeout=120, env={**os.environ, **env},
     )  # fmt: skip
     assert "Traceback" not in done.stderr, done.stderr

@@ -136,7 +136,7 @@ def test_a_group_commits_and_resumes(broker: Any) -> None:
 
 
 def _follow(bootstrap: str, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "schooner.ops.cli", "consume", *args, "-b", bootstrap],
+    return subprocess.Popen([sys.executable, "-m", "schooner.ops.entry", "consume", *args, "-b", bootstrap],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
 
 

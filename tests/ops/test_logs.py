@@ -23,8 +23,8 @@ from tests.wire import connect, encode_request, read_frame
 
 def _broker(redis_url: str, keyspace: str, stderr: Path, *flags: str) -> subprocess.Popen[bytes]:
     port = free_port()
-    args = [sys.executable, "-m", "schooner.ops.cli", "broker", "--redis-url", redis_url, "--port", str(port),
-            "--keyspace", keyspace, *flags]  # fmt: skip
+    args = [sys.executable, "-m", "schooner.ops.entry", "broker", "--redis-url", redis_url,
+            "--port", str(port), "--keyspace", keyspace, *flags]  # fmt: skip
     with open(stderr, "wb") as err:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err)
     wait_for_port(port, proc)
@@ -77,7 +77,7 @@ def test_log_format_is_a_setting_and_refuses_other_values(tmp_path: Path) -> Non
     config = tmp_path / "bad.toml"
     config.write_text('log_format = "xml"\n')
     done = subprocess.run(
-        [sys.executable, "-m", "schooner.ops.cli", "broker", "--check", "--config", str(config)],
+        [sys.executable, "-m", "schooner.ops.entry", "broker", "--check", "--config", str(config)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 1 and "fail config: log_format 'xml'" in done.stdout

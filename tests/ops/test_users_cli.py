@@ -104,7 +104,7 @@ def test_the_first_user_before_the_broker_and_the_next_beside_it(tmp_path: Path)
         assert stored(again.url, "schooner", "admin") is not None  # and its data stayed (AOF)
     port = free_port()
     broker = subprocess.Popen(
-        [sys.executable, "-m", "schooner.ops.cli", "broker", "--data-dir", str(data_dir),
+        [sys.executable, "-m", "schooner.ops.entry", "broker", "--data-dir", str(data_dir),
          "--listener", f"SASL_PLAINTEXT://127.0.0.1:{port}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip

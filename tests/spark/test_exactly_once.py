@@ -82,7 +82,7 @@ def test_a_batch_replayed_after_a_crash_between_write_and_commit_writes_nothing_
 
 def _run_pipeline(log: Log, checkpoint: Path, output: Path) -> subprocess.Popen[bytes]:
     args = [
-        sys.executable, "-m", "schooner.ops.cli", "pipeline", "run", str(PIPELINE),
+        sys.executable, "-m", "schooner.ops.entry", "pipeline", "run", str(PIPELINE),
         "--redis-url", log.url, "--keyspace", log.keyspace, "--checkpoint", str(checkpoint),
         "-o", "input=events", "-o", "output=events-upper", "-o", "batch=50",
     ]  # fmt: skip

@@ -7,8 +7,8 @@ import asyncio
 import datetime
 import logging
 import time
-from collections.abc import Callable, Hashable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Hashable, Sequence
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
@@ -78,7 +78,8 @@ async def handle_produce(
     }
     writer = ctx.data.writer
     turns = {key: writer.claim(partition) for key, partition in where.items()}
-    jobs: dict[tuple[int, int], asyncio.Task[PartitionAppend]] = {}
+    # Each partition's append, not yet started: one runs in this task, several in tasks of their own.
+    jobs: dict[tuple[int, int], Coroutine[Any, Any, PartitionAppend]] = {}
     resolved: list[tuple[int, _TopicData, Topic | ErrorCode]]
     try:
         if transactional_id is not None and not await ctx.access.authorizer.allowed(
@@ -101,20 +102,32 @@ async def handle_produce(
         ]
         for key, topic, batches in decoded:
             if isinstance(batches, PartitionAppend):  # refused, yet in its turn: later ones cannot overtake
-                jobs[key] = asyncio.ensure_future(writer.refuse(turns[key], batches))
+                jobs[key] = writer.refuse(turns[key], batches)
             else:
                 assert isinstance(topic, Topic)
-                jobs[key] = asyncio.ensure_future(
-                    writer.append(turns[key], topic, key[1], batches, transactional_id)
-                )
+                jobs[key] = writer.append(turns[key], topic, key[1], batches, transactional_id)
+    except BaseException:
+        for job in jobs.values():  # never started: their turns are released below with the others
+            job.close()
+        jobs.clear()
+        raise
     finally:
         for key, turn in turns.items():
             if key not in jobs:
                 turn.release()
     answered = False
+    tasks: dict[tuple[int, int], asyncio.Task[PartitionAppend]] = {}
+    results: dict[tuple[int, int], PartitionAppend] = {}
     try:
-        await asyncio.gather(*jobs.values())
-        results = {key: task.result() for key, task in jobs.items()}
+        if len(jobs) == 1:
+            # Most requests name one partition: its append runs in this task, with no task to create
+            # and gather.
+            ((key, job),) = jobs.items()
+            results[key] = await job
+        else:
+            tasks = {key: asyncio.ensure_future(job) for key, job in jobs.items()}
+            await asyncio.gather(*tasks.values())
+            results = {key: task.result() for key, task in tasks.items()}
         if acks == -1:
             topic_of = {ti: topic for ti, _, topic in resolved if isinstance(topic, Topic)}
             written = [key for key, r in results.items() if r.error == ErrorCode.none]
@@ -126,7 +139,9 @@ async def handle_produce(
     finally:  # also when the connection went away: the client resends whatever it has no answer to
         for ti, topic_data in enumerate(topics):
             for pd in topic_data.partition_data:
-                writer.settle(where[(ti, pd.index)], _outcome(jobs.get((ti, pd.index))), answered, pd.records)
+                key = (ti, pd.index)
+                outcome = results[key] if key in results else _outcome(tasks.get(key))
+                writer.settle(where[key], outcome, answered, pd.records)
     if acks == 0:
         return NO_RESPONSE
     return _response(resp, body, lambda ti, p: results[(ti, p)])

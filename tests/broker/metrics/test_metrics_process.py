@@ -15,8 +15,8 @@ from tests.clients import Rec, confluent_produce
 
 def _start(redis_url: str, keyspace: str, log: Path, *flags: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    args = [sys.executable, "-m", "schooner.ops.cli", "broker", "--redis-url", redis_url, "--port", str(port),
-            "--keyspace", keyspace, *flags]  # fmt: skip
+    args = [sys.executable, "-m", "schooner.ops.entry", "broker", "--redis-url", redis_url,
+            "--port", str(port), "--keyspace", keyspace, *flags]  # fmt: skip
     with open(log, "ab") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     return process, port

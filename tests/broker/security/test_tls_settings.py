@@ -84,7 +84,7 @@ def test_an_encrypted_broker_key_with_its_password(broker_factory: Any, certs: C
 
 
 def _cli(redis_url: str, keyspace: str, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "schooner.ops.cli", "broker", "--redis-url", redis_url,
+    command = [sys.executable, "-m", "schooner.ops.entry", "broker", "--redis-url", redis_url,
                "--keyspace", keyspace, *args]  # fmt: skip
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env}

@@ -19,7 +19,7 @@ from .rig import ORDERS, seed_records
 
 def _console(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "schooner.ops.cli", "console", *args],
+        [sys.executable, "-m", "schooner.ops.entry", "console", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=os.environ.copy(),
@@ -54,7 +54,7 @@ def test_console_process_serves_pages_with_the_config_files_redis(broker: Any, t
 
 def test_bad_flags_are_one_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "schooner.ops.cli", "console", "--sample-interval", "0"],
+        [sys.executable, "-m", "schooner.ops.entry", "console", "--sample-interval", "0"],
         capture_output=True,
         timeout=60,
     )
