@@ -8,16 +8,14 @@ group ids can be any string, so theirs go through group_tag.
 from __future__ import annotations
 
 import re
-from binascii import crc_hqx
 from dataclasses import dataclass
 from functools import cache
+
+from redis.crc import key_slot
 
 # A tenant's name is one segment of its keyspace prefix: no ":" (so "<prefix>:tenant:<name>:" ends where
 # the name does, and no tenant's keys can be another's), no braces (hash tags), nothing a shell quotes.
 TENANT_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-
-
-CLUSTER_SLOTS = 16384
 
 
 def hash_tag(key: str) -> str | None:
@@ -28,17 +26,11 @@ def hash_tag(key: str) -> str | None:
     return key[start + 1 : end] if end > start + 1 else None
 
 
-def key_slot(key: str) -> int:
-    """The key's Redis Cluster slot (CRC16-XMODEM of its hash tag, or of the whole key)."""
-    tag = hash_tag(key)
-    return crc_hqx((key if tag is None else tag).encode(), 0) % CLUSTER_SLOTS
-
-
 @cache
 def _tag_in_slot(slot: int) -> str:
     """A short hash tag that lands in the slot (found once per slot, by counting)."""
     n = 0
-    while crc_hqx(str(n).encode(), 0) % CLUSTER_SLOTS != slot:
+    while key_slot(str(n).encode()) != slot:
         n += 1
     return str(n)
 
@@ -303,7 +295,7 @@ class Keyspace:
         (no tag, or "{}" first), with a tag found to land in its slot."""
         tag = hash_tag(key)
         if tag is None:
-            tag = _tag_in_slot(key_slot(key))
+            tag = _tag_in_slot(key_slot(key.encode()))
         return f"{self.prefix}:acks:{{{tag}}}"
 
     def acks_marker(self, topic: str, partition: int) -> str:
