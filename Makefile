@@ -19,11 +19,14 @@ $(QUIX_VENV)/.installed: pyproject.toml
 	$(QUIX_VENV)/bin/pip install -q 'quixstreams>=3.28'
 	touch $@
 
-# The compiled record-batch encoder (fetch) and reader (produce), from setup.py; rebuilt when a source
-# changes. Without a C compiler the broker runs the Python encoder and decoder instead.
+# The compiled record-batch encoder (fetch) and reader (produce), the RESP encoder and the Redis stream
+# module, from setup.py; rebuilt when a source changes. Without a C compiler the broker runs the Python
+# encoder and decoder instead, and the append script one XADD per record.
 EXT_SUFFIX = $(shell $(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
-COMPILED = schooner/protocol/_batch$(EXT_SUFFIX) schooner/protocol/_produce$(EXT_SUFFIX)
-$(COMPILED) &: schooner/protocol/_batch.c schooner/protocol/_produce.c $(VENV)/.installed
+COMPILED = schooner/protocol/_batch$(EXT_SUFFIX) schooner/protocol/_produce$(EXT_SUFFIX) \
+  schooner/storage/redis/_resp$(EXT_SUFFIX) schooner/storage/redis/_stream_module$(EXT_SUFFIX)
+$(COMPILED) &: schooner/protocol/_batch.c schooner/protocol/_produce.c schooner/storage/redis/_resp.c \
+  schooner/storage/redis/_stream_module.c $(VENV)/.installed
 	$(VENV)/bin/python setup.py -q build_ext --inplace
 
 install: $(VENV)/.installed $(COMPILED)

@@ -54,6 +54,12 @@ def redis_server_binary() -> str:
     return found
 
 
+def stream_module_path() -> Path | None:
+    """The compiled stream module (_stream_module.c) next to this file, None when it was not built."""
+    found = sorted(Path(__file__).parent.glob("_stream_module*.so"))
+    return found[0] if found else None
+
+
 def ephemeral_low() -> int:
     """The first port of the kernel's ephemeral range, which it hands out to outgoing connections."""
     try:
@@ -145,9 +151,11 @@ class EmbeddedRedis:
         password: str | bool = True,
         binary: str | None = None,
         tls: RedisTls | None = None,
+        stream_module: bool = True,
     ) -> None:
         """password: True for the data folder's own (made on first start), a string for that one (a
-        cluster's nodes share one), False for none."""
+        cluster's nodes share one), False for none. stream_module: load Schooner's module (its compiled
+        SCHOONER.XADDRUN, which log_append.lua uses when the server has it) when it was built."""
         # Absolute: redis-server changes into --dir before it opens its log file, so a relative path
         # given for either would be resolved twice.
         self.data_dir = Path(data_dir).absolute()
@@ -159,6 +167,7 @@ class EmbeddedRedis:
         self.password: str | None = password if isinstance(password, str) else None  # True: set by start
         self.binary = binary
         self.tls = tls
+        self.stream_module = stream_module_path() if stream_module else None
         self.restarts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._stopping = False
@@ -255,6 +264,8 @@ class EmbeddedRedis:
                 "--tls-ca-cert-file", str(t.cafile),
                 "--tls-auth-clients", "yes" if t.client_certfile else "no",
             ]  # fmt: skip
+        if self.stream_module is not None:
+            args += ["--loadmodule", str(self.stream_module)]
         # "-": the rest of the configuration comes on standard input (_config).
         return [*args, *self.extra_args, "-"]
 
