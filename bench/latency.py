@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import socket
 import statistics
 import sys
 import threading
@@ -284,8 +286,52 @@ def run(
         "rounds": rounds,
         **{k: target[k] for k in ("p50_ms", "p99_ms", "max_ms", "received", "sent", "cpu")},
         "producer_config": PRODUCER_CONFIG,
+        "host_round_trip": host_round_trips(),
         "rows": rows,
     }
+
+
+def wakeup_round_trip_us(cpus: tuple[int, int] | None, trips: int = 5000) -> float:
+    """The machine's own floor under every hop of the latency path: µs for one byte to go to a second
+    process and back over a socket pair, that process pinned to cpus[1] and this one to cpus[0] (None:
+    wherever the scheduler puts them). A process that sleeps waits for its CPU to wake it; on a VM whose
+    idle virtual CPUs halt, that wake-up can cost far more than the send itself."""
+    here, there = socket.socketpair()
+    before = os.sched_getaffinity(0)
+    pid = os.fork()
+    if pid == 0:  # the echo
+        try:
+            here.close()
+            if cpus is not None:
+                os.sched_setaffinity(0, {cpus[1]})
+            for _ in range(trips + 1):
+                there.sendall(there.recv(1))
+        finally:
+            os._exit(0)
+    there.close()
+    try:
+        if cpus is not None:
+            os.sched_setaffinity(0, {cpus[0]})
+        here.sendall(b"x")
+        here.recv(1)  # the echo is running
+        start = time.perf_counter()
+        for _ in range(trips):
+            here.sendall(b"x")
+            here.recv(1)
+        return (time.perf_counter() - start) / trips * 1e6
+    finally:
+        os.sched_setaffinity(0, before)
+        here.close()
+        os.waitpid(pid, 0)
+
+
+def host_round_trips() -> dict[str, float]:
+    """wakeup_round_trip_us across two CPUs and on one (the latter alone on a 1-CPU machine)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    out = {"same_cpu_us": round(wakeup_round_trip_us((cpus[0], cpus[0])), 1)}
+    if len(cpus) > 1:
+        out["cross_cpu_us"] = round(wakeup_round_trip_us((cpus[0], cpus[1])), 1)
+    return out
 
 
 def say(text: str) -> None:
@@ -307,6 +353,7 @@ def main() -> int:
         cpu = row["cpu"]
         us = {k: round(cpu[k] / args.rate * 1e6, 1) for k in ("broker", "redis", "client")}
         print(f"{row['label']}: median of {args.rounds}: {figures}; CPU µs per message {us}")
+    print(f"host: a process's wake-up round trip {results['host_round_trip']} µs")
     return 0
 
 

@@ -102,6 +102,17 @@ def latency_rows(lat: dict[str, Any] | None) -> list[tuple[str, str, str, str, s
                 f"{verdict}{'; ' if verdict else ''}{row['received']:,}/{row['sent']:,} received",
             )
         )
+    trip = lat.get("host_round_trip")
+    if trip and "cross_cpu_us" in trip:
+        out.append(
+            (
+                "  host: wake-up round trip, 2 CPUs / 1 CPU",
+                f"{trip['cross_cpu_us']:.1f}/{trip['same_cpu_us']:.1f} us",
+                "",
+                "",
+                "one byte to another process and back (bench/latency.py): each hop's floor",
+            )
+        )
     return out
 
 

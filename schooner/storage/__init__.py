@@ -5,7 +5,8 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   redis/     how a round trip travels, with no domain knowledge: client.py (connections),
              calls.py (Call, Steps and their runners), scripts.py (Lua by name), lane.py (the
              pipelined append connection), server_info.py, embedded.py (the redis-server we start),
-             acl.py (the Redis ACL rules of a user limited to one keyspace)
+             acl.py (the Redis ACL rules of a user limited to one keyspace), _stream_module.c (a
+             Redis module the embedded server loads: SCHOONER.XADDRUN, which log_append.lua uses)
   keys.py    every key name, and tenants' keyspaces (Keyspace.tenant)
   offsets.py Kafka offset <-> stream entry ID (dense or timestamp)
   topics/    metadata.py (the topic hash, create/load/update/delete), config.py (topic configs)

@@ -25,8 +25,12 @@ def test_each_linger_row_receives_every_message_and_splits_the_time(endpoints: E
     assert {r["runs"][0]["linger_ms"] for r in rows} == {1, 0, None}
     assert results["p99_ms"] == rows[0]["p99_ms"]
     lines = report.latency_rows(results)
-    assert len(lines) == len(rows)
+    assert len(lines) == len(rows) + 1
     assert "p99 <= 2 ms" in lines[0][4] and "p99" not in lines[1][4]
+    # The machine's own wake-up round trip, beside the rows it bounds.
+    trip = results["host_round_trip"]
+    assert trip["same_cpu_us"] > 0 and trip["cross_cpu_us"] > 0
+    assert lines[-1][0].strip().startswith("host: wake-up round trip")
 
 
 def test_the_report_leaves_out_a_skipped_latency_figure() -> None:

@@ -52,9 +52,10 @@ def test_the_embedded_default_is_ok(tmp_path: Path) -> None:
     assert set(verdicts.values()) == {"ok"}, lines
     expected = {"config", "listeners", "redis reachable", "redis version", "redis persistence",
                 "redis maxmemory-policy", "redis maxmemory", "redis cluster", "redis acl",
-                "cold store"}  # fmt: skip
+                "redis stream module", "cold store"}  # fmt: skip
     assert expected <= set(verdicts)
     assert any("AOF on, appendfsync everysec" in line for line in lines)
+    assert any(line.startswith("ok   redis stream module: loaded") for line in lines), lines
     # The embedded default's cold store, in the data folder, is probed and left as it was.
     cold = tmp_path.resolve() / "cold"
     assert any(f"cold store: {cold}: writes, reads and deletes work" in line for line in lines), lines
@@ -239,6 +240,17 @@ def test_rules_on_memory_policy(policy: str, status: str, start: str | None) -> 
     assert statuses.get("broker start") == start
     allowed = _statuses(_facts(_node(memory=Memory(10, 0, policy))), allow_evicting_redis=True)
     assert "broker start" not in allowed
+
+
+def test_rules_on_the_stream_module() -> None:
+    def line(**changes: Any) -> str:
+        (found,) = [c.line() for c in check.redis_checks(_facts(_node(**changes)), config.Settings())
+                    if c.name == "redis stream module"]  # fmt: skip
+        return found
+
+    assert line(stream_module=True).startswith("ok   redis stream module: loaded")
+    assert line(stream_module=False).startswith("ok   redis stream module: not loaded at h:1")
+    assert line(stream_module=None).startswith("skip redis stream module")
 
 
 def test_rules_on_clusters_acls_and_failures() -> None:

@@ -41,6 +41,7 @@ class NodeFacts:
     appendfsync: str | None  # None: CONFIG GET refused
     save: str | None  # the RDB snapshot rules ("" for none); None: CONFIG GET refused
     rdb_saves: int  # snapshots since start (INFO persistence), a hint when `save` is unknown
+    stream_module: bool | None = None  # SCHOONER.XADDRUN is there (redis/_stream_module.c); None: not asked
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def _config(name: str) -> Call[str | None]:
 
 
 def _node(client: BlockingRedis, address: str) -> NodeFacts:
-    server, memory, persistence, appendfsync, save = run_many_sync(
+    server, memory, persistence, appendfsync, save, module = run_many_sync(
         client,
         [
             command("INFO", "server"),
@@ -85,8 +86,12 @@ def _node(client: BlockingRedis, address: str) -> NodeFacts:
             command("INFO", "persistence"),
             _config("appendfsync"),
             _config("save"),
+            command(
+                "COMMAND", "INFO", "schooner.xaddrun",
+                parse=lambda reply: bool(reply and any(reply)), on_error=lambda _: None,
+            ),
         ],
-    )
+    )  # fmt: skip
     return NodeFacts(
         address,
         str(server.get("redis_version", "0")),
@@ -95,6 +100,7 @@ def _node(client: BlockingRedis, address: str) -> NodeFacts:
         appendfsync,
         save,
         int(persistence.get("rdb_saves", 0)),
+        module,
     )
 
 
