@@ -117,7 +117,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
 def block(results: dict[str, Any]) -> str:
     table = [("goal", "measured", "target", "", "how"), *rows(results)]
     widths = [max(len(row[i]) for row in table) for i in range(5)]
-    lines = ["Performance goals (issues 17 and 28), this run:"]
+    lines = ["Performance goals (issues 17, 28 and 30), this run:"]
     for n, row in enumerate(table):
         lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
         if n == 0:
