@@ -15,7 +15,7 @@ which routes each command by its key's slot and follows MOVED and ASK.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 import hiredis
 import redis
@@ -65,14 +65,27 @@ def _packed(connection_class: type[Any]) -> type[Any]:
     return connection_class
 
 
+def _unsplit(parts: SplitResult) -> str:
+    """urlunsplit, keeping the `//` of a URL with an empty host: `unix:///path` (a Redis unix socket)
+    would otherwise come back as `unix:/path`, which redis-py refuses."""
+    text = urlunsplit(parts)
+    if parts.netloc or not parts.path.startswith("/") or text.startswith(f"{parts.scheme}://"):
+        return text
+    return f"{parts.scheme}://{text[len(parts.scheme) + 1 :]}"
+
+
 def redacted(url: str) -> str:
-    """The URL without its password, for logs and messages."""
+    """The URL without its password (in the user part or the `password` option), for logs and messages."""
     parts = urlsplit(url)
-    if parts.password is None:
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if parts.password is None and not any(name == "password" for name, _ in query):
         return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    if parts.password is not None:
+        user = parts.username or ""
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{user}:***@{host}")
+    hidden = [(name, "***" if name == "password" else value) for name, value in query]
+    return _unsplit(parts._replace(query=urlencode(hidden, safe="*")))
 
 
 def _raw(response: Any, **options: Any) -> Any:
@@ -97,7 +110,7 @@ def _split_mode(url: str) -> tuple[str, str]:
             )
         else:
             kept.append((name, value))
-    return urlunsplit(parts._replace(query=urlencode(kept))), mode
+    return _unsplit(parts._replace(query=urlencode(kept))), mode
 
 
 _modes: dict[str, bool] = {}  # what each server URL said, asked once per process
