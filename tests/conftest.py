@@ -306,14 +306,19 @@ def start_broker_process(redis_url: str, keyspace: str, log_path: Path, **env: s
     with open(log_path, "ab") as log:
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=environment)
     deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, log_path.read_text()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return ProcessBroker(process, port)
-        except OSError:
-            assert time.monotonic() < deadline, "broker process did not start"
-            time.sleep(0.1)
+    try:
+        while True:
+            assert process.poll() is None, log_path.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return ProcessBroker(process, port)
+            except OSError:
+                assert time.monotonic() < deadline, "broker process did not start"
+                time.sleep(0.1)
+    except BaseException:
+        # A broker that never listened is no test's to stop: without this it outlived the run.
+        ProcessBroker(process, port).stop()
+        raise
 
 
 @pytest.fixture
