@@ -89,8 +89,10 @@ class RecentBatches:
         self._runs.pop((topic.id, partition), None)
 
     def serve(self, topic: Topic, partition: int, offset: int, budget: int, now: float) -> Served | None:
-        """The kept batches from `offset` (which must start one) up to `budget` bytes (the first always),
-        or None when a read must answer."""
+        """The kept batches from `offset` (which must start one) up to `budget` bytes, or None when a read
+        must answer. A first batch over the budget is left to the read too, which cuts it to the budget (one
+        record at least): served whole, it went past the fetch's max bytes, and past a consumer quota's
+        window, which then throttled the fetch empty each time it was asked again."""
         run = self._runs.get((topic.id, partition))
         if run is None or not run.bases or offset < run.bases[0] or offset >= run.end:
             return None
@@ -101,12 +103,14 @@ class RecentBatches:
             first = run.bases.index(offset)
         except ValueError:
             return None  # inside a batch: the read cuts it
+        if len(run.batches[first]) > budget:
+            return None
         taken: list[bytes] = []
         size = 0
         last = first
         for i in range(first, len(run.batches)):
             batch = run.batches[i]
-            if taken and size + len(batch) > budget:
+            if size + len(batch) > budget:
                 break
             taken.append(batch)
             size += len(batch)

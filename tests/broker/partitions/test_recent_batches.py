@@ -26,10 +26,10 @@ def test_a_fetch_from_a_kept_batch_gets_it_and_those_after_within_the_budget() -
     assert served is not None
     assert served.batches == [b"b15", b"b20"] and served.next_offset == 30
     assert (served.high_watermark, served.log_start, served.notices) == (30, 3, 3)
-    cut = recent.serve(topic, 0, 10, 7, 10.5)  # the first batch always, the next only if it fits
+    cut = recent.serve(topic, 0, 10, 7, 10.5)  # as many batches as fit
     assert cut is not None and cut.batches == [b"b10", b"b15"] and cut.next_offset == 20
-    first = recent.serve(topic, 0, 10, 1, 10.5)
-    assert first is not None and first.batches == [b"b10"] and first.next_offset == 15
+    # A first batch over the budget is a read's to cut (one record at least), never sent whole.
+    assert recent.serve(topic, 0, 10, 2, 10.5) is None
 
 
 def test_offsets_outside_the_run_or_inside_a_batch_are_read() -> None:

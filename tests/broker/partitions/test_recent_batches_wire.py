@@ -11,7 +11,7 @@ from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
 
-from tests.wire import call, fetch_request, produce_request
+from tests.wire import call, fetch_request, produce_request, record_batch
 
 
 def _batch(keys: bool, count: int, first_timestamp: int, sequence: int) -> bytes:
@@ -52,3 +52,21 @@ def test_a_fetch_of_just_appended_batches_answers_as_a_read_from_redis(broker_fa
 
 def _count(data: bytes) -> int:
     return int.from_bytes(data[57:61], "big")
+
+
+def test_a_just_appended_batch_larger_than_the_fetch_is_cut_to_its_max_bytes(broker_factory) -> None:
+    """Served whole, a producer's large batch went past the fetch's max bytes (and past a consumer quota's
+    window, which then throttled every fetch of it empty)."""
+    broker = broker_factory()
+    values = [b"v%03d" % i + b"x" * 996 for i in range(64)]  # one batch of 64 KB
+    response = call(broker.port, produce_request("big", record_batch(values)))
+    assert response.responses[0].partition_responses[0].error_code == 0
+    for max_bytes in (16_384, 10):  # the second below one record: that one record (KIP-74)
+        answer = call(broker.port, fetch_request("big", 0, max_bytes=max_bytes)).responses[0].partitions[0]
+        records = answer.records or b""
+        assert 0 < len(records) <= max(max_bytes, 1_200), (max_bytes, len(records))
+        batches = MemoryRecords(records)
+        got = []
+        while (batch := batches.next_batch()) is not None:
+            got += [(r.offset, r.value) for r in batch]
+        assert got == [(i, values[i]) for i in range(len(got))] and got, max_bytes
