@@ -51,11 +51,11 @@ def _uvarint(n: int) -> bytes:
 _SMALL = [_uvarint(n) for n in range(1024)]
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
     return _SMALL[n] if n < 1024 else _uvarint(n)
 
 
-def _layout(cls: type) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
+def layout(cls: type) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
     """(untagged field names in order, (tag, name) of the tagged ones)."""
     plain, tagged = [], []
     for f in dataclasses.fields(cls):
@@ -67,7 +67,7 @@ def _layout(cls: type) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
     return tuple(plain), tuple(sorted(tagged))
 
 
-def _defaults(cls: type, tags: tuple[tuple[int, str], ...]) -> list[tuple[str, Any]]:
+def tag_defaults(cls: type, tags: tuple[tuple[int, str], ...]) -> list[tuple[str, Any]]:
     by_name = {f.name: f.default for f in dataclasses.fields(cls)}
     return [(name, by_name[name]) for _, name in tags]
 
@@ -91,19 +91,19 @@ def _build(response_type: type) -> Writer | None:
     aborted_type = getattr(module, "AbortedTransaction", None)
     if topic_type is None or partition_type is None or aborted_type is None:
         return None
-    response_fields, response_tags = _layout(response_type)
-    topic_fields, topic_tags = _layout(topic_type)
+    response_fields, response_tags = layout(response_type)
+    topic_fields, topic_tags = layout(topic_type)
     if (
         response_fields != _RESPONSE_FIELDS
         or response_tags not in ((), _RESPONSE_TAGS)
         or topic_fields not in (("topic", "partitions"), ("topic_id", "partitions"))
         or topic_tags
-        or _layout(partition_type) != (_PARTITION_FIELDS, _PARTITION_TAGS)
-        or _layout(aborted_type) != (("producer_id", "first_offset"), ())
+        or layout(partition_type) != (_PARTITION_FIELDS, _PARTITION_TAGS)
+        or layout(aborted_type) != (("producer_id", "first_offset"), ())
     ):
         return None
-    response_defaults = _defaults(response_type, response_tags)
-    partition_defaults = tuple(d for _, d in _defaults(partition_type, _PARTITION_TAGS))
+    response_defaults = tag_defaults(response_type, response_tags)
+    partition_defaults = tuple(d for _, d in tag_defaults(partition_type, _PARTITION_TAGS))
     by_id = topic_fields[0] == "topic_id"
     kio_partition: Writer = entity_writer(partition_type)
     kio_response: Writer = entity_writer(response_type)
@@ -118,10 +118,10 @@ def _build(response_type: type) -> Writer | None:
         parts = [
             _HEAD.pack(p.partition_index, p.error_code.value, p.high_watermark, p.last_stable_offset,
                        p.log_start_offset),
-            b"\x00" if aborted is None else _varint(len(aborted) + 1),
+            b"\x00" if aborted is None else varint(len(aborted) + 1),
             *(_ABORTED.pack(a.producer_id, a.first_offset) for a in aborted or ()),
             _I32.pack(p.preferred_read_replica),
-            b"\x00" if records is None else _varint(len(records) + 1),
+            b"\x00" if records is None else varint(len(records) + 1),
             records or b"",
             b"\x00",  # no tagged fields
         ]  # fmt: skip
@@ -134,16 +134,16 @@ def _build(response_type: type) -> Writer | None:
         parts = [
             _TOP.pack(round(response.throttle_time.total_seconds() * 1000), response.error_code.value,
                       response.session_id),
-            _varint(len(response.responses) + 1),
+            varint(len(response.responses) + 1),
         ]  # fmt: skip
         for topic in response.responses:
             if by_id:
                 parts.append(topic.topic_id.bytes if topic.topic_id is not None else bytes(16))
             else:
                 name = topic.topic.encode()
-                parts.append(_varint(len(name) + 1))
+                parts.append(varint(len(name) + 1))
                 parts.append(name)
-            parts.append(_varint(len(topic.partitions) + 1))
+            parts.append(varint(len(topic.partitions) + 1))
             parts.extend(partition_bytes(p) for p in topic.partitions)
             parts.append(b"\x00")  # the topic's tagged fields
         parts.append(b"\x00")  # the response's tagged fields

@@ -18,9 +18,11 @@ from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
 from .apis import api_name, has_schema, is_flexible, is_served, is_supported, request_type, response_type
 from .errors import MalformedRequest, UnsupportedRequest
-from .fetch_response import writer_for
+from .fetch_response import Writer
+from .fetch_response import writer_for as fetch_writer_for
 from .framing import frame
 from .lengths import check_lengths, skip_tagged_fields
+from .produce_response import writer_for as produce_writer_for
 
 _HEADER = struct.Struct(">hhi")
 _API_VERSIONS = 18
@@ -115,9 +117,22 @@ def encode_response(header: RequestHeader, body: ResponsePayload | Entity) -> by
     buf.write(header.correlation_id.to_bytes(4, "big", signed=True))
     if header.api_key != _API_VERSIONS and is_flexible(header.api_key, header.api_version):
         buf.write(b"\x00")
-    # Fetch responses of many partitions have a faster writer of the same bytes (fetch_response.py).
-    (writer_for(type(body)) or entity_writer(type(body)))(buf, body)
+    _writer(type(body))(buf, body)
     return frame(buf.getvalue())
+
+
+_WRITERS: dict[type, Writer] = {}
+
+
+def _writer(body_type: type) -> Writer:
+    """kio's writer, or a faster one of the same bytes for Fetch (fetch_response.py) and Produce
+    (produce_response.py) responses."""
+    found = _WRITERS.get(body_type)
+    if found is None:
+        found = _WRITERS[body_type] = (
+            fetch_writer_for(body_type) or produce_writer_for(body_type) or entity_writer(body_type)
+        )
+    return found
 
 
 E = TypeVar("E")

@@ -147,14 +147,21 @@ class Store(CoordinationCalls):
 
     # -- the log ------------------------------------------------------------------------------------
     async def send_append(
-        self, topic: Topic, partition: int, batch: Batch, transactional_id: str | None = None
+        self,
+        topic: Topic,
+        partition: int,
+        batch: Batch,
+        transactional_id: str | None = None,
+        origin: str = "",
     ) -> asyncio.Future[AppendResult]:
         """Sends the append on the lane before returning (so appends keep their order); the future
         resolves when Redis has run it. Pass the future to settle_append. transactional_id: the
-        producing request's, for a transactional batch."""
+        producing request's, for a transactional batch; origin: the caller's token in the wake-up
+        notice, when it wakes its own waiting fetches itself (log/notices.py)."""
         call = append.append(
-            self.ks, topic, partition, batch, sharded=self.sharded, transactional_id=transactional_id
-        )
+            self.ks, topic, partition, batch, sharded=self.sharded, transactional_id=transactional_id,
+            origin=origin,
+        )  # fmt: skip
         return await self.lane.send_call(call)
 
     async def settle_append(

@@ -10,6 +10,7 @@ lost while a subscription was down.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 
 from ...storage.topic_partition import TopicPartition
@@ -35,6 +36,10 @@ class AppendWaiters:
         # The last entry ID each looked-at partition had, and when it last had waiters.
         self._tips: dict[TopicPartition, tuple[bytes | None, float]] = {}
         self._tips_swept = 0.0
+        # Tags this broker's append notices: it wakes its fetches as each append's reply comes, and its
+        # own notice, heard later, would count the append twice (and make fetch read an end it knows).
+        self.origin = uuid.uuid4().hex[:12]
+        self._own = self.origin.encode()
 
     def watch(self, first: Watch, last: Watch) -> None:
         """first(partition) when a partition gets its first waiter, last(partition) when its last one
@@ -52,7 +57,11 @@ class AppendWaiters:
         return self._appends.get(key, 0)
 
     def notify_text(self, message: bytes) -> None:
-        """A notice from the append script: b"topic:partition"."""
+        """A notice from the append script: b"topic:partition", then b" " and the appender's origin token
+        when a broker appended (storage/log/notices.py); this broker's own are skipped."""
+        message, _, origin = message.partition(b" ")
+        if origin == self._own:
+            return
         topic, _, partition = message.rpartition(b":")
         try:
             self.notify(topic.decode(), int(partition))

@@ -164,7 +164,7 @@ class PartitionWriter:
                 order.opened(key, b)
             try:
                 pending = [
-                    await self._store.send_append(topic, partition, batch, txn_id)
+                    await self._store.send_append(topic, partition, batch, txn_id, self._waiters.origin)
                     for batch, txn_id in zip(batches, txn_ids, strict=True)
                 ]
             except BaseException as exc:

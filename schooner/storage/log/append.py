@@ -214,11 +214,13 @@ def append(
     notify: bool = True,
     sharded: bool = False,
     transactional_id: str | None = None,
+    origin: str = "",
 ) -> Call[AppendResult]:
     """The append of one batch; a size_bytes of 0 is estimated from the records. `sharded` (on a Redis
     Cluster) sends the wake-up notice on the partition's sharded channel (see notices.py);
-    `transactional_id` is the producing request's, for a transactional batch."""
-    notice = notice_args(ks, topic.name, partition, notify, sharded)
+    `transactional_id` is the producing request's, for a transactional batch; `origin` tags the notice
+    as the appending broker's own."""
+    notice = notice_args(ks, topic.name, partition, notify, sharded, origin)
     args = append_args(topic, partition, batch, notice, transactional_id)
     offsets = topic.offsets
     return script(

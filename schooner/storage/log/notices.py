@@ -1,5 +1,7 @@
 """The append scripts' wake-up notices, so a broker wakes its long-polling fetches whichever broker
-appended. The message is "topic:partition"; where it goes depends on the Redis:
+appended. The message is "topic:partition", followed by a space and the appending broker's origin
+token when a broker appended (it wakes its own fetches itself, and skips its own notices); where it goes
+depends on the Redis:
 
 - One Redis: PUBLISH on the one appended channel, which every broker subscribes to (AppendNotices).
 - A Redis Cluster: SPUBLISH on the partition's own sharded channel, which carries the partition's hash
@@ -36,10 +38,12 @@ LINGER_SECONDS = 30.0
 TICK_SECONDS = 1.0
 
 
-def notice_args(ks: Keyspace, topic: str, partition: int, notify: bool, sharded: bool) -> Notice:
+def notice_args(
+    ks: Keyspace, topic: str, partition: int, notify: bool, sharded: bool, origin: str = ""
+) -> Notice:
     if not notify:
         return "", "", "0"
-    message = f"{topic}:{partition}"
+    message = f"{topic}:{partition} {origin}" if origin else f"{topic}:{partition}"
     if sharded:
         return ks.appended_shard_channel(topic, partition), message, "1"
     return ks.appended_channel, message, "0"

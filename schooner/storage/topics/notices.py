@@ -3,13 +3,17 @@ name on the topics channel in the same script as the change, so every broker dro
 once and can cache topics for long. A plain PUBLISH reaches every node of a Redis Cluster, which is
 what this rare notice wants.
 
-ChannelNotices is one subscription to one plain channel; the log's append notices use it too.
+ChannelNotices is one subscription to one plain channel; the log's append notices use it too. On one
+Redis it reads its connection itself (redis/subscription.py); on a Redis Cluster, where a plain channel
+may be served by any node, through redis-py's pub/sub.
 """
 
 from __future__ import annotations
 
 from ..keys import Keyspace
 from ..redis.calls import Redis, StorageTimeout
+from ..redis.client import is_cluster
+from ..redis.subscription import Subscription
 
 
 class ChannelNotices:
@@ -17,16 +21,26 @@ class ChannelNotices:
     no answer within as long again means the connection is dead (a stalled path shows no error)."""
 
     def __init__(self, redis: Redis, channel: str, quiet: float) -> None:
-        self._pubsub = redis.pubsub()
+        self._raw = (
+            None if is_cluster(redis) else Subscription(redis.connection_pool.make_connection, channel, quiet)
+        )
+        self._pubsub = redis.pubsub() if self._raw is None else None
         self._channel = channel
         self._quiet = quiet
 
     async def subscribe(self) -> None:
-        await self._pubsub.subscribe(self._channel)
+        if self._raw is not None:
+            await self._raw.subscribe()
+        else:
+            assert self._pubsub is not None
+            await self._pubsub.subscribe(self._channel)
 
     async def next(self) -> bytes | None:
         """The next notice, or None when the subscription is (re)confirmed. Raises StorageError (or
         OSError) when the connection fails; then close this one and subscribe on a new one."""
+        if self._raw is not None:
+            return await self._raw.next()
+        assert self._pubsub is not None
         pinged = False
         while True:
             message = await self._pubsub.get_message(timeout=self._quiet)
@@ -45,7 +59,11 @@ class ChannelNotices:
 
     async def close(self) -> None:
         """Also ends a read in progress (redis-py's pub/sub read can swallow a cancel)."""
-        await self._pubsub.aclose()
+        if self._raw is not None:
+            await self._raw.close()
+        else:
+            assert self._pubsub is not None
+            await self._pubsub.aclose()
 
 
 class TopicNotices(ChannelNotices):
