@@ -7,6 +7,10 @@ would leave Redis idle while the broker decodes the next batch: on this lane the
 N+1 while Redis runs batch N. The connection handshake (AUTH, SELECT, TLS) is redis-py's own.
 With a timeout, a reply that does not come in time fails the connection and all that waits on it;
 the next command opens a new connection.
+
+Once connected, the lane reads its transport itself (a protocol of its own, not redis-py's stream
+reader): each chunk is parsed where it arrives and each caller's future settled there, with its call's
+parser, so a reply reaches its caller in the next turn of the event loop rather than three turns later.
 """
 
 from __future__ import annotations
@@ -40,21 +44,43 @@ T = TypeVar("T")
 REDIRECTS = (MovedError, AskError, TryAgainError, ClusterDownError)
 
 
+# What a reply settles: the caller's future, and the Call whose parser reads it (None: the raw reply).
+_Owed = tuple[asyncio.Future[Any], float, "Call[Any] | None"]
+
+
 class _Link:
     """One connection of the lane and the replies it still owes, oldest first, with their send times.
     Kept per connection, so that an old connection's ending never touches its replacement."""
 
-    __slots__ = ("connection", "writer", "waiting", "reader", "timer", "scripts", "unsent")
+    __slots__ = ("connection", "transport", "waiting", "timer", "scripts", "unsent", "parser")
 
-    def __init__(self, connection: Any, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, connection: Any, transport: asyncio.Transport) -> None:
         self.connection = connection
-        self.writer = writer
+        self.transport = transport
         self.scripts: set[str] = set()  # loaded on this connection's server
-        self.waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
-        self.reader: asyncio.Task[None] | None = None
+        self.waiting: collections.deque[_Owed] = collections.deque()
         self.timer: asyncio.TimerHandle | None = None
         # Commands issued in this turn of the event loop, written together at its end (see send).
         self.unsent: list[bytes] = []
+        self.parser = hiredis.Reader(replyError=ResponseError)
+
+
+class _Replies(asyncio.Protocol):
+    """The lane's side of one connection's transport, in place of redis-py's stream reader."""
+
+    def __init__(self, lane: PipelinedLane, link: _Link) -> None:
+        self._lane = lane
+        self._link = link
+
+    def data_received(self, data: bytes) -> None:
+        self._lane._received(self._link, data)
+
+    def eof_received(self) -> bool:
+        return False  # close: connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        why = str(exc) if exc is not None else "connection to Redis lost"
+        self._lane._drop(self._link, RedisConnectionError(why))
 
 
 class PipelinedLane:
@@ -99,40 +125,46 @@ class PipelinedLane:
                 self._failed = exc
                 raise
             self._failed = None
-            link = _Link(connection, connection._writer)
-            link.reader = asyncio.ensure_future(self._read_replies(link, connection._reader))
+            transport = connection._writer.transport
+            link = _Link(connection, transport)
+            # The handshake's replies are read; from here on the lane reads the transport itself.
+            buffered = bytes(connection._reader._buffer)
+            transport.set_protocol(_Replies(self, link))
             self._link = link
+            if buffered:
+                self._received(link, buffered)
             return link
 
-    async def _read_replies(self, link: _Link, reader: asyncio.StreamReader) -> None:
-        parser = hiredis.Reader(replyError=ResponseError)
-        error: BaseException = RedisConnectionError("connection to Redis lost")
+    def _received(self, link: _Link, data: bytes) -> None:
+        """Parses a chunk and settles what it answers, in order."""
+        parser = link.parser
         try:
-            while True:
-                data = await reader.read(1 << 16)
-                if not data:
-                    break
-                parser.feed(data)
-                observer = self.observer
-                now = asyncio.get_running_loop().time() if observer is not None else 0.0
-                while (reply := parser.gets()) is not False:
-                    future, sent = link.waiting.popleft()
-                    if observer is not None:  # one clock read per chunk of replies, not per reply
-                        observer(now - sent, not _failure(reply))
-                    if future.done():
-                        continue
-                    if isinstance(reply, ResponseError):
-                        # redis-py's classes: NoScriptError, and on a cluster MovedError, AskError...
-                        future.set_exception(BaseParser.parse_error(str(reply)))
-                    else:
-                        future.set_result(reply)
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            error = RedisConnectionError(str(exc))
-        except asyncio.CancelledError:
-            error = RedisConnectionError("lane closed")
-            raise
-        finally:
-            self._drop(link, error)
+            parser.feed(data)
+            observer = self.observer
+            now = asyncio.get_running_loop().time() if observer is not None else 0.0
+            while (reply := parser.gets()) is not False:
+                future, sent, call = link.waiting.popleft()
+                if observer is not None:  # one clock read per chunk of replies, not per reply
+                    observer(now - sent, not _failure(reply))
+                if future.done():
+                    continue  # its caller was cancelled (its client left, or the broker stops)
+                if isinstance(reply, ResponseError):
+                    # redis-py's classes: NoScriptError, and on a cluster MovedError, AskError...
+                    self._refused(future, call, BaseParser.parse_error(str(reply)))
+                elif call is None:
+                    future.set_result(reply)
+                else:
+                    _settle(future, call, reply)
+        except (hiredis.ProtocolError, IndexError) as exc:  # bytes that are not RESP, or a reply unasked
+            self._drop(link, RedisConnectionError(f"bad reply from Redis: {exc!r}"))
+
+    def _refused(self, future: asyncio.Future[Any], call: Call[Any] | None, exc: Exception) -> None:
+        if isinstance(exc, NoScriptError) and call is not None and call.script:
+            asyncio.get_running_loop().create_task(self._retry(future, call))
+        elif call is not None and call.on_error is not None and not isinstance(exc, REDIRECTS):
+            future.set_result(call.on_error(exc))
+        else:  # a redirect is not run: the caller sends it where the cluster says
+            future.set_exception(exc)
 
     def _drop(self, link: _Link, error: BaseException) -> None:
         """Ends a connection: the commands waiting on it fail, and the next command opens a new one."""
@@ -144,13 +176,13 @@ class PipelinedLane:
         observer = self.observer
         now = asyncio.get_running_loop().time() if observer is not None and link.waiting else 0.0
         while link.waiting:
-            future, sent = link.waiting.popleft()
+            future, sent, _ = link.waiting.popleft()
             if observer is not None:
                 observer(now - sent, False)
             if not future.done():
                 future.set_exception(error)
         # abort, not close: close would keep the socket open until a stalled peer took the buffer.
-        link.writer.transport.abort()
+        link.transport.abort()
         link.connection._reader = link.connection._writer = None
 
     def _on_timer(self, link: _Link) -> None:
@@ -163,16 +195,18 @@ class PipelinedLane:
             link.timer = loop.call_at(deadline, self._on_timer, link)
             return
         self._drop(link, RedisTimeoutError(f"no reply from Redis within {self._timeout:g} s"))
-        if link.reader is not None:
-            link.reader.cancel()
 
     async def send(self, *args: Any) -> asyncio.Future[Any]:
         """Queues the command (in call order) for this turn's write and returns a future for its reply."""
+        return await self._send(args, None)
+
+    async def _send(self, args: Sequence[Any], call: Call[Any] | None) -> asyncio.Future[Any]:
+        """send(), the reply read by `call`'s parser when there is one."""
         packed = resp.pack(args)  # first: a command that cannot be encoded owes no reply
         link = self._link or await self._connect()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        link.waiting.append((future, loop.time()))
+        link.waiting.append((future, loop.time(), call))
         if not link.unsent:
             loop.call_soon(self._flush, link)
         link.unsent.append(packed)
@@ -185,9 +219,9 @@ class PipelinedLane:
         """Writes what send() queued in one write: the partitions of a Produce request each send their
         append in a task of their own, in the same turn of the loop, and go out in one system call."""
         unsent, link.unsent = link.unsent, []
-        if link.writer.transport.is_closing():
+        if link.transport.is_closing():
             return  # dropped meanwhile: its commands have failed already
-        link.writer.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
+        link.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
 
     async def send_call(self, call: Call[T]) -> asyncio.Future[T]:
         """Sends a Call now (in call order) and returns a future for its parsed reply.
@@ -203,29 +237,8 @@ class PipelinedLane:
                 (await self.send("SCRIPT", "LOAD", s.source)).add_done_callback(_quiet)
             # All bytes when the arguments are (an append's are): resp.pack then converts none.
             head = [b"EVALSHA", s.sha.encode(), b"%d" % len(call.keys), *[k.encode() for k in call.keys]]
-            first = await self.send(*head, *call.args)
-        else:
-            first = await self.send(*_words(call.args))
-        loop = asyncio.get_running_loop()
-        result: asyncio.Future[T] = loop.create_future()
-
-        def done(f: asyncio.Future[Any]) -> None:
-            if result.done():  # the caller was cancelled (its client left, or the broker stops)
-                return
-            exc = f.exception()
-            if isinstance(exc, NoScriptError) and call.script:
-                loop.create_task(self._retry(result, call))
-            elif isinstance(exc, REDIRECTS):  # not run: the caller sends it where the cluster says
-                result.set_exception(exc)
-            elif isinstance(exc, ResponseError) and call.on_error is not None:
-                result.set_result(call.on_error(exc))
-            elif exc is not None:
-                result.set_exception(exc)
-            else:
-                _settle(result, call, f.result())
-
-        first.add_done_callback(done)
-        return result
+            return await self._send([*head, *call.args], call)
+        return await self._send(_words(call.args), call)
 
     async def drive(self, steps: Steps[T]) -> T:
         """Runs a procedure's round trips on this connection, each round trip's calls in one write.
@@ -255,8 +268,6 @@ class PipelinedLane:
         if link is None:
             return
         self._drop(link, RedisConnectionError("lane closed"))
-        if link.reader is not None:
-            link.reader.cancel()
         with contextlib.suppress(Exception):
             await link.connection.disconnect()
 
