@@ -11,13 +11,16 @@ and prints the medians (see docs/benchmarks.md, "End-to-end latency").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import socket
 import statistics
+import struct
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -103,19 +106,23 @@ class _Receiver(threading.Thread):
         self.stop_event = threading.Event()
 
     def run(self) -> None:
-        poll = self.consumer.poll
+        # consume() hands over what the client has fetched in one call, so the client's per-message
+        # Python work does not compete with the broker for the CPUs: each message is timed as its
+        # batch is handed over, when all of them were there to be read.
+        consume = self.consumer.consume
         out = self.samples
         while not self.stop_event.is_set():
-            message = poll(0.05)
-            if message is None:
+            messages = consume(10_000, 0.05)
+            if not messages:
                 continue
             received = time.time_ns()
-            if message.error():
-                self.errors.append(str(message.error()))
-                continue
-            value = message.value()
-            if value and value[:1] == MARK:
-                out[message.offset()] = (int(value[1:21]), received)
+            for message in messages:
+                if message.error():
+                    self.errors.append(str(message.error()))
+                    continue
+                value = message.value()
+                if value and value[:1] == MARK:
+                    out[message.offset()] = (int(value[1:21]), received)
 
 
 class _Acks:
@@ -245,6 +252,51 @@ def summary(runs: list[LatencyRun]) -> dict[str, float]:
     }
 
 
+# Where Linux takes a process's wish for CPU wake-up latency (PM QoS): 0 while the file is held open.
+CPU_DMA_LATENCY = "/dev/cpu_dma_latency"
+
+
+@contextlib.contextmanager
+def idle_polling() -> Iterator[bool]:
+    """Holds the host's CPU wake-up latency at 0 while inside (as tuned's latency-performance profile
+    does), so idle CPUs poll rather than halt; yields whether the host took it (root, a cpuidle driver).
+    On a VM a halted virtual CPU is woken through the hypervisor, which costs each hop of the latency
+    path up to a millisecond when the host is busy; polling burns the idle CPUs instead."""
+    try:
+        fd = os.open(CPU_DMA_LATENCY, os.O_WRONLY)
+    except OSError:
+        yield False
+        return
+    try:
+        os.write(fd, struct.pack("i", 0))
+        yield True
+    finally:
+        os.close(fd)
+
+
+def host_hiccups(seconds: float = 3.0, tick_s: float = 0.0002) -> dict[str, float]:
+    """The host's own stalls, measured with nothing else running (as jHiccup does): a loop sleeping
+    `tick_s` at a time, counting wake-ups later than asked by more than 1, 2 and 5 ms, per 10 s. A
+    message delayed by such a stall is late whatever the broker does: at 5k msg/s one 10 ms stall a
+    second delays a whole 1% of the messages."""
+    over = {1: 0, 2: 0, 5: 0}
+    worst = 0.0
+    end = time.perf_counter() + seconds
+    while (start := time.perf_counter()) < end:
+        time.sleep(tick_s)
+        late_ms = (time.perf_counter() - start - tick_s) * 1000
+        worst = max(worst, late_ms)
+        for ms in over:
+            if late_ms > ms:
+                over[ms] += 1
+    per_10s = 10 / seconds
+    return {
+        "seconds": seconds,
+        **{f"over_{ms}ms_per_10s": round(n * per_10s, 1) for ms, n in over.items()},
+        "worst_ms": round(worst, 2),
+    }
+
+
 def run(
     ep: Endpoints,
     rate: int,
@@ -254,7 +306,10 @@ def run(
     p99_target_ms: float = P99_TARGET_MS,
 ) -> dict[str, Any]:
     """Each linger.ms `rounds` times, taking turns, with the processes' CPU; medians per row. The top
-    level holds the first row's medians (p50_ms, p99_ms, ...: the target row), as the report reads them."""
+    level holds the first row's medians (p50_ms, p99_ms, ...: the target row), as the report reads them.
+    The host's own stalls and wake-up round trip are measured first, for the reader to weigh them."""
+    hiccups = host_hiccups()
+    trips = host_round_trips()
     runs: dict[int | None, list[LatencyRun]] = {linger: [] for linger in lingers}
     cpu: dict[int | None, list[dict[str, float]]] = {linger: [] for linger in lingers}
     for n in range(rounds):
@@ -286,9 +341,25 @@ def run(
         "rounds": rounds,
         **{k: target[k] for k in ("p50_ms", "p99_ms", "max_ms", "received", "sent", "cpu")},
         "producer_config": PRODUCER_CONFIG,
-        "host_round_trip": host_round_trips(),
+        "host_round_trip": trips,
+        "host_hiccups": hiccups,
         "rows": rows,
     }
+
+
+def run_tuned(
+    ep: Endpoints,
+    rate: int,
+    seconds: float,
+    rounds: int = ROUNDS,
+    lingers: tuple[int | None, ...] = LINGERS,
+    p99_target_ms: float = P99_TARGET_MS,
+) -> dict[str, Any] | None:
+    """run() with idle CPUs polling (idle_polling); None when the host does not allow it."""
+    with idle_polling() as held:
+        if not held:
+            return None
+        return {**run(ep, rate, seconds, rounds, lingers, p99_target_ms), "host_tuning": "idle polling"}
 
 
 def wakeup_round_trip_us(cpus: tuple[int, int] | None, trips: int = 5000) -> float:
@@ -344,16 +415,27 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--linger", type=int, action="append", help="linger.ms to run (-1: client default)")
+    parser.add_argument(
+        "--idle-polling", action="store_true", help=f"hold {CPU_DMA_LATENCY} at 0: idle CPUs poll (root)"
+    )
     args = parser.parse_args()
     lingers = tuple(None if v < 0 else v for v in args.linger) if args.linger else LINGERS
     with BenchServers() as ep:
-        results = run(ep, args.rate, args.seconds, args.rounds, lingers)
+        if args.idle_polling:
+            tuned = run_tuned(ep, args.rate, args.seconds, args.rounds, lingers)
+            if tuned is None:
+                say(f"cannot hold {CPU_DMA_LATENCY} (root and a cpuidle driver are needed)")
+                return 1
+            results = tuned
+        else:
+            results = run(ep, args.rate, args.seconds, args.rounds, lingers)
     for row in results["rows"]:
         figures = {k: row[k] for k in ("p50_ms", "p99_ms", "max_ms", "acked_p50_ms", "acked_p99_ms")}
         cpu = row["cpu"]
         us = {k: round(cpu[k] / args.rate * 1e6, 1) for k in ("broker", "redis", "client")}
         print(f"{row['label']}: median of {args.rounds}: {figures}; CPU µs per message {us}")
     print(f"host: a process's wake-up round trip {results['host_round_trip']} µs")
+    print(f"host: stalls of an idle sleeping loop {results['host_hiccups']}")
     return 0
 
 

@@ -90,12 +90,13 @@ def latency_rows(lat: dict[str, Any] | None) -> list[tuple[str, str, str, str, s
     if not lat or "rows" not in lat:
         return []
     out = []
+    tuned = " (idle CPUs polling)" if lat.get("host_tuning") else ""
     for i, row in enumerate(lat["rows"]):
         target = lat["p99_target_ms"]
         verdict = f"p99 <= {target:g} ms {'ok' if row['p99_ms'] <= target else 'ABOVE'}" if i == 0 else ""
         out.append(
             (
-                f"e2e latency @{_num(lat['target_msgs_per_s'])}/s, {row['label']}, p50/p99/max",
+                f"e2e latency @{_num(lat['target_msgs_per_s'])}/s{tuned}, {row['label']}, p50/p99/max",
                 f"{row['p50_ms']:.1f}/{row['p99_ms']:.1f}/{row['max_ms']:.1f} ms",
                 "",
                 "",
@@ -111,6 +112,17 @@ def latency_rows(lat: dict[str, Any] | None) -> list[tuple[str, str, str, str, s
                 "",
                 "",
                 "one byte to another process and back (bench/latency.py): each hop's floor",
+            )
+        )
+    stalls = lat.get("host_hiccups")
+    if stalls:
+        out.append(
+            (
+                "  host: idle loop's stalls >1/>2/>5 ms per 10 s",
+                f"{stalls['over_1ms_per_10s']:g}/{stalls['over_2ms_per_10s']:g}/{stalls['over_5ms_per_10s']:g}",
+                "",
+                "",
+                f"worst {stalls['worst_ms']:.1f} ms: late whatever the broker does (bench/latency.py)",
             )
         )
     return out
@@ -173,6 +185,8 @@ def table(results: dict[str, Any]) -> str:
         ),
         *latency_rows(results.get("latency")),
         *latency_rows(results.get("latency_high_rate")),
+        *latency_rows(results.get("latency_tuned")),
+        *latency_rows(results.get("latency_high_rate_tuned")),
     ]
     rows += _memory_rows(results)
     for name, fig in (("produce", p), ("fetch", f)):

@@ -396,6 +396,8 @@ def run_all(opts: Options) -> dict[str, Any]:
             fetch_results = run_fetch(ep, opts)
             lat: dict[str, Any] = {}
             lat_high: dict[str, Any] = {}
+            lat_tuned: dict[str, Any] | None = None
+            lat_high_tuned: dict[str, Any] | None = None
             if "latency" in opts.extras:  # each linger.ms row in turns (bench/latency.py)
                 _say(f"latency at {opts.latency_rate} msg/s, {opts.latency_seconds} s per run ...")
                 lat = latency.run(ep, opts.latency_rate, opts.latency_seconds, opts.latency_rounds)
@@ -404,6 +406,18 @@ def run_all(opts: Options) -> dict[str, Any]:
                     ep, latency.HIGH_RATE, opts.latency_seconds, opts.latency_rounds,
                     (latency.TARGET_LINGER_MS,), latency.HIGH_RATE_P99_TARGET_MS,
                 )  # fmt: skip
+                # The same two, with the host's idle CPUs polling (where it allows: root), to tell the
+                # host's wake-up costs from the broker's.
+                _say("latency again, idle CPUs polling (host tuned for latency) ...")
+                lat_tuned = latency.run_tuned(
+                    ep, opts.latency_rate, opts.latency_seconds, opts.latency_rounds,
+                    (latency.TARGET_LINGER_MS,),
+                )  # fmt: skip
+                if lat_tuned is not None:
+                    lat_high_tuned = latency.run_tuned(
+                        ep, latency.HIGH_RATE, opts.latency_seconds, opts.latency_rounds,
+                        (latency.TARGET_LINGER_MS,), latency.HIGH_RATE_P99_TARGET_MS,
+                    )  # fmt: skip
             extras = run_extras(ep, opts)
             if not servers.broker_alive():
                 raise RuntimeError("the broker process died during the benchmark")
@@ -430,6 +444,8 @@ def run_all(opts: Options) -> dict[str, Any]:
         "fetch": fetch_results,
         **({"latency": lat} if lat else {}),
         **({"latency_high_rate": lat_high} if lat_high else {}),
+        **({"latency_tuned": lat_tuned} if lat_tuned else {}),
+        **({"latency_high_rate_tuned": lat_high_tuned} if lat_high_tuned else {}),
         **extras,
         "broker_log_problems": problems,
     }

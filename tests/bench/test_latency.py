@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 from bench import latency, report
 from bench.servers import Endpoints
 
@@ -25,12 +29,54 @@ def test_each_linger_row_receives_every_message_and_splits_the_time(endpoints: E
     assert {r["runs"][0]["linger_ms"] for r in rows} == {1, 0, None}
     assert results["p99_ms"] == rows[0]["p99_ms"]
     lines = report.latency_rows(results)
-    assert len(lines) == len(rows) + 1
+    assert len(lines) == len(rows) + 2
     assert "p99 <= 2 ms" in lines[0][4] and "p99" not in lines[1][4]
-    # The machine's own wake-up round trip, beside the rows it bounds.
+    # The machine's own wake-up round trip and stalls, beside the rows they bound.
     trip = results["host_round_trip"]
     assert trip["same_cpu_us"] > 0 and trip["cross_cpu_us"] > 0
-    assert lines[-1][0].strip().startswith("host: wake-up round trip")
+    assert lines[-2][0].strip().startswith("host: wake-up round trip")
+    stalls = results["host_hiccups"]
+    assert stalls["seconds"] > 0 and stalls["worst_ms"] >= 0
+    assert stalls["over_1ms_per_10s"] >= stalls["over_2ms_per_10s"] >= stalls["over_5ms_per_10s"] >= 0
+    assert lines[-1][0].strip().startswith("host: idle loop's stalls")
+
+
+def test_host_stalls_count_a_stall_the_loop_saw() -> None:
+    """A stall made here (a child stops this process for 30 ms, once) is counted in each band."""
+    pid = os.getpid()
+    child = os.fork()
+    if child == 0:
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.03)
+        os.kill(pid, signal.SIGCONT)
+        os._exit(0)
+    try:
+        stalls = latency.host_hiccups(seconds=1.0)
+    finally:
+        os.waitpid(child, 0)
+    assert stalls["worst_ms"] >= 25
+    assert stalls["over_5ms_per_10s"] >= 10  # one stall in 1 s
+
+
+def _open_files() -> set[str]:
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except FileNotFoundError:  # the listing's own descriptor, closed since
+            continue
+    return found
+
+
+def test_idle_polling_holds_the_wakeup_latency_while_inside() -> None:
+    """Where the QoS file may be written (root, as on this machine) it is held, then let go; elsewhere
+    the tuned rows are left out."""
+    allowed = os.access(latency.CPU_DMA_LATENCY, os.W_OK)
+    with latency.idle_polling() as held:
+        assert held == allowed
+        assert (latency.CPU_DMA_LATENCY in _open_files()) == allowed
+    assert latency.CPU_DMA_LATENCY not in _open_files()
 
 
 def test_the_report_leaves_out_a_skipped_latency_figure() -> None:
