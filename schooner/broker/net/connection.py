@@ -262,7 +262,9 @@ class Connection:
             refused(log, _name(header), f"{why}; closing the connection", scope=scope)
             return False
         self._responses.reserve(reserve)
-        answer = asyncio.ensure_future(self._compute(request, scope, reserve))
+        mine: list[asyncio.Future[_Out]] = []  # the task's own future, for _compute to know itself by
+        answer = asyncio.ensure_future(self._compute(request, scope, reserve, mine))
+        mine.append(answer)
         if header.api_key in _CANCELLABLE:
             self._waits.add(answer)
             answer.add_done_callback(self._waits.discard)
@@ -288,7 +290,9 @@ class Connection:
         self._decoder.max_frame_bytes = authentication.frame_limit(self.session, self._limits)
         return not self._closed
 
-    async def _compute(self, request: Request, scope: RequestScope, reserve: int) -> _Out:
+    async def _compute(
+        self, request: Request, scope: RequestScope, reserve: int, mine: list[asyncio.Future[_Out]]
+    ) -> _Out:
         """Runs the handler and encodes its response here, so its size counts as soon as it exists.
         When the responder already waits for this very answer (every earlier one is out), the answer
         is written from here, a turn of the event loop sooner, and the responder gets None."""
@@ -308,7 +312,7 @@ class Connection:
             size = len(data) if data is not None else 0
             if (
                 data is not None
-                and self._awaited is asyncio.current_task()
+                and self._awaited is mine[0]
                 and not self._closed
                 and request.header is not authentication.UNFRAMED
             ):
