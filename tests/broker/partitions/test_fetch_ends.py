@@ -66,3 +66,31 @@ def test_a_plain_redis_append_is_fetched_at_the_next_look(broker, redis_client: 
     got = call(broker.port, fetch_request("plain-end", end, max_wait_ms=5000))
     assert got.responses[0].partitions[0].records
     assert got.responses[0].partitions[0].high_watermark > end
+
+
+def test_a_brokers_own_append_notice_leaves_its_kept_end_standing(
+    broker_factory, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker wakes its fetches at each append's reply; its own notice, heard after, is skipped (it
+    carries the broker's origin token), so the next fetch at the end still needs no read."""
+    monkeypatch.setattr(waiters, "RECHECK_SECONDS", 60.0)  # no look at the partition's tip meanwhile
+    broker = broker_factory()
+    _subscribed(redis_client, broker.settings.keyspace)
+    channel = Keyspace(broker.settings.keyspace).appended_channel
+    end = confluent_produce(broker.bootstrap, "own-notice", [Rec(None, b"a")])[0].offset() + 1
+    got = call(broker.port, fetch_request("own-notice", end - 1, max_wait_ms=100))
+    assert got.responses[0].partitions[0].records  # the batch this broker kept; the end remembered
+    origin = broker.broker.ctx.data.waiters.origin
+    with redis.Redis.from_url(broker.redis_url) as client, client.pubsub() as heard:
+        heard.subscribe(channel)
+        heard.get_message(timeout=5)  # the confirmation
+        confluent_produce(broker.bootstrap, "own-notice", [Rec(None, b"b")])
+        notice = heard.get_message(timeout=5)
+        assert notice is not None and notice["data"] == f"own-notice:0 {origin}".encode()
+    end += 1
+    call(broker.port, fetch_request("own-notice", end - 1, max_wait_ms=100))
+    time.sleep(0.3)  # the append's own notice has come back to the broker by now
+    before = _xranges(redis_client)
+    empty = call(broker.port, fetch_request("own-notice", end, max_wait_ms=300))
+    assert empty.responses[0].partitions[0].high_watermark == end
+    assert _xranges(redis_client) == before
