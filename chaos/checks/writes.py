@@ -3,7 +3,7 @@ order, duplicate and tier_mismatch."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
@@ -96,17 +96,25 @@ def wrong_offsets(ix: Index) -> Iterator[Anomaly]:
 
 def order(ix: Index) -> Iterator[Anomaly]:
     """Per producer and partition, offsets must rise with seq: the final log's offset of each value,
-    else the acknowledged one."""
+    else the acknowledged one. A value several produces sent (a transform produces its outputs again after
+    an abort, from each new instance too) is placed only by an acknowledged produce: which of the other
+    attempts wrote the log's copy, if any did, is not known."""
+    attempts: Counter[tuple[TP, str]] = Counter(
+        (_tp(op.value), op.value["value"]) for op in ix.produces if op.status != "fail"
+    )
     sent: dict[tuple[str, TP], list[tuple[int, int, int]]] = defaultdict(list)
     for op in ix.produces:
         v = op.value
         if op.status == "fail":
             continue
         tp = _tp(v)
-        log = ix.written_log(tp)
-        offset = log.offset_of(v["value"]) if log is not None else None
-        if offset is None and op.status == "ok":
-            offset = v.get("offset")
+        if attempts[(tp, v["value"])] > 1:
+            offset = v.get("offset") if op.status == "ok" else None
+        else:
+            log = ix.written_log(tp)
+            offset = log.offset_of(v["value"]) if log is not None else None
+            if offset is None and op.status == "ok":
+                offset = v.get("offset")
         if offset is not None:
             sent[(str(v.get("producer")), tp)].append((int(v["seq"]), offset, op.index))
     for (producer, tp), writes in sent.items():
