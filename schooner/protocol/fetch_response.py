@@ -72,17 +72,9 @@ def tag_defaults(cls: type, tags: tuple[tuple[int, str], ...]) -> list[tuple[str
     return [(name, by_name[name]) for _, name in tags]
 
 
-_cache: dict[type, Writer | None] = {}
-
-
 def writer_for(response_type: type) -> Writer | None:
-    """The fast writer for this FetchResponse type, or None when its layout is not the one known here."""
-    if response_type not in _cache:
-        _cache[response_type] = _build(response_type)
-    return _cache[response_type]
-
-
-def _build(response_type: type) -> Writer | None:
+    """The fast writer for this FetchResponse type, or None when its layout is not the one known here. Built
+    anew on each call: encode_response (messages.py) keeps the writers it uses."""
     if response_type.__name__ != "FetchResponse" or not getattr(response_type, "__flexible__", False):
         return None
     module = sys.modules[response_type.__module__]

@@ -29,17 +29,10 @@ _V5_FIELDS = (*_PARTITION_FIELDS, "log_start_offset")
 _V8_FIELDS = (*_V5_FIELDS, "record_errors", "error_message")
 _FIRST_VERSION = 3  # v0-v2 (legacy message sets) stay with kio
 
-_cache: dict[type, Writer | None] = {}
-
 
 def writer_for(response_type: type) -> Writer | None:
-    """The fast writer for this ProduceResponse type, or None when its layout is not one known here."""
-    if response_type not in _cache:
-        _cache[response_type] = _build(response_type)
-    return _cache[response_type]
-
-
-def _build(response_type: type) -> Writer | None:
+    """The fast writer for this ProduceResponse type, or None when its layout is not one known here. Built
+    anew on each call: encode_response (messages.py) keeps the writers it uses."""
     if response_type.__name__ != "ProduceResponse":
         return None
     if getattr(response_type, "__version__", 0) < _FIRST_VERSION:

@@ -401,7 +401,6 @@ class Connection:
         try:
             data = await answer
         except asyncio.CancelledError:
-            self._awaited = None
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise
@@ -410,17 +409,16 @@ class Connection:
                 self._fail()
             return
         except _Unencodable:
-            self._awaited = None
             log.exception("cannot encode %s v%d response", _name(header), header.api_version)
             self._fail()
             return
         except Exception:
-            self._awaited = None
             # No error response fits every API; closing makes the client retry elsewhere.
             log.exception("handler for %s v%d failed", _name(header), header.api_version)
             self._fail()
             return
-        self._awaited = None
+        finally:
+            self._awaited = None
         if data is None:
             return
         try:
