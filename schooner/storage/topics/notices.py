@@ -16,31 +16,18 @@ from ..redis.client import is_cluster
 from ..redis.subscription import Subscription
 
 
-class ChannelNotices:
-    """One subscription, on a connection of its own. A quiet channel is PINGed after `quiet` seconds;
-    no answer within as long again means the connection is dead (a stalled path shows no error)."""
+class _ClusterSubscription:
+    """Subscription's interface over redis-py's pub/sub, for a Redis Cluster."""
 
     def __init__(self, redis: Redis, channel: str, quiet: float) -> None:
-        self._raw = (
-            None if is_cluster(redis) else Subscription(redis.connection_pool.make_connection, channel, quiet)
-        )
-        self._pubsub = redis.pubsub() if self._raw is None else None
+        self._pubsub = redis.pubsub()
         self._channel = channel
         self._quiet = quiet
 
     async def subscribe(self) -> None:
-        if self._raw is not None:
-            await self._raw.subscribe()
-        else:
-            assert self._pubsub is not None
-            await self._pubsub.subscribe(self._channel)
+        await self._pubsub.subscribe(self._channel)
 
     async def next(self) -> bytes | None:
-        """The next notice, or None when the subscription is (re)confirmed. Raises StorageError (or
-        OSError) when the connection fails; then close this one and subscribe on a new one."""
-        if self._raw is not None:
-            return await self._raw.next()
-        assert self._pubsub is not None
         pinged = False
         while True:
             message = await self._pubsub.get_message(timeout=self._quiet)
@@ -58,12 +45,31 @@ class ChannelNotices:
                 return None
 
     async def close(self) -> None:
-        """Also ends a read in progress (redis-py's pub/sub read can swallow a cancel)."""
-        if self._raw is not None:
-            await self._raw.close()
-        else:
-            assert self._pubsub is not None
-            await self._pubsub.aclose()
+        await self._pubsub.aclose()  # also ends a read in progress (which can swallow a cancel)
+
+
+class ChannelNotices:
+    """One subscription, on a connection of its own. A quiet channel is PINGed after `quiet` seconds;
+    no answer within as long again means the connection is dead (a stalled path shows no error)."""
+
+    def __init__(self, redis: Redis, channel: str, quiet: float) -> None:
+        self._subscription: Subscription | _ClusterSubscription = (
+            _ClusterSubscription(redis, channel, quiet)
+            if is_cluster(redis)
+            else Subscription(redis.connection_pool.make_connection, channel, quiet)
+        )
+
+    async def subscribe(self) -> None:
+        await self._subscription.subscribe()
+
+    async def next(self) -> bytes | None:
+        """The next notice, or None when the subscription is (re)confirmed. Raises StorageError (or
+        OSError) when the connection fails; then close this one and subscribe on a new one."""
+        return await self._subscription.next()
+
+    async def close(self) -> None:
+        """Also ends a read in progress."""
+        await self._subscription.close()
 
 
 class TopicNotices(ChannelNotices):
