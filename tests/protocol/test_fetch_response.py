@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import io
 import random
 import uuid
 from types import ModuleType
@@ -13,10 +12,11 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from schooner.protocol.fetch_response import writer_for
 from schooner.protocol.messages import make
+from tests.protocol.writer_bytes import fast_and_kio
 
 VERSIONS = range(12, 19)
 
@@ -65,12 +65,7 @@ def _response(mod: ModuleType, rng: random.Random, topics: int, partitions: int,
 
 
 def _both(response: Any) -> tuple[bytes, bytes]:
-    fast, kio = io.BytesIO(), io.BytesIO()
-    writer = writer_for(type(response))
-    assert writer is not None
-    writer(fast, response)
-    entity_writer(type(response))(kio, response)
-    return fast.getvalue(), kio.getvalue()
+    return fast_and_kio(writer_for, response)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
