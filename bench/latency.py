@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import socket
@@ -76,6 +77,13 @@ class LatencyRun:
     after_ack_p99_ms: float
     over_100ms: int  # messages slower than 100 ms
     slow_sent_at_s: list[float]  # when the first of those were sent, in seconds from the first timed send
+    # The producer's own account (librdkafka's statistics, medians over its windows of the timed run;
+    # nan when none fell in it): how long a record waits in the client before its Produce request is
+    # made (linger included), and the Produce round trip the client sees.
+    client_queue_p50_ms: float
+    client_queue_p99_ms: float
+    produce_rtt_p50_ms: float
+    produce_rtt_p99_ms: float
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -143,6 +151,44 @@ class _Acks:
             self.at[offset] = now
 
 
+# How often the producer reports its statistics (client_queue_*, produce_rtt_* of LatencyRun).
+STATISTICS_INTERVAL_MS = 500
+
+
+class _ClientWindows:
+    """The producer's statistics windows (its stats_cb, served by poll() in the sending thread): per
+    window, the broker's int_latency (produce() to the record's place in a Produce request, linger
+    included) and rtt, in ms. Only windows that end after `start()` are kept."""
+
+    def __init__(self) -> None:
+        self.windows: list[dict[str, float]] = []
+        self._keeping = False
+
+    def start(self) -> None:
+        self._keeping = True
+
+    def __call__(self, stats_json: str) -> None:
+        if not self._keeping:
+            return
+        for broker in json.loads(stats_json).get("brokers", {}).values():
+            queue, rtt = broker.get("int_latency") or {}, broker.get("rtt") or {}
+            if broker.get("nodeid", -1) >= 0 and queue.get("cnt", 0) > 0 and rtt.get("cnt", 0) > 0:
+                self.windows.append(
+                    {
+                        "client_queue_p50_ms": queue["p50"] / 1000,
+                        "client_queue_p99_ms": queue["p99"] / 1000,
+                        "produce_rtt_p50_ms": rtt["p50"] / 1000,
+                        "produce_rtt_p99_ms": rtt["p99"] / 1000,
+                    }
+                )
+
+    def medians(self) -> dict[str, float]:
+        names = ("client_queue_p50_ms", "client_queue_p99_ms", "produce_rtt_p50_ms", "produce_rtt_p99_ms")
+        if not self.windows:
+            return dict.fromkeys(names, float("nan"))
+        return {name: statistics.median(w[name] for w in self.windows) for name in names}
+
+
 def _wait_live(producer: Producer, consumer: Consumer, topic: str, timeout: float) -> None:
     """Sends untimed messages until the consumer (assigned at the end) gets one: its fetches are running."""
     deadline = time.monotonic() + timeout
@@ -164,13 +210,21 @@ def end_to_end_latency(
     seconds: float = 5.0,
     linger_ms: int | None = TARGET_LINGER_MS,
 ) -> LatencyRun:
-    producer = Producer({"bootstrap.servers": bootstrap, **producer_config(linger_ms)})
+    windows = _ClientWindows()
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            **producer_config(linger_ms),
+            "statistics.interval.ms": STATISTICS_INTERVAL_MS,
+            "stats_cb": windows,
+        }
+    )
     failed = True
     try:
         metadata = producer.list_topics(topic, timeout=15)  # auto-creates the topic
         if topic not in metadata.topics or metadata.topics[topic].error is not None:
             raise RuntimeError(f"latency topic {topic} was not created")
-        sent, send_seconds, start_ns, samples, acks = _run(producer, bootstrap, topic, rate, seconds)
+        sent, send_seconds, start_ns, samples, acks = _run(producer, bootstrap, topic, rate, seconds, windows)
         failed = False
     finally:
         close_producer(producer, failed)
@@ -195,13 +249,15 @@ def end_to_end_latency(
         after_ack_p99_ms=percentile(after, 0.99),
         over_100ms=len(slow),
         slow_sent_at_s=slow[:10],
+        **windows.medians(),
     )
 
 
 def _run(
-    producer: Producer, bootstrap: str, topic: str, rate: int, seconds: float
+    producer: Producer, bootstrap: str, topic: str, rate: int, seconds: float, windows: _ClientWindows
 ) -> tuple[int, float, int, dict[int, tuple[int, int]], dict[int, int]]:
-    """Sends at `rate` for `seconds`; returns (sent, send seconds, start time in ns, samples, acks)."""
+    """Sends at `rate` for `seconds`; returns (sent, send seconds, start time in ns, samples, acks).
+    The producer's statistics windows count from the first timed send."""
     consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
     consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
     receiver = _Receiver(consumer)
@@ -211,6 +267,8 @@ def _run(
         receiver.start()
         total = int(rate * seconds)
         produce = producer.produce
+        producer.poll(0)  # a window of the warm-up is served before the timed sends start
+        windows.start()
         sent = 0
         start = time.perf_counter()
         start_ns = time.time_ns()
@@ -250,7 +308,16 @@ def summary(runs: list[LatencyRun]) -> dict[str, float]:
     return {
         name: round(statistics.median(getattr(r, name) for r in runs), 2)
         for name in ("p50_ms", "p99_ms", "max_ms", "acked_p50_ms", "acked_p99_ms", "after_ack_p99_ms")
+    } | {
+        name: round(_median_known([getattr(r, name) for r in runs]), 3)
+        for name in ("client_queue_p50_ms", "client_queue_p99_ms", "produce_rtt_p50_ms", "produce_rtt_p99_ms")
     }
+
+
+def _median_known(values: list[float]) -> float:
+    """The median of the values that are not nan (nan when none is)."""
+    known = [v for v in values if not math.isnan(v)]
+    return statistics.median(known) if known else float("nan")
 
 
 # Where Linux takes a process's wish for CPU wake-up latency (PM QoS): 0 while the file is held open.
@@ -435,6 +502,8 @@ def main() -> int:
         cpu = row["cpu"]
         us = {k: round(cpu[k] / args.rate * 1e6, 1) for k in ("broker", "redis", "client")}
         print(f"{row['label']}: median of {args.rounds}: {figures}; CPU µs per message {us}")
+        client = {k: row[k] for k in row if k.startswith(("client_queue_", "produce_rtt_"))}
+        print(f"  the producer's own account (librdkafka statistics): {client}")
     print(f"host: a process's wake-up round trip {results['host_round_trip']} µs")
     print(f"host: stalls of an idle sleeping loop {results['host_hiccups']}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,16 @@ def latency_rows(lat: dict[str, Any] | None) -> list[tuple[str, str, str, str, s
                 f"{verdict}{'; ' if verdict else ''}{row['received']:,}/{row['sent']:,} received",
             )
         )
+        if i == 0 and not math.isnan(row.get("client_queue_p99_ms", math.nan)):
+            out.append(
+                (
+                    "  the producer's own account: record held / Produce round trip, p50/p99",
+                    f"{row['client_queue_p50_ms']:.2f}/{row['client_queue_p99_ms']:.2f} ms",
+                    f"{row['produce_rtt_p50_ms']:.2f}/{row['produce_rtt_p99_ms']:.2f} ms",
+                    "",
+                    "librdkafka's statistics: int_latency (produce() to its request, linger included), rtt",
+                )
+            )
     trip = lat.get("host_round_trip")
     if trip and "cross_cpu_us" in trip:
         out.append(

@@ -6,12 +6,17 @@ import os
 import signal
 import time
 
+import pytest
+
 from bench import latency, report
 from bench.servers import Endpoints
 
 
-def test_each_linger_row_receives_every_message_and_splits_the_time(endpoints: Endpoints) -> None:
+def test_each_linger_row_receives_every_message_and_splits_the_time(
+    endpoints: Endpoints, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rate, seconds = 500, 0.4
+    monkeypatch.setattr(latency, "STATISTICS_INTERVAL_MS", 100)  # windows within a 0.4 s run
     results = latency.run(endpoints, rate, seconds, rounds=2)
     rows = results["rows"]
     assert [r["linger_ms"] for r in rows] == list(latency.LINGERS)
@@ -24,13 +29,19 @@ def test_each_linger_row_receives_every_message_and_splits_the_time(endpoints: E
             assert 0 < run["p50_ms"] <= run["p99_ms"] <= run["max_ms"]
             # Every message's acknowledgement was timed (it may land just before or after the receipt).
             assert 0 < run["acked_p50_ms"] <= run["acked_p99_ms"]
+            # The producer's own account: records held in the client, and its Produce round trips.
+            assert 0 < run["client_queue_p50_ms"] <= run["client_queue_p99_ms"]
+            assert 0 < run["produce_rtt_p50_ms"] <= run["produce_rtt_p99_ms"]
         assert set(row["cpu"]) == {"broker", "redis", "client", "other"}
     # The client's default linger.ms of 5 holds records in the producer; linger.ms 0 and 1 do not.
     assert {r["runs"][0]["linger_ms"] for r in rows} == {1, 0, None}
     assert results["p99_ms"] == rows[0]["p99_ms"]
     lines = report.latency_rows(results)
-    assert len(lines) == len(rows) + 2
-    assert "p99 <= 2 ms" in lines[0][4] and "p99" not in lines[1][4]
+    assert len(lines) == len(rows) + 3
+    assert "p99 <= 2 ms" in lines[0][4] and "p99" not in lines[2][4]
+    # The target row's split follows it: what the client held, and the round trip it saw.
+    assert lines[1][0].strip().startswith("the producer's own account")
+    assert lines[1][1] == f"{rows[0]['client_queue_p50_ms']:.2f}/{rows[0]['client_queue_p99_ms']:.2f} ms"
     # The machine's own wake-up round trip and stalls, beside the rows they bound.
     trip = results["host_round_trip"]
     assert trip["same_cpu_us"] > 0 and trip["cross_cpu_us"] > 0
