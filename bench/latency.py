@@ -21,6 +21,7 @@ import struct
 import sys
 import threading
 import time
+import timeit
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -378,6 +379,7 @@ def run(
     The host's own stalls and wake-up round trip are measured first, for the reader to weigh them."""
     hiccups = host_hiccups()
     trips = host_round_trips()
+    python_us = python_reference_us()
     runs: dict[int | None, list[LatencyRun]] = {linger: [] for linger in lingers}
     cpu: dict[int | None, list[dict[str, float]]] = {linger: [] for linger in lingers}
     for n in range(rounds):
@@ -410,6 +412,7 @@ def run(
         **{k: target[k] for k in ("p50_ms", "p99_ms", "max_ms", "received", "sent", "cpu")},
         "producer_config": PRODUCER_CONFIG,
         "host_round_trip": trips,
+        "host_python_us": python_us,
         "host_hiccups": hiccups,
         "rows": rows,
     }
@@ -464,6 +467,26 @@ def wakeup_round_trip_us(cpus: tuple[int, int] | None, trips: int = 5000) -> flo
         os.waitpid(pid, 0)
 
 
+def _reference_work() -> int:
+    """A fixed piece of plain Python: calls, attribute and dict lookups, small objects, as a broker's
+    request path is made of."""
+    total = 0
+    seen: dict[int, tuple[int, int]] = {}
+    for i in range(2000):
+        pair = divmod(i, 7)
+        seen[i & 63] = pair
+        total += len(str(pair[0])) + seen[i & 63][1]
+    return total
+
+
+def python_reference_us(repeats: int = 5, number: int = 200) -> float:
+    """µs for _reference_work on this host now, best of `repeats`. About three quarters of the broker's
+    CPU per request is the interpreter (perf), so its latency and CPU figures move with this one from
+    host to host and day to day, as the wake-up round trip and the stalls do."""
+    best = min(timeit.repeat(_reference_work, repeat=repeats, number=number))
+    return round(best / number * 1e6, 1)
+
+
 def host_round_trips() -> dict[str, float]:
     """wakeup_round_trip_us across two CPUs and on one (the latter alone on a 1-CPU machine)."""
     cpus = sorted(os.sched_getaffinity(0))
@@ -506,6 +529,7 @@ def main() -> int:
         print(f"  the producer's own account (librdkafka statistics): {client}")
     print(f"host: a process's wake-up round trip {results['host_round_trip']} µs")
     print(f"host: stalls of an idle sleeping loop {results['host_hiccups']}")
+    print(f"host: a fixed piece of plain Python took {results['host_python_us']} µs")
     return 0
 
 

@@ -125,6 +125,17 @@ def latency_rows(lat: dict[str, Any] | None) -> list[tuple[str, str, str, str, s
                 "one byte to another process and back (bench/latency.py): each hop's floor",
             )
         )
+    python_us = lat.get("host_python_us")
+    if python_us:
+        out.append(
+            (
+                "  host: a fixed piece of plain Python",
+                f"{python_us:.1f} us",
+                "",
+                "",
+                "the interpreter's speed today: most broker CPU per request is the interpreter",
+            )
+        )
     stalls = lat.get("host_hiccups")
     if stalls:
         out.append(

@@ -37,7 +37,7 @@ def test_each_linger_row_receives_every_message_and_splits_the_time(
     assert {r["runs"][0]["linger_ms"] for r in rows} == {1, 0, None}
     assert results["p99_ms"] == rows[0]["p99_ms"]
     lines = report.latency_rows(results)
-    assert len(lines) == len(rows) + 3
+    assert len(lines) == len(rows) + 4
     assert "p99 <= 2 ms" in lines[0][4] and "p99" not in lines[2][4]
     # The target row's split follows it: what the client held, and the round trip it saw.
     assert lines[1][0].strip().startswith("the producer's own account")
@@ -45,7 +45,10 @@ def test_each_linger_row_receives_every_message_and_splits_the_time(
     # The machine's own wake-up round trip and stalls, beside the rows they bound.
     trip = results["host_round_trip"]
     assert trip["same_cpu_us"] > 0 and trip["cross_cpu_us"] > 0
-    assert lines[-2][0].strip().startswith("host: wake-up round trip")
+    assert lines[-3][0].strip().startswith("host: wake-up round trip")
+    # The interpreter's speed on the host today, which the broker's CPU per request follows.
+    assert results["host_python_us"] > 0
+    assert lines[-2][1] == f"{results['host_python_us']:.1f} us"
     stalls = results["host_hiccups"]
     assert stalls["seconds"] > 0 and stalls["worst_ms"] >= 0
     assert stalls["over_1ms_per_10s"] >= stalls["over_2ms_per_10s"] >= stalls["over_5ms_per_10s"] >= 0
