@@ -30,11 +30,15 @@ Produced = tuple[str, int, int]  # topic, partition, offset
 JOIN_TIMEOUT = datetime.timedelta(seconds=6)  # session and rebalance timeouts of join_request
 
 
-def fill(bootstrap: str, topic: str, partitions: int, per_partition: int) -> set[Produced]:
-    """Creates `topic` and writes `per_partition` records to each partition; returns where they went."""
+def fill(
+    bootstrap: str, topic: str, partitions: int, per_partition: int, idempotent: bool = False
+) -> set[Produced]:
+    """Creates `topic` and writes `per_partition` records to each partition; returns where they went.
+    idempotent: a producer whose retries cannot append a batch twice, for tests that count every record
+    once (without it, a retry after an answer that says "possibly appended" may)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result arrives
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": idempotent})
     produced: set[Produced] = set()
 
     def done(err: object, msg: Any) -> None:

@@ -31,8 +31,10 @@ def _group_keys_share_a_slot(ks: Keyspace, group: str) -> None:
 
 
 def _produce_more(bootstrap: str, topic: str) -> set[tuple[str, int, int]]:
-    """Another PER_PARTITION records on every partition; where they went."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    """Another PER_PARTITION records on every partition; where they went. Idempotent, as fill(...,
+    idempotent=True) below: the checks count each record once, and a plain producer's retry (after an
+    append answered "possibly appended" on a loaded machine) may append a batch twice, as in Kafka."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
     produced: set[tuple[str, int, int]] = set()
 
     def done(err: Any, msg: Any) -> None:
@@ -61,7 +63,7 @@ def test_classic_group_rebalances_and_its_commits_survive_a_broker_restart(
     broker_factory: Any, redis_cluster: Any, cluster_client: redis.RedisCluster, ks: Keyspace
 ) -> None:
     broker = broker_factory(redis_url=redis_cluster.url)
-    produced = fill(broker.bootstrap, "classic12", PARTITIONS, PER_PARTITION)
+    produced = fill(broker.bootstrap, "classic12", PARTITIONS, PER_PARTITION, idempotent=True)
     conf = {"heartbeat.interval.ms": 300}
     first = GroupMember("confluent", broker.bootstrap, "classic", "classic12", pace=0.05, **conf)
     first.start()
@@ -111,7 +113,7 @@ def test_consumer_protocol_group_on_a_cluster(
     broker_factory: Any, redis_cluster: Any, cluster_client: redis.RedisCluster, ks: Keyspace
 ) -> None:
     broker = broker_factory(redis_url=redis_cluster.url, **FAST_848)
-    produced = fill(broker.bootstrap, "kip848", PARTITIONS, PER_PARTITION)
+    produced = fill(broker.bootstrap, "kip848", PARTITIONS, PER_PARTITION, idempotent=True)
     members = [ConsumerProtocolMember(broker.bootstrap, "next-gen", "kip848", pace=0.05) for _ in range(2)]
     members[0].start()
     wait(lambda: len(members[0].consumed) > 0, 30, "the first member consumes")
