@@ -121,6 +121,8 @@ class FinalLog:
         return max(0, right - left), (offsets[left] if right > left else None)
 
 
+# A transform workload's output for input value v is TRANSFORM_OUTPUT_PREFIX + v (workloads/transform.py).
+TRANSFORM_OUTPUT_PREFIX = "out:"
 # What a client's own record timeout says in a produce op's error: librdkafka's, kafka-python's.
 CLIENT_TIMEOUTS = ("_MSG_TIMED_OUT", "KafkaTimeoutError: Expiring")
 
@@ -141,6 +143,8 @@ class Index:
         self.observed_offsets: list[Operation] = []
         self.produce_of: dict[str, list[int]] = defaultdict(list)  # value -> produce ops
         self.txn_of: dict[str, list[int]] = defaultdict(list)  # output value -> txn ops
+        # Input value -> the transform polls that took it: each may have sent its output (see attempts).
+        self.taken_by_transform: dict[str, int] = defaultdict(int)
         self.client_resent: set[str] = set()  # duplicates the checks put down to a client's resend
         for op in ops:
             if op.f == "final":
@@ -154,6 +158,9 @@ class Index:
                     self.txn_of[value].append(op.index)
             elif op.f == "poll":
                 self.polls.append(op)
+                if op.value.get("mode") == "transform":
+                    for _topic, _partition, _offset, value in op.value.get("records") or ():
+                        self.taken_by_transform[value] += 1
             elif op.f == "ack":
                 self.acks.append(op)
             elif op.f == "offsets":
@@ -194,12 +201,18 @@ class Index:
 
     def attempts(self, value: str) -> int:
         """How many times the value was sent: each transaction carrying it and each plain produce of it
-        (a transactional produce is counted through its transaction when that was recorded)."""
+        (a transactional produce is counted through its transaction when that was recorded). A
+        transform's output may also have been sent once per poll that took its input: a transform stuck
+        in a blocking client call when the run ends (librdkafka's send_offsets_to_transaction) records
+        neither its produces nor its transaction, which the coordinator aborts, and its input is then
+        processed again; the aborted copy stays in a read_uncommitted log."""
         txns = self.txn_of.get(value, ())
         count = len(txns)
         for op_index in self.produce_of.get(value, ()):
             if not (txns and self.by_index[op_index].value.get("transactional")):
                 count += 1
+        if value.startswith(TRANSFORM_OUTPUT_PREFIX):
+            count = max(count, self.taken_by_transform.get(value[len(TRANSFORM_OUTPUT_PREFIX) :], 0))
         return count
 
     def resent_by_client(self, value: str) -> bool:

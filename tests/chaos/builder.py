@@ -204,8 +204,9 @@ def clean_run() -> Run:
     )
     transform("x1", [0, 1], "ok", 2)
     run.poll(
-        "transform-0", "s2", [("plain", 0, 2, "a2"), ("plain", 0, 3, "a3")], mode="transform", isolation=RC
-    )
+        "transform-0", "s2", [("plain", 0, 2, "a2"), ("plain", 0, 3, "a3")], mode="transform", isolation=RC,
+        name="s2",
+    )  # fmt: skip
     transform("x2", [2, 3], "fail", 4)
     run.poll(
         "transform-0", "s3", [("plain", 0, 2, "a2"), ("plain", 0, 3, "a3")], mode="transform", isolation=RC

@@ -176,6 +176,19 @@ def test_a_value_produced_again_by_a_later_instance_is_placed_by_its_acknowledge
     assert (run.index["again-x2"], run.index["again-y2"]) in reported
 
 
+def test_an_unrecorded_transform_attempt_may_leave_an_aborted_copy() -> None:
+    """A transform stuck in a blocking client call when the run ends records neither its produces nor
+    its transaction (the coordinator aborts it); its poll is recorded. The aborted copy of its outputs
+    in the read_uncommitted log and the retry's copy are one attempt per poll that took the input,
+    not a duplicate (the suite's run, seed 29, on 2026-11-28)."""
+    run = clean_run()
+    run.drop("x2")  # transform-0's second attempt (a2, a3) sent its outputs, which stay, aborted, at 3, 4
+    assert finish(run).ok
+    run.drop("s2")  # without the poll that took a2 and a3, nothing sent those outputs twice
+    anomalies = only(finish(run), "duplicate")
+    assert {a.message.split("'")[1] for a in anomalies} == {"out:a2", "out:a3"}
+
+
 def test_a_session_skipping_a_record_has_a_gap() -> None:
     run = clean_run()
     run.edit("reader-0 plain 2", records=[["plain", 0, 4, "a4"], ["plain", 0, 5, "a5"]])
