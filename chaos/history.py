@@ -116,6 +116,11 @@ def iter_history(path: Path) -> Iterator[Operation]:
                 yield Operation(**json.loads(line))
 
 
+# A transform workload writes its output for input value v as TRANSFORM_OUTPUT_PREFIX + v; the checks
+# find an output's input by it.
+TRANSFORM_OUTPUT_PREFIX = "out:"
+
+
 def tp_key(topic: str, partition: int) -> str:
     return f"{topic}/{partition}"
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.history import Operation
+from chaos.history import TRANSFORM_OUTPUT_PREFIX, Operation
 
 TP = tuple[str, int]
 
@@ -121,8 +121,6 @@ class FinalLog:
         return max(0, right - left), (offsets[left] if right > left else None)
 
 
-# A transform workload's output for input value v is TRANSFORM_OUTPUT_PREFIX + v (workloads/transform.py).
-TRANSFORM_OUTPUT_PREFIX = "out:"
 # What a client's own record timeout says in a produce op's error: librdkafka's, kafka-python's.
 CLIENT_TIMEOUTS = ("_MSG_TIMED_OUT", "KafkaTimeoutError: Expiring")
 

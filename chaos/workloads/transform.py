@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from ..history import tp_key
+from ..history import TRANSFORM_OUTPUT_PREFIX, tp_key
 from .base import Workload, kafka_error, record_of
 from .producers import Deliveries, abort_transaction, close_confluent, end_transaction, transactional_producer
 
@@ -98,7 +98,9 @@ class TransactionalTransform(Workload):
             producer.begin_transaction()
             for _, partition, _, value in records:
                 outputs.append(
-                    deliveries.produce(producer, sink, partition, f"out:{value}", self.history.now())
+                    deliveries.produce(
+                        producer, sink, partition, f"{TRANSFORM_OUTPUT_PREFIX}{value}", self.history.now()
+                    )
                 )
             positions = consumer.position(consumer.assignment())
             positions = [tp for tp in positions if tp.offset >= 0]
