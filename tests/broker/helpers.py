@@ -33,22 +33,36 @@ JOIN_TIMEOUT = datetime.timedelta(seconds=6)  # session and rebalance timeouts o
 def fill(
     bootstrap: str, topic: str, partitions: int, per_partition: int, idempotent: bool = False
 ) -> set[Produced]:
-    """Creates `topic` and writes `per_partition` records to each partition; returns where they went.
-    idempotent: a producer whose retries cannot append a batch twice, for tests that count every record
-    once (without it, a retry after an answer that says "possibly appended" may)."""
+    """Creates `topic` and writes `per_partition` records to each partition; returns where they went."""
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result arrives
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
+    return produce_each(bootstrap, topic, partitions, per_partition, idempotent)
+
+
+def produce_each(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    per_partition: int,
+    idempotent: bool = False,
+    tag: bytes = b"",
+    timeout: float = 30,
+) -> set[Produced]:
+    """Writes `per_partition` records (values tag + b"partition-i") to each partition of `topic`, all
+    acknowledged within `timeout` seconds; returns where they went. idempotent: a producer whose retries
+    cannot append a batch twice, for tests that count every record once (without it, a retry after an
+    answer that says "possibly appended" may)."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": idempotent})
     produced: set[Produced] = set()
 
     def done(err: object, msg: Any) -> None:
-        assert err is None
+        assert err is None, err
         produced.add((msg.topic(), msg.partition(), msg.offset()))
 
     for p in range(partitions):
         for i in range(per_partition):
-            producer.produce(topic, value=b"%d-%d" % (p, i), partition=p, on_delivery=done)
-    assert producer.flush(30) == 0
+            producer.produce(topic, value=tag + b"%d-%d" % (p, i), partition=p, on_delivery=done)
+    assert producer.flush(timeout) == 0
     return produced
 
 

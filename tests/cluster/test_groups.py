@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 from redis.cluster import key_slot
 
 from schooner.storage.keys import Keyspace
-from tests.broker.helpers import committed, fill, wait
+from tests.broker.helpers import committed, fill, produce_each, wait
 from tests.cluster.helpers import primaries_of
 from tests.group_clients import ConsumerProtocolMember, GroupMember
 
@@ -34,18 +34,9 @@ def _produce_more(bootstrap: str, topic: str) -> set[tuple[str, int, int]]:
     """Another PER_PARTITION records on every partition; where they went. Idempotent, as fill(...,
     idempotent=True) below: the checks count each record once, and a plain producer's retry (after an
     append answered "possibly appended" on a loaded machine) may append a batch twice, as in Kafka."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
-    produced: set[tuple[str, int, int]] = set()
-
-    def done(err: Any, msg: Any) -> None:
-        assert err is None, err
-        produced.add((msg.topic(), msg.partition(), msg.offset()))
-
-    for p in range(PARTITIONS):
-        for i in range(PER_PARTITION):
-            producer.produce(topic, value=b"more-%d" % i, partition=p, on_delivery=done)
-    assert producer.flush(10) == 0
-    return produced
+    return produce_each(
+        bootstrap, topic, PARTITIONS, PER_PARTITION, idempotent=True, tag=b"more-", timeout=10
+    )
 
 
 def _exactly_once(members: list[Any], produced: set[tuple[str, int, int]]) -> None:
