@@ -101,7 +101,9 @@ def test_a_primary_killed_under_acks_all_production_loses_no_acknowledged_record
     # Bounded by the node timeout (2 s) and the election; well under a minute even on a loaded machine.
     assert recovered < 30
     if victim_kind == "data":
-        assert others_waited < 1.5, others_waited  # they did not wait for the failover
+        # They did not wait for the failover: measured against the victim's partitions in the same run, not
+        # against the clock, since a busy machine stretches every ack (a CI run saw 1.83 s beside 4.12 s).
+        assert others_waited < recovered / 2, (others_waited, recovered)
 
 
 def _produce(port: int, topic: str, partition: int, value: bytes) -> tuple[ErrorCode, float]:
