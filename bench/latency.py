@@ -154,6 +154,13 @@ class _Acks:
 
 # How often the producer reports its statistics (client_queue_*, produce_rtt_* of LatencyRun).
 STATISTICS_INTERVAL_MS = 500
+# LatencyRun's fields from those statistics.
+CLIENT_WINDOW_FIELDS = (
+    "client_queue_p50_ms",
+    "client_queue_p99_ms",
+    "produce_rtt_p50_ms",
+    "produce_rtt_p99_ms",
+)
 
 
 class _ClientWindows:
@@ -184,10 +191,9 @@ class _ClientWindows:
                 )
 
     def medians(self) -> dict[str, float]:
-        names = ("client_queue_p50_ms", "client_queue_p99_ms", "produce_rtt_p50_ms", "produce_rtt_p99_ms")
         if not self.windows:
-            return dict.fromkeys(names, float("nan"))
-        return {name: statistics.median(w[name] for w in self.windows) for name in names}
+            return dict.fromkeys(CLIENT_WINDOW_FIELDS, float("nan"))
+        return {name: statistics.median(w[name] for w in self.windows) for name in CLIENT_WINDOW_FIELDS}
 
 
 def _wait_live(producer: Producer, consumer: Consumer, topic: str, timeout: float) -> None:
@@ -309,10 +315,7 @@ def summary(runs: list[LatencyRun]) -> dict[str, float]:
     return {
         name: round(statistics.median(getattr(r, name) for r in runs), 2)
         for name in ("p50_ms", "p99_ms", "max_ms", "acked_p50_ms", "acked_p99_ms", "after_ack_p99_ms")
-    } | {
-        name: round(_median_known([getattr(r, name) for r in runs]), 3)
-        for name in ("client_queue_p50_ms", "client_queue_p99_ms", "produce_rtt_p50_ms", "produce_rtt_p99_ms")
-    }
+    } | {name: round(_median_known([getattr(r, name) for r in runs]), 3) for name in CLIENT_WINDOW_FIELDS}
 
 
 def _median_known(values: list[float]) -> float:
