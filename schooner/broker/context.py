@@ -122,7 +122,8 @@ def open_context(
     if base is not None:
         metrics, health, cluster = base.metrics, base.health, base.cluster
     else:
-        health, cluster = RedisHealth(), ClusterView(store, me)
+        health = RedisHealth()
+        cluster = ClusterView(store, me, health, s.session_ms)
     topics = TopicCache(store, s.topic_defaults, health)
     full_log = base.data.writer.full_log if base is not None else None
     # Each keyspace its own cold store: its tables live under the keyspace's folder (location.py).

@@ -80,9 +80,11 @@ def unregister(ks: Keyspace, broker_id: int) -> Steps[list[Any]]:
     return together([command("ZREM", ks.brokers, str(broker_id)), command("DEL", ks.broker(broker_id))])
 
 
-def live_brokers(ks: Keyspace) -> Steps[list[BrokerInfo]]:
-    """Brokers whose registration has not lapsed, by id. Two round trips."""
-    (ids,) = yield [command("ZRANGEBYSCORE", ks.brokers, _now_ms(), "+inf")]
+def live_brokers(ks: Keyspace, live_at_ms: int | None = None) -> Steps[list[BrokerInfo]]:
+    """Brokers whose registration has not lapsed, by id; with `live_at_ms` (wall clock), those whose
+    registration had not lapsed then. Two round trips."""
+    since = _now_ms() if live_at_ms is None else live_at_ms
+    (ids,) = yield [command("ZRANGEBYSCORE", ks.brokers, since, "+inf")]
     if not ids:
         return []
     infos = yield [command("HGETALL", ks.broker(int(raw))) for raw in ids]

@@ -366,8 +366,8 @@ class Store(CoordinationCalls):
     async def unregister(self, broker_id: int) -> None:
         await self.drive(cluster.unregister(self.ks, broker_id))
 
-    async def live_brokers(self) -> list[BrokerInfo]:
-        return await self.drive(cluster.live_brokers(self.ks))
+    async def live_brokers(self, live_at_ms: int | None = None) -> list[BrokerInfo]:
+        return await self.drive(cluster.live_brokers(self.ks, live_at_ms))
 
     async def cluster_id(self) -> str:
         return await self.drive(cluster.cluster_id(self.ks))
