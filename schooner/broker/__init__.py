@@ -10,7 +10,7 @@ net/          the network, knowing no other part: listener.py (sockets) and conn
               broker's address as this listener's clients see it). A connection hands requests to a
               dispatch function it is given.
 outages.py    what a Redis failure is answered with (error codes per kind of request)
-health.py     RedisHealth: whether this broker reaches Redis (the groups and the topic cache read it)
+health.py     RedisHealth: whether this broker reaches Redis (groups, topic cache and cluster view read it)
 compactor.py  log compaction of compacted topics (run by upkeep.py)
 access/       who may do what and how much: authorizer.py (ACLs), quotas.py (client quotas)
 metadata/     topic_cache.py (TopicCache, written through), cluster_view.py (live brokers, leaders, the
