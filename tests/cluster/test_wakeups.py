@@ -2,9 +2,10 @@
 through another, on partitions of every primary, through sharded pub/sub; and a broker hears the
 notices of the partitions its fetches wait on, and of no other.
 
-The broker also looks at the partitions its fetches wait on every half second (waiters.RECHECK_SECONDS),
-so each check that a fetch was woken also checks that the waiting broker heard the notice, and that the
-wake came well before that."""
+The broker also looks at the partitions its fetches wait on every half second (waiters.RECHECK_SECONDS).
+The tests that time a wake-up put that look off (`notices_only`), so only a notice can end a wait before
+its max wait: the bound is then far from any pause a loaded machine makes, and each check also checks that
+the waiting broker heard the notice."""
 
 from __future__ import annotations
 
@@ -29,15 +30,23 @@ from tests.wire import call, produce_request
 
 PARTITIONS = 12
 MAX = 1 << 20
-MAX_WAIT_MS = 8000  # long against WOKEN_WITHIN, short of the test socket's 10 s timeout
-WOKEN_WITHIN = 0.3  # seconds: a notice wakes in milliseconds, the fallback poll after up to 0.5 s
-NOTICE_WOKEN_WITHIN = 5.0  # with the fallback put off: far from the consumer's 10 s fetch.wait.max.ms
+MAX_WAIT_MS = 8000  # long against NOTICE_WOKEN_WITHIN, short of the test socket's 10 s timeout
+# Seconds, with the half-second look put off: a notice wakes in milliseconds; a wait that no notice
+# ended lasts its max wait (8 s, or the consumer's 10 s fetch.wait.max.ms).
+NOTICE_WOKEN_WITHIN = 5.0
 
 
 @pytest.fixture
 def brokers(broker_factory, redis_cluster) -> tuple[Any, Any]:
     """Broker a, where fetches wait, and broker b, through which records are produced."""
     return broker_factory(redis_url=redis_cluster.url), broker_factory(redis_url=redis_cluster.url)
+
+
+@pytest.fixture
+def notices_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Puts off the brokers' half-second look at waited partitions: only a notice ends a wait early."""
+    monkeypatch.setattr(waiters, "RECHECK_SECONDS", 60.0)
+    time.sleep(0.6)  # the look sleeping now (0.5 s) ends, and the next sleeps 60 s
 
 
 def _create(a: Any, topic: str) -> None:
@@ -119,7 +128,7 @@ class _Waiting:
 
 
 def test_raw_long_poll_is_woken_by_another_brokers_append_on_every_primary(
-    brokers, redis_cluster, keyspace
+    brokers, redis_cluster, keyspace, notices_only
 ) -> None:
     a, b = brokers
     _create(a, "wake")
@@ -135,7 +144,7 @@ def test_raw_long_poll_is_woken_by_another_brokers_append_on_every_primary(
         response = waiting.join()
         records = response.responses[0].partitions[0].records
         assert records and b"wake %d" % p in records
-        assert waiting.returned - produced < WOKEN_WITHIN, (tp, waiting.returned - produced)
+        assert waiting.returned - produced < NOTICE_WOKEN_WITHIN, (tp, waiting.returned - produced)
         wait(lambda tp=tp, before=before: _heard(a)[tp] == before + 1, 5, f"a heard {tp}")  # type: ignore[misc]
 
 
@@ -158,13 +167,9 @@ def test_a_broker_hears_only_the_partitions_its_fetches_wait_on(brokers, redis_c
 
 
 def test_confluent_consumer_long_poll_is_woken_across_brokers(
-    brokers, redis_cluster, keyspace, monkeypatch: pytest.MonkeyPatch
+    brokers, redis_cluster, keyspace, notices_only
 ) -> None:
-    """Only a notice can end the consumer's waits early here: the half-second look at waited partitions
-    is put off, so the bound is the fetch's 10 s wait, not a few hundred ms a loaded machine may take."""
     a, b = brokers
-    monkeypatch.setattr(waiters, "RECHECK_SECONDS", 60.0)
-    time.sleep(0.6)  # the look sleeping now (0.5 s) ends, and the next sleeps 60 s
     _create(a, "tail")
     partitions = _one_per_primary(redis_cluster, keyspace, "tail")
     consumer = Consumer(
@@ -195,7 +200,7 @@ def test_confluent_consumer_long_poll_is_woken_across_brokers(
 
 
 def test_wake_ups_resume_after_the_partitions_primary_fails_over(
-    cluster_factory, broker_factory, keyspace
+    cluster_factory, broker_factory, keyspace, notices_only
 ) -> None:
     # cluster_factory first: its cluster then outlives the brokers at teardown.
     cluster = cluster_factory()
@@ -232,7 +237,7 @@ def test_wake_ups_resume_after_the_partitions_primary_fails_over(
             produce.responses[0].partition_responses[0].error_code == ErrorCode.none
             and got.error_code == ErrorCode.none
             and bool(got.records)
-            and 0 <= waiting.returned - produced < WOKEN_WITHIN
+            and 0 <= waiting.returned - produced < NOTICE_WOKEN_WITHIN
             and _heard(a)[tp] == before + 1
         )
 
