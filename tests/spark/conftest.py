@@ -52,6 +52,10 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.streaming.minBatchesToRetain", "5")
+        # Python workers reach the JVM over a Unix socket, not a TCP port: a suite run saw "Python worker
+        # failed to connect back ... Authentication failed" as another test's client, still retrying a
+        # killed broker's port, could connect to a listener that took the freed port.
+        .config("spark.python.unix.domain.socket.enabled", "true")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -85,6 +85,7 @@ def _run_pipeline(log: Log, checkpoint: Path, output: Path) -> subprocess.Popen[
         sys.executable, "-m", "schooner.ops.entry", "pipeline", "run", str(PIPELINE),
         "--redis-url", log.url, "--keyspace", log.keyspace, "--checkpoint", str(checkpoint),
         "-o", "input=events", "-o", "output=events-upper", "-o", "batch=50",
+        "--conf", "spark.python.unix.domain.socket.enabled=true",  # as the spark fixture (conftest.py)
     ]  # fmt: skip
     with open(output, "ab") as out:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
