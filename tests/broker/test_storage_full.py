@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,17 +24,6 @@ pytestmark = pytest.mark.single_redis  # it configures, fills or kills the one s
 
 HEADROOM = 3 * 1024 * 1024
 WAITED = b"w" * 64 * 1024
-
-
-@pytest.fixture
-def full_redis(redis_server: Any) -> Iterator[redis.Redis]:
-    """The session's redis-server with maxmemory just above what it uses now (restored afterwards)."""
-    client = redis.Redis.from_url(redis_server.url)
-    before = client.config_get("maxmemory")["maxmemory"]
-    yield client
-    client.config_set("maxmemory", before)
-    client.config_set("maxmemory-policy", "noeviction")
-    client.close()
 
 
 def _limit(client: redis.Redis) -> None:

@@ -5,8 +5,6 @@ naming each other meanwhile and for a session after, instead of each naming only
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import redis
@@ -27,32 +25,23 @@ def _named(port: int) -> list[int]:
     return sorted(b.node_id for b in call(port, request).brokers)
 
 
-@pytest.fixture
-def redis_admin(redis_server: Any) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url)
-    before = client.config_get("maxmemory")["maxmemory"]
-    yield client
-    client.config_set("maxmemory", before)
-    client.close()
-
-
 def _refuse_writes(client: redis.Redis) -> None:
     used = int(client.info("memory")["used_memory"])
     client.config_set("maxmemory-policy", "noeviction")
     client.config_set("maxmemory", str(used - 100_000))
 
 
-def test_brokers_keep_naming_each_other_while_redis_refuses_writes(broker_factory, redis_admin) -> None:
+def test_brokers_keep_naming_each_other_while_redis_refuses_writes(broker_factory, full_redis) -> None:
     brokers = [broker_factory(heartbeat_ms=HEARTBEAT_MS, session_ms=SESSION_MS) for _ in range(2)]
     both = sorted(b.broker_id for b in brokers)
     wait(lambda: all(_named(b.port) == both for b in brokers), 10, "both brokers registered")
-    _refuse_writes(redis_admin)
+    _refuse_writes(full_redis)
     full_until = time.monotonic() + 3 * SESSION_MS / 1000  # every registration has lapsed in Redis
     seen = []
     while time.monotonic() < full_until:
         seen.append([_named(b.port) for b in brokers])
         time.sleep(0.1)
-    redis_admin.config_set("maxmemory", 0)
+    full_redis.config_set("maxmemory", 0)
     back_until = time.monotonic() + 2 * SESSION_MS / 1000
     while time.monotonic() < back_until:
         seen.append([_named(b.port) for b in brokers])
