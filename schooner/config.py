@@ -10,6 +10,7 @@ Config file (TOML), all keys optional:
     max_in_flight_requests, max_in_flight_bytes, max_queued_response_bytes, fetch_max_wait_cap_ms,
     shutdown_timeout_ms, redis_timeout_ms,
     redis_maxmemory = "2gb", allow_evicting_redis = false, producer_id_expiration_ms = 86400000
+    redis_memory_high_water = 0.9, redis_memory_throttle_from = 0.75
     log_format = "text"            # or "json"
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
     metrics_port = 9404, metrics_host = "0.0.0.0" (Prometheus metrics; off unless metrics_port is set)
@@ -83,6 +84,11 @@ class Settings:
     redis_timeout_ms: int = 10_000  # a Redis round trip that takes longer fails (retriable to clients)
     redis_maxmemory: str | None = None  # embedded redis-server only, e.g. "2gb"; policy is noeviction
     allow_evicting_redis: bool = False  # start even if Redis may evict keys (and so lose records)
+    # Fractions of Redis' maxmemory (broker/memory.py): record appends are refused from the high-water
+    # mark on, the rest being the broker's own writes' reserve; from throttle_from on, producers of
+    # tiered topics are slowed and the archiver trims Redis to what is archived. 1.0: no reserve.
+    redis_memory_high_water: float = 0.9
+    redis_memory_throttle_from: float = 0.75
     acks_all_fsync: bool = False  # acks=all also waits for the AOF fsync (WAITAOF), where Redis has AOF
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Compaction (topics with cleanup.policy compact), on the sweep every retention_check_ms: each step
@@ -271,6 +277,8 @@ def _coerce(name: str, value: Any) -> Any:
         return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
     if "int" in str(kind):
         return int(value)
+    if "float" in str(kind):
+        return float(value)
     return str(value)
 
 

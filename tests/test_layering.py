@@ -206,7 +206,7 @@ COORDINATOR_RULES = [
 BROKER_RULES = [
     *floors(
         "schooner.broker",
-        ("net", "outages", "health", "compactor"),
+        ("net", "outages", "health", "memory", "compactor"),
         ("access", "metadata", "metrics", "tiering"),
         "partitions",
         "context",

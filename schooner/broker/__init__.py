@@ -11,6 +11,8 @@ net/          the network, knowing no other part: listener.py (sockets) and conn
               dispatch function it is given.
 outages.py    what a Redis failure is answered with (error codes per kind of request)
 health.py     RedisHealth: whether this broker reaches Redis (groups, topic cache and cluster view read it)
+memory.py     RedisMemory: how full Redis is; record appends wait at its high-water mark (the rest is the
+              broker's own writes' reserve), tiered producers are slowed and the archiver trims before
 compactor.py  log compaction of compacted topics (run by upkeep.py)
 access/       who may do what and how much: authorizer.py (ACLs), quotas.py (client quotas)
 metadata/     topic_cache.py (TopicCache, written through), cluster_view.py (live brokers, leaders, the

@@ -10,11 +10,13 @@ rules, and the deployment's view of its brokers.
 - `groups`, `transactions`, `group_configs`: the coordinators (coordinators/);
 - `fetch_sessions`, `share_sessions`: clients' sessions (KIP-227, KIP-932);
 - `health` (RedisHealth): whether this broker reaches Redis, kept by server.py's heartbeat and read by
-  the group coordinator (member sessions) and the topic cache (its TTL).
+  the group coordinator (member sessions) and the topic cache (its TTL);
+- `memory` (RedisMemory, memory.py): how full Redis is, polled by server.py and read by the writer
+  (refusals at the high-water mark), Produce (throttling) and the archiver (trimming under pressure).
 
 Tenants (docs/security.md): a tenant's context has its own keyspace, store, topics, data path,
 coordinators and ACLs, and shares the deployment's Redis client, lane, identity, cluster view, health,
-quotas and metrics.
+memory, quotas and metrics.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ..storage.store import Store
 from .access.authorizer import Authorizer
 from .access.quotas import ClientQuotas
 from .health import RedisHealth
+from .memory import RedisMemory
 from .metadata.cluster_view import ClusterView
 from .metadata.topic_cache import TopicCache
 from .partitions.data_path import DataPath, open_data_path
@@ -65,6 +68,7 @@ class BrokerContext:
     data: DataPath
     access: Access
     health: RedisHealth
+    memory: RedisMemory
     tiering: Tiering
     groups: GroupCoordinator = field(init=False)
     transactions: TransactionCoordinator = field(init=False)
@@ -120,12 +124,12 @@ def open_context(
     cluster view, quotas and metrics."""
     s = settings
     if base is not None:
-        metrics, health, cluster = base.metrics, base.health, base.cluster
+        metrics, health, cluster, memory = base.metrics, base.health, base.cluster, base.memory
     else:
         health = RedisHealth()
         cluster = ClusterView(store, me, health, s.session_ms)
+        memory = RedisMemory(s.redis_memory_high_water, s.redis_memory_throttle_from)
     topics = TopicCache(store, s.topic_defaults, health)
-    full_log = base.data.writer.full_log if base is not None else None
     # Each keyspace its own cold store: its tables live under the keyspace's folder (location.py).
     tiering = Tiering(store, open_cold_store(s, store.ks.prefix))
     ctx = BrokerContext(
@@ -135,9 +139,10 @@ def open_context(
         cluster_id=cluster_id,
         topics=topics,
         cluster=cluster,
-        data=open_data_path(store, metrics, tenant, topics.forget, full_log, tiering.cold),
+        data=open_data_path(store, metrics, tenant, topics.forget, memory, tiering.cold),
         access=Access(Authorizer(s, store), quotas),
         health=health,
+        memory=memory,
         tiering=tiering,
         tenant=tenant,
         base=base,

@@ -1,5 +1,6 @@
 """API key -> handler, and the client quotas around it (broker/access/quotas.py sets every response's
-throttle_time_ms, so handlers answer NO_THROTTLE).
+throttle_time_ms, so handlers answer NO_THROTTLE; Produce alone may throttle a tiered topic's producer
+for Redis memory, and a quota then adds its own).
 
 A handler takes the broker context, its API's request (the union of versions in
 protocol/request_types.py) and the request's scope (session.py: who asks, and the client's quota

@@ -129,6 +129,7 @@ class Broker:
         quotas = ClientQuotas(s, store)
         await quotas.reload()  # quotas are in force from the first request
         self.ctx = open_context(s, store, me, await store.cluster_id(), quotas=quotas, metrics=self.metrics)
+        self.ctx.memory.saw(await store.memories())  # appends are held to the mark from the first one
         if s.authorizer:  # the ACLs are read before the first client is served, then kept fresh
             await self.ctx.access.authorizer.refresh()
         self.tenants = Tenants(self.ctx, self._start_upkeep)
@@ -141,6 +142,7 @@ class Broker:
         self._start_upkeep(self.ctx)
         await self.tenants.refresh()
         self._tasks = [
+            asyncio.create_task(self.ctx.memory.watch(store.memories)),
             asyncio.create_task(self._heartbeat()),
             asyncio.create_task(self._refresh_tenants()),
             asyncio.create_task(self._listen_for_quota_changes()),
@@ -179,6 +181,11 @@ class Broker:
             return
         loop = asyncio.get_running_loop()
         self.metrics.registry.register(ScrapeGauges(loop, lambda: snapshot(self)))
+        if self.ctx is not None:
+            memory = self.ctx.memory
+            self.metrics.redis_memory_fill.set_function(lambda: memory.fill)
+            self.metrics.redis_memory_high_water.set(memory.high_water)
+            self.metrics.redis_memory_throttle_from.set(memory.throttle_from)
         self.metrics_server = MetricsServer(self.metrics.registry, *address)
         log.info("metrics at http://%s:%d/metrics", address[0], self.metrics_server.port)
 

@@ -35,6 +35,7 @@ from .tiering.archiver import Archiver
 log = logging.getLogger(__name__)
 
 SHARDED_RETRY_SECONDS = 0.5  # after the sharded append notices failed, they start over after this
+PRESSED_PAUSE_SECONDS = 0.05  # between archiver passes while Redis memory nears its mark
 
 
 class Upkeep:
@@ -59,6 +60,7 @@ class Upkeep:
                 self._whose,
                 ctx.metrics,
                 ctx.tenant,
+                ctx.memory,
             )
             if ctx.tiering.available
             else None
@@ -252,12 +254,16 @@ class Upkeep:
                 log.warning("retention pass%s failed: %s", self._whose, exc)
 
     async def _archive(self) -> None:
-        """The archiver's pass over tiered topics, every archive_interval_ms (tiering/archiver.py).
-        Without a cold store a tiered topic (made on a broker that has one) keeps all in Redis."""
+        """The archiver's pass over tiered topics, every archive_interval_ms (tiering/archiver.py), or
+        one after the other while Redis memory nears its mark (a broker started on a Redis over its
+        limit archives first). Without a cold store a tiered topic (made on a broker that has one)
+        keeps all in Redis."""
         ctx, archiver = self.ctx, self.archiver
         warned: set[str] = set()
         while True:
-            await asyncio.sleep(max(self.settings.archive_interval_ms, 1) / 1000)
+            pressed = archiver is not None and archiver.pressed
+            interval = max(self.settings.archive_interval_ms, 1) / 1000
+            await asyncio.sleep(PRESSED_PAUSE_SECONDS if pressed else interval)
             try:
                 topics = await ctx.store.topics(ctx.topic_defaults)
                 if archiver is not None:

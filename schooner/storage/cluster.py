@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import Listener
 from .keys import Keyspace
-from .redis.calls import Call, Steps, command, text, together
+from .redis.calls import Call, Steps, command, script, text, together
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,20 +51,20 @@ def _now_ms() -> int:
 
 
 def allocate_broker_id(ks: Keyspace) -> Call[int]:
-    return command("INCR", ks.broker_id_counter, parse=int)
+    return script("broker_id_allocate", [ks.broker_id_counter], [], int)
 
 
 # Registration and removal are plain pipelines, not MULTI: the address hash and the live set may sit
 # in different slots of a Redis Cluster, and either order of a half-done step is harmless (an address
 # without a live entry expires; a live entry without an address is skipped by live_brokers).
+# Registration runs as scripts that Redis takes when full (allow-oom), so a broker never lapses while
+# records wait to be archived.
 def heartbeat(ks: Keyspace, info: BrokerInfo, ttl_ms: int) -> Steps[list[Any]]:
     """Registers or renews a broker: its address hash (expiring) and its lapse time in the live set."""
-    key = ks.broker(info.broker_id)
     return together(
         [
-            command("HSET", key, *_fields(info)),
-            command("PEXPIRE", key, ttl_ms * 4),
-            command("ZADD", ks.brokers, _now_ms() + ttl_ms, str(info.broker_id)),
+            script("broker_register", [ks.broker(info.broker_id)], [ttl_ms * 4, *_fields(info)]),
+            script("broker_live", [ks.brokers], [_now_ms() + ttl_ms, str(info.broker_id)]),
         ]
     )
 
@@ -102,7 +102,11 @@ def _broker_info(broker_id: int, h: dict[bytes, bytes]) -> BrokerInfo:
 
 
 def cluster_id(ks: Keyspace) -> Steps[str]:
-    """The deployment's cluster id, made once by whichever broker asks first. One round trip."""
+    """The deployment's cluster id, made once by whichever broker asks first. One round trip, two when
+    it is new: it is read first, so a broker starts while Redis refuses writes (over maxmemory)."""
+    (known,) = yield [command("HGET", ks.cluster, "cluster_id")]
+    if known:
+        return text(known)
     fresh = uuid.uuid4().hex[:22]
     _, value = yield [
         command("HSETNX", ks.cluster, "cluster_id", fresh),

@@ -242,10 +242,11 @@ class Store(CoordinationCalls):
             cold_marks.record(self.ks, topic, partition, archived_end, first, trimmed_below)
         )
 
-    async def trim_tiered(self, topic: Topic, partition: int) -> int:
-        """Trims Redis to local.retention.*, never at or past the archived end."""
+    async def trim_tiered(self, topic: Topic, partition: int, to_archived_end: bool = False) -> int:
+        """Trims Redis to local.retention.* (or, `to_archived_end`, all that is archived), never at or
+        past the archived end."""
         call = cold_marks.trim_hot(
-            self.ks, topic, partition, topic.local_retention_ms, topic.local_retention_bytes
+            self.ks, topic, partition, topic.local_retention_ms, topic.local_retention_bytes, to_archived_end
         )
         return await self.run(call)
 
@@ -377,6 +378,10 @@ class Store(CoordinationCalls):
 
     async def memory(self) -> Memory:
         """Of the one Redis, or summed over a cluster's primaries."""
+        return server_info.combined(await self.memories())
+
+    async def memories(self) -> list[Memory]:
+        """Of the one Redis, or of each of a cluster's primaries."""
         if is_cluster(self.redis):
             cluster: Any = self.redis
             with cluster_errors_as_storage_errors(cluster):
@@ -389,8 +394,8 @@ class Store(CoordinationCalls):
                         for n in cluster.get_primaries()
                     )
                 )
-            return server_info.combined([server_info.parse_memory(info) for info in per_node])
-        return await self.run(server_info.memory())
+            return [server_info.parse_memory(info) for info in per_node]
+        return [await self.run(server_info.memory())]
 
     # -- log dirs -----------------------------------------------------------------------------------
     async def partition_sizes(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:

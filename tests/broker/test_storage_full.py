@@ -71,7 +71,9 @@ def _wait_until_accepted(port: int, topic: str, timeout: float = 30) -> Any:
 def test_full_redis_refuses_produce_retriably_serves_reads_and_recovers(
     broker_factory: Any, full_redis: redis.Redis, keyspace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broker = broker_factory(log_retention_check_interval_ms=300)
+    # No reserve (high-water mark 1.0): this is Redis refusing writes itself, as when other clients fill
+    # it; the mark below maxmemory is tested in tests/broker/tiering/test_memory_pressure.py.
+    broker = broker_factory(log_retention_check_interval_ms=300, redis_memory_high_water=1.0)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     topics = [NewTopic("aging", 1, 1, config={"retention.ms": "3000"}), NewTopic("bulk", 1, 1)]
     for future in admin.create_topics(topics).values():

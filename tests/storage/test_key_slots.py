@@ -20,7 +20,7 @@ import pytest
 from redis.cluster import key_slot
 
 from schooner.security.acls import AclBinding, AclOperation, PatternType, PermissionType, ResourceType
-from schooner.storage import quotas
+from schooner.storage import cluster, quotas
 from schooner.storage.cold import marks
 from schooner.storage.groups import commits, configs, lag, state
 from schooner.storage.groups.commits import Owner
@@ -72,6 +72,9 @@ def _group_acl(group: str) -> AclBinding:
     name = group or "*"  # an ACL's resource name is any non-empty string
     return AclBinding(ResourceType.GROUP, name, PatternType.LITERAL, "User:a", "*", AclOperation.READ,
                       PermissionType.ALLOW)  # fmt: skip
+
+
+BROKER = cluster.BrokerInfo(7, "127.0.0.1", 9092)
 
 
 def _owner() -> Owner:
@@ -138,6 +141,10 @@ CASES: dict[str, Build] = {
     # the cold tier's marks and the archiver's claim
     "tier_claim": lambda ks, t, g: marks.claim(ks, t, 3, "token"),
     "tier_record": lambda ks, t, g: marks.record(ks, t, 3, 10, 0),
+    # the brokers' registration
+    "broker_register": lambda ks, t, g: _sent(cluster.heartbeat(ks, BROKER, 1000), "broker_register"),
+    "broker_live": lambda ks, t, g: _sent(cluster.heartbeat(ks, BROKER, 1000), "broker_live"),
+    "broker_id_allocate": lambda ks, t, g: cluster.allocate_broker_id(ks),
     "tier_trim": lambda ks, t, g: marks.trim_hot(ks, t, 3, 1000, -1),
     "retry_schedule": lambda ks, t, g: retries.schedule(ks, t.name, 3, g, b"1-0", 100, RECORD),
     "retry_move_due": lambda ks, t, g: retries.take_due(ks, t.name, 3),

@@ -169,10 +169,12 @@ def _account(
 
 
 def with_throttle(answer: ResponsePayload, throttle_ms: int) -> ResponsePayload:
-    """The response with throttle_time_ms set, for the versions that have the field."""
+    """The response with throttle_time_ms set, for the versions that have the field; a longer one the
+    handler set stays (Produce's for Redis memory)."""
     if "throttle_time" not in getattr(answer, "__dataclass_fields__", {}):
         return answer
-    return dataclasses.replace(answer, throttle_time=datetime.timedelta(milliseconds=throttle_ms))  # type: ignore[call-arg]
+    throttle = max(datetime.timedelta(milliseconds=throttle_ms), answer.throttle_time)  # type: ignore[union-attr]
+    return dataclasses.replace(answer, throttle_time=throttle)  # type: ignore[call-arg]
 
 
 def _record_bytes(answer: Any) -> int:

@@ -1,5 +1,6 @@
 """Produce: decode and check each partition's batches, authorize, verify the transaction, hand the batches
-to the partition writer (broker/partitions/writer.py), answer per partition (acks 0/1/all)."""
+to the partition writer (broker/partitions/writer.py), answer per partition (acks 0/1/all), and slow the
+producers of tiered topics while Redis memory nears its mark (broker/memory.py)."""
 
 from __future__ import annotations
 
@@ -142,9 +143,26 @@ async def handle_produce(
                 key = (ti, pd.index)
                 outcome = results[key] if key in results else _outcome(tasks.get(key))
                 writer.settle(where[key], outcome, answered, pd.records)
+    throttle = _memory_throttle(ctx, scope, resolved)
     if acks == 0:
         return NO_RESPONSE
-    return _response(resp, body, lambda ti, p: results[(ti, p)])
+    return _response(resp, body, lambda ti, p: results[(ti, p)], throttle)
+
+
+def _memory_throttle(
+    ctx: BrokerContext, scope: RequestScope, resolved: list[tuple[int, _TopicData, Topic | ErrorCode]]
+) -> datetime.timedelta:
+    """While Redis memory nears the mark, a produce to a tiered topic is throttled as a quota would
+    (KIP-219: throttle_time_ms, and the connection muted that long), so its producer slows to what the
+    archiver frees before it is refused. Untiered topics have no archiver to wait for: the mark alone."""
+    ms = ctx.memory.throttle_ms()
+    if ms <= 0 or not any(isinstance(t, Topic) and t.remote_storage for _, _, t in resolved):
+        return NO_THROTTLE
+    session = scope.session
+    session.throttled_until = max(session.throttled_until, asyncio.get_running_loop().time() + ms / 1000)
+    if ctx.metrics is not None:
+        ctx.metrics.memory_throttle_seconds.inc(ms / 1000)
+    return datetime.timedelta(milliseconds=ms)
 
 
 async def _resolve(ctx: BrokerContext, scope: RequestScope, topic_data: _TopicData) -> Topic | ErrorCode:
@@ -267,7 +285,10 @@ def _refused(
 
 
 def _response(
-    resp: type[ProduceResponse], body: ProduceRequest, result_for: Callable[[int, int], PartitionAppend]
+    resp: type[ProduceResponse],
+    body: ProduceRequest,
+    result_for: Callable[[int, int], PartitionAppend],
+    throttle: datetime.timedelta = NO_THROTTLE,
 ) -> ProduceResponse:
     requested: Sequence[_TopicData] = body.topic_data
     partition_cls, topic_cls = (
@@ -299,7 +320,7 @@ def _response(
                 partition_responses=tuple(partitions),
             )
         )
-    return make(resp, responses=tuple(topics), throttle_time=NO_THROTTLE)
+    return make(resp, responses=tuple(topics), throttle_time=throttle)
 
 
 def _record_errors(resp: type[ProduceResponse], errors: Sequence[RecordError]) -> tuple[Entity, ...]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from ...protocol.messages import NO_RESPONSE, Answer, Request
 from ..net.session import RequestScope
@@ -143,6 +143,33 @@ class BrokerMetrics:
             "schooner_foreign_entry_refusals",
             "Produce requests refused because a dense topic's partition holds an entry added with XADD '*'.",
             ["topic", "partition"],
+            registry=r,
+        )
+        # Redis memory (broker/memory.py): the gauges read the broker's RedisMemory (watch_memory).
+        self.memory_refusals = Counter(
+            "schooner_memory_refusals",
+            "Produce partitions refused because Redis memory was at the high-water mark (or full), by topic.",
+            ["topic"],
+            registry=r,
+        )
+        self.memory_throttle_seconds = Counter(
+            "schooner_memory_throttle_seconds",
+            "Throttle time given to producers of tiered topics while Redis memory nears the mark.",
+            registry=r,
+        )
+        self.redis_memory_fill = Gauge(
+            "schooner_redis_memory_fill",
+            "Used memory over maxmemory of the fullest Redis, as Redis counts it to refuse writes (0: none).",
+            registry=r,
+        )
+        self.redis_memory_high_water = Gauge(
+            "schooner_redis_memory_high_water",
+            "The fill from which record appends are refused (redis_memory_high_water).",
+            registry=r,
+        )
+        self.redis_memory_throttle_from = Gauge(
+            "schooner_redis_memory_throttle_from",
+            "The fill from which producers of tiered topics are throttled (redis_memory_throttle_from).",
             registry=r,
         )
         self._topics: dict[tuple[str | None, str], TopicMeters] = {}

@@ -20,10 +20,11 @@ from .recent_batches import RecentBatches
 from .retry_order import RetryOrder
 from .sequencer import PartitionSequencer
 from .waiters import AppendWaiters
-from .writer import FullLog, PartitionWriter
+from .writer import PartitionWriter
 
 if TYPE_CHECKING:
     from ...storage.cold.aio import AsyncColdStore
+    from ..memory import RedisMemory
     from ..metrics import BrokerMetrics
 
 
@@ -42,17 +43,17 @@ def open_data_path(
     metrics: BrokerMetrics | None,
     tenant: str | None,
     stale_topic: Callable[[str], None],
-    full_log: FullLog | None = None,
+    memory: RedisMemory,
     cold: AsyncColdStore | None = None,
 ) -> DataPath:
-    """The data path of the store's keyspace. full_log: the deployment's, on a tenant's (writer.py);
+    """The data path of the store's keyspace. memory: the deployment's view of Redis memory (memory.py);
     cold: the keyspace's cold store, which Fetch reads below a tiered partition's Redis start."""
     waiters = AppendWaiters()
     sequencer = PartitionSequencer()
     recent = RecentBatches()
     ends = PartitionEnds(waiters)
     writer = PartitionWriter(
-        store, sequencer, RetryOrder(), recent, waiters, metrics, tenant, stale_topic, full_log or FullLog()
+        store, sequencer, RetryOrder(), recent, waiters, metrics, tenant, stale_topic, memory
     )
     reader = PartitionReader(store, recent, ends, waiters, metrics, tenant, ColdReads(store, cold, metrics))
     return DataPath(writer, reader, waiters, sequencer, recent, ends)

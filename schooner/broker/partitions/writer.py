@@ -3,7 +3,8 @@
 Produce hands it batches it has decoded and checked; the writer owns what happens to them from there:
 the partition's turn (sequencer.py), an idempotent producer's retry order (retry_order.py), the append
 on the Store's lane and its settling, waking waiting fetches (waiters.py), keeping the batch for them
-(recent_batches.py), the produce metrics, and the answers of a full Redis or a foreign entry ID.
+(recent_batches.py), the produce metrics, and the answers of a full Redis (at the high-water mark of
+memory.py, or refusing writes itself) or a foreign entry ID.
 
 Callers: handlers/produce.py. A request claims each partition's turn before its first await, appends
 in that turn, and settles each partition once its answer is known (or the client has gone):
@@ -36,6 +37,7 @@ from ...storage.redis.calls import OUTCOME_UNKNOWN
 from ...storage.store import Store
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
+from ..memory import RedisMemory
 from ..outages import APPEND_UNANSWERED, LOG_UNAVAILABLE, STORAGE_ERRORS
 from .fetch_codec import codec_for
 from .recent_batches import RecentBatches
@@ -47,8 +49,6 @@ if TYPE_CHECKING:
     from ..metrics import BrokerMetrics
 
 log = logging.getLogger(__name__)
-
-FULL_LOG_INTERVAL_SECONDS = 10.0
 
 
 class RecordError(NamedTuple):
@@ -82,27 +82,15 @@ class PartitionAppend:
         self.unsettled: list[ProducedBatch] = []
 
 
-class FullLog:
-    """When "Redis is out of memory" was last logged: a full Redis refuses every batch, so the warning is
-    said once per interval for the whole deployment (tenants' writers share the deployment's)."""
-
-    __slots__ = ("at",)
-
-    def __init__(self) -> None:
-        self.at = -FULL_LOG_INTERVAL_SECONDS
-
-    def due(self, now: float) -> bool:
-        if now - self.at < FULL_LOG_INTERVAL_SECONDS:
-            return False
-        self.at = now
-        return True
-
-
 RESEND_FIRST = "an earlier batch of this producer to this partition failed here and must be sent again first"
 NOT_REPLICATED = (
     "appended, but not acknowledged by every replica of its Redis in time; the retry is deduplicated"
 )
 FULL_MESSAGE = "Redis is out of memory (maxmemory); retry once retention or topic deletion frees memory"
+MARK_MESSAGE = (
+    "Redis is nearly out of memory (at redis_memory_high_water of maxmemory, the rest kept for the "
+    "brokers' own writes); retry once retention, the archiver or a topic deletion frees memory"
+)
 # Answers after which a client sends the batch again.
 _RESENT = frozenset({LOG_UNAVAILABLE, APPEND_UNANSWERED, ErrorCode.not_enough_replicas_after_append})
 
@@ -118,9 +106,10 @@ class PartitionWriter:
         metrics: BrokerMetrics | None,
         tenant: str | None,
         stale_topic: Callable[[str], None],
-        full_log: FullLog,
+        memory: RedisMemory,
     ) -> None:
-        """stale_topic(name): the append found the topic deleted or re-created, so the cache drops it."""
+        """stale_topic(name): the append found the topic deleted or re-created, so the cache drops it.
+        memory: the deployment's view of Redis memory (tenants' writers share it)."""
         self._store = store
         self._sequencer = sequencer
         self._order = retry_order
@@ -129,7 +118,7 @@ class PartitionWriter:
         self._metrics = metrics
         self._tenant = tenant
         self._stale_topic = stale_topic
-        self.full_log = full_log
+        self.memory = memory
 
     def claim(self, key: Hashable) -> Turn:
         """The partition's turn (key: the partition as the request names it). Claimed before the request's
@@ -155,6 +144,10 @@ class PartitionWriter:
         txn_ids = [transactional_id if b.is_transactional else None for b in batches]
         order, key = self._order, turn.key
         async with turn:
+            if self.memory.full:  # refused like a full Redis, before it is: the rest is the reserve
+                if self._metrics is not None:
+                    self._metrics.memory_refusals.labels(topic.name).inc()
+                return PartitionAppend(LOG_UNAVAILABLE, message=MARK_MESSAGE)
             sequenced_batches = [b for b in batches if sequenced(b)]
             for b in sequenced_batches:
                 if not order.admit(key, b) and not await self._mark_stale(topic, partition, key, b):
@@ -290,14 +283,9 @@ class PartitionWriter:
         """KAFKA_STORAGE_ERROR is retriable: clients keep the batch and send it again later."""
         if not server_info.is_out_of_memory(exc):
             return PartitionAppend(LOG_UNAVAILABLE, message=str(exc))
-        if self.full_log.due(time.monotonic()):
-            log.warning(
-                "Redis is out of memory (maxmemory reached, noeviction): refusing produce to %s-%d and "
-                "others; consumers keep reading, producing resumes once retention or deleting topics "
-                "frees memory",
-                topic.name,
-                partition,
-            )
+        self.memory.refused()  # it says so in the log, once for the deployment
+        if self._metrics is not None:
+            self._metrics.memory_refusals.labels(topic.name).inc()
         return PartitionAppend(LOG_UNAVAILABLE, message=FULL_MESSAGE)
 
     def _foreign_entry(self, topic: Topic, partition: int, entry_id: str) -> PartitionAppend:

@@ -16,6 +16,13 @@ remote.storage.enable, for each partition this broker owns:
 4. Retention, every log_retention_check_interval_ms: retention.ms and retention.bytes (dense topics)
    bound the whole log, so the cold tier is trimmed below their cut (Delta remove, then vacuum).
 
+The archiver is what frees Redis when records come faster than retention removes them, so it must run
+when Redis is full: its writes (the claim, the marks, the trim) are scripts Redis takes over maxmemory
+(allow-oom, each saying why). While Redis memory nears its mark (broker/memory.py, `pressed`), the
+partitions that hold the most bytes in Redis go first, passes follow one another without a pause
+(upkeep.py), and each step is followed by a trim of everything archived, past local.retention.*: the
+records stay readable from the cold tier, and producers are waiting for the memory.
+
 A cold store that fails: the pass logs once, keeps everything in Redis (nothing is trimmed above
 archived_end), and waits a backoff that doubles up to MAX_BACKOFF_SECONDS before trying again.
 """
@@ -37,6 +44,7 @@ from ...storage.redis.calls import StorageError
 from ...storage.store import Store
 from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
+from ..memory import RedisMemory
 from ..metrics import BrokerMetrics
 from ..metrics.meters import topic_label
 from .tiering import Tiering
@@ -64,6 +72,7 @@ class Archiver:
         whose: str = "",
         metrics: BrokerMetrics | None = None,
         tenant: str | None = None,
+        memory: RedisMemory | None = None,
     ) -> None:
         assert tiering.cold is not None
         self.tiering = tiering
@@ -81,8 +90,14 @@ class Archiver:
         self._resume_at = 0.0  # monotonic time before which no pass runs (backoff)
         self._metrics = metrics
         self._tenant = tenant
+        self._memory = memory
         self.archived_records = 0  # counted for the tests
         self.archived_steps = 0
+
+    @property
+    def pressed(self) -> bool:
+        """Redis memory nears its mark: archive without pause, and trim all that is archived."""
+        return self._memory is not None and self._memory.pressed
 
     async def run_pass(self, topics: list[Topic]) -> None:
         """One pass over the tiered topics' partitions this broker owns."""
@@ -116,7 +131,11 @@ class Archiver:
                 except ColdStoreError as exc:
                     failed.append(exc)
 
-        await asyncio.gather(*(one(t, p) for t, p in mine.values()))
+        # The partitions that hold the most in Redis first: they free the most memory, and the gate lets
+        # tasks in in the order they were made.
+        sizes = await self.store.partition_sizes(list(mine))
+        fullest = sorted(mine, key=lambda tp: sizes.get(tp, 0), reverse=True)
+        await asyncio.gather(*(one(*mine[tp]) for tp in fullest))
         if failed:
             self._failures += 1
             backoff = min(self.settings.archive_interval_ms / 1000 * 2**self._failures, MAX_BACKOFF_SECONDS)
@@ -137,7 +156,7 @@ class Archiver:
             return
         self._held.add(tp)
         await self.archive(topic, partition)
-        await self.store.trim_tiered(topic, partition)
+        await self.store.trim_tiered(topic, partition, self.pressed)
         now = time.monotonic()
         interval = max(self.settings.log_retention_check_interval_ms, 1) / 1000
         if now - self._retained_at.get(tp, 0.0) >= interval:
@@ -174,6 +193,8 @@ class Archiver:
             added += done.records
             self.archived_records += done.records
             self.archived_steps += 1
+            if self.pressed:  # producers wait for this memory: free it step by step
+                await self.store.trim_tiered(topic, partition, to_archived_end=True)
             if self._metrics is not None and done.records:
                 label = topic_label(self._tenant, topic.name)
                 self._metrics.archived_records.labels(label).inc(done.records)

@@ -79,9 +79,12 @@ def record(
     return script("tier_record", [ks.partition_state(topic.name, partition)], args, _recorded)
 
 
-def trim_hot(ks: Keyspace, topic: Topic, partition: int, local_ms: int, local_bytes: int) -> Call[int]:
-    """Trims the partition's stream to what local.retention.ms / .bytes keep (-1: no bound), never at
-    or past the archived end; the entries removed. tier_trim.lua."""
+def trim_hot(
+    ks: Keyspace, topic: Topic, partition: int, local_ms: int, local_bytes: int, to_archived_end: bool = False
+) -> Call[int]:
+    """Trims the partition's stream to what local.retention.ms / .bytes keep (-1: no bound), or with
+    `to_archived_end` everything archived (Redis nears its memory limit), never at or past the archived
+    end; the entries removed. tier_trim.lua, which runs when Redis refuses other writes."""
     keys = [
         ks.stream(topic.name, partition),
         ks.partition_state(topic.name, partition),
@@ -94,6 +97,7 @@ def trim_hot(ks: Keyspace, topic: Topic, partition: int, local_ms: int, local_by
         local_bytes,
         1 if topic.trim_approximate else 0,
         topic.offsets.script_arg,
+        1 if to_archived_end else 0,
     ]
     return script("tier_trim", keys, args, int)
 

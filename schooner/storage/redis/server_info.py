@@ -19,6 +19,15 @@ class Memory:
     maxmemory: int  # 0: no limit
     policy: str
     system: int = 0  # the host's memory (total_system_memory), 0 when the server does not say
+    # What maxmemory does not count (replicas' and the AOF's buffers: mem_not_counted_for_evict).
+    not_counted: int = 0
+
+    @property
+    def fill(self) -> float:
+        """Used memory against maxmemory as Redis measures it to refuse writes; 0.0 without a limit."""
+        if not self.maxmemory:
+            return 0.0
+        return max(self.used - self.not_counted, 0) / self.maxmemory
 
     @property
     def total(self) -> int:
@@ -42,6 +51,7 @@ def parse_memory(info: Any) -> Memory:
         int(info.get("maxmemory", 0)),
         str(info.get("maxmemory_policy", "noeviction")),
         int(info.get("total_system_memory", 0)),
+        int(info.get("mem_not_counted_for_evict", 0)),
     )
 
 
@@ -53,6 +63,7 @@ def combined(memories: list[Memory]) -> Memory:
         0 if any(m.maxmemory == 0 for m in memories) else sum(m.maxmemory for m in memories),
         risky[0] if risky else "noeviction",
         max((m.system for m in memories), default=0),
+        sum(m.not_counted for m in memories),
     )
 
 

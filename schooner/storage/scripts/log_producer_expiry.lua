@@ -1,8 +1,10 @@
+#!lua flags=allow-oom
 -- uses: _ids
 -- log_producer_expiry.lua: forgets one partition's idempotent producers that have been idle too long.
 -- KEYS[1] partition state hash   KEYS[2] producers (sorted set: producer id -> last append ms)
 -- ARGV[1] producer.id.expiration.ms   ARGV[2] at most this many producers are forgotten per call
 -- Returns the number of producers forgotten (ARGV[2] means: call again, there may be more).
+-- allow-oom: it forgets producers (dating a few old ones first), which frees memory when Redis is full.
 local state, producers = KEYS[1], KEYS[2]
 -- A deleted partition is left alone: writing its hash would bring a key of it back.
 if redis.call('HEXISTS', state, 'topic_id') == 0 then return 0 end

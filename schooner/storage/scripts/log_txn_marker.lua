@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- uses: _ids
 -- log_txn_marker.lua: ends a producer's transaction in one partition with a commit or abort marker.
 -- KEYS: the partition's keys (keys.partition_keys): [1] stream [2] state hash [4] producers
@@ -15,6 +16,8 @@
 -- -47 INVALID_PRODUCER_EPOCH (the partition has seen a newer epoch: this marker is stale);
 -- -56 KAFKA_STORAGE_ERROR (a dense stream that a plain `XADD key *` ended).
 -- The marker is an entry: timestamp, control = commit|abort, txn = "producer id:epoch".
+-- allow-oom: one marker entry and a few fields; ending a transaction moves the LSO, which the
+-- archiver may not pass, so a full Redis must still take it.
 local stream, state, producers, open, aborted = KEYS[1], KEYS[2], KEYS[4], KEYS[8], KEYS[9]
 local bits = tonumber(ARGV[1])
 local dense = bits < 0

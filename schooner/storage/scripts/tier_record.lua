@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- tier_record.lua: records how far the cold tier holds a partition, in its state hash.
 -- KEYS[1] partition state hash
 -- ARGV[1] topic id: must equal the hash's topic_id, so a deleted or re-created topic is left alone
@@ -8,6 +9,7 @@
 -- ARGV[4] a cold trim's offset ('' for none): the cold start moves up to it; at or past the archived
 --         end the cold tier holds nothing and cold_start goes
 -- Returns {archived_end, cold_start} after the change ('' for none), or {} for another topic id.
+-- allow-oom: two numbers in an existing hash; recording an archive step is what lets the trim free memory.
 local state = KEYS[1]
 if redis.call('HGET', state, 'topic_id') ~= ARGV[1] then return {} end
 local saved = redis.call('HMGET', state, 'archived_end', 'cold_start')

@@ -1,15 +1,19 @@
+#!lua flags=allow-oom
 -- uses: _ids
 -- tier_trim.lua: trims a tiered partition's stream to what local.retention.* keep in Redis, never at or
 -- past the archived end (the state's archived_end: what a committed Delta version holds).
 -- KEYS[1] stream   KEYS[2] partition state hash   KEYS[3] time index   KEYS[4] aborted transactions
 -- ARGV[1] topic id (must equal the state's topic_id)   ARGV[2] local retention ms (-1: none)
 -- ARGV[3] local retention bytes (-1: none)   ARGV[4] '1' to trim with ~   ARGV[5] sequence bits (-1: dense)
+-- ARGV[6] '1' to trim to the archived end whatever local.retention.* keep (Redis nears its memory limit)
 -- Returns the number of entries removed. Aborted transactions whose marker is gone are forgotten.
+-- allow-oom: it only removes entries (and moves valid_from); it is what frees memory when Redis is full.
 local stream, state, tindex = KEYS[1], KEYS[2], KEYS[3]
 local saved = redis.call('HMGET', state, 'topic_id', 'archived_end')
 if saved[1] ~= ARGV[1] or not saved[2] then return 0 end
 local local_ms, local_bytes = tonumber(ARGV[2]), tonumber(ARGV[3])
-if local_ms < 0 and local_bytes < 0 then return 0 end
+local to_archived_end = ARGV[6] == '1'
+if local_ms < 0 and local_bytes < 0 and not to_archived_end then return 0 end
 local bits = tonumber(ARGV[5])
 local dense = bits < 0
 local archived = tonumber(saved[2])
@@ -30,11 +34,13 @@ local function raise(id)
   local ms, seq = parse_id(id)
   if bound_ms == nil or id_less(bound_ms, bound_seq, ms, seq) then bound_ms, bound_seq = ms, seq end
 end
-if local_ms >= 0 then
+if to_archived_end then
+  raise(archived_id)
+elseif local_ms >= 0 then
   local minid = retention_min_id(stream, tindex, dense, now_ms() - local_ms)
   if minid then raise(minid) end
 end
-if local_bytes >= 0 then
+if local_bytes >= 0 and not to_archived_end then
   local totals = redis.call('HMGET', state, 'bytes', 'records')
   local bytes, records = tonumber(totals[1] or 0), tonumber(totals[2] or 0)
   if records > 0 and bytes > 0 then
