@@ -428,6 +428,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     co = results.get("compression")
     if co and "error" not in co:
         rows += compression_rows(co)
+    bp = results.get("backpressure")
+    if bp and "error" not in bp:
+        rows += backpressure_rows(bp)
     for name in (
         "first_message",
         "rebalance",
@@ -443,6 +446,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "partitions",
         "tiering",
         "compression",
+        "backpressure",
     ):
         figure = results.get(name)
         if figure and "error" in figure:
@@ -598,6 +602,29 @@ def tiering_rows(ti: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             "<= 0.05",
         ),
         ("tiering: Parquet bytes per record", f"{ti['tiering_parquet_bytes_per_record']:.2f}", "", "", n),
+    ]
+
+
+def backpressure_rows(bp: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """A tiered topic through a Redis a tenth of its data against an untiered one with room
+    (bench/backpressure.py)."""
+    n = f"{bp['backpressure_messages']:,} records of 250 B, maxmemory {bp['backpressure_maxmemory']:,} B"
+    return [
+        (
+            "backpressure: produce msgs/s, tiered through a small Redis",
+            _num(bp["backpressure_tiered_msgs_per_s"]),
+            f"{_num(bp['backpressure_room_msgs_per_s'])} (untiered, room)",
+            f"{bp['backpressure_tiered_vs_room']:.3f}",
+            f">= 0.8; paired; {n}",
+        ),
+        (
+            "backpressure: archival records/s meanwhile",
+            _num(bp["backpressure_archive_records_per_s"]),
+            "",
+            "",
+            f"failed deliveries {bp['backpressure_failed_deliveries']}, "
+            f"peak fill {bp['backpressure_peak_fill']:.3f}",
+        ),
     ]
 
 

@@ -40,6 +40,7 @@ class Options:
     extras: tuple[str, ...] = (
         "latency", "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction",
         "share", "cluster", "security", "metrics", "multiproc", "partitions", "tiering", "compression",
+        "backpressure",
     )  # fmt: skip
     latency_rounds: int = latency.ROUNDS
 
@@ -352,6 +353,12 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import tiering
 
                 out[name] = tiering.run(min(opts.messages, tiering.MESSAGES), min(opts.runs, tiering.RUNS))
+            elif name == "backpressure":  # its own redis-server (maxmemory a tenth of the data) and broker
+                from . import backpressure
+
+                out[name] = backpressure.run(
+                    min(opts.messages * 3, backpressure.MESSAGES), min(opts.runs, backpressure.RUNS)
+                )
             elif name == "compression":  # producer-compressed JSON, fetched with and without its codec
                 from . import compression
 

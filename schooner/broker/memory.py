@@ -9,7 +9,9 @@ same split for free, their metadata living apart from the log's disks.
 - The fill is Redis' own measure, as it refuses writes: used memory less what maxmemory does not
   count (replicas' and the AOF's buffers), over maxmemory; on a Redis Cluster the fullest primary's,
   as the deployment's writes are spread over all of them. Polled every POLL_SECONDS by the server
-  (server.py), and raised at once when Redis refuses an append for memory (`refused`).
+  (server.py); between polls each append this broker sends adds its bytes (`appending`), so a fast
+  producer cannot run far past the mark before the next poll; raised at once when Redis refuses an
+  append for memory (`refused`).
 - From the mark on (`full`), appends are refused with KAFKA_STORAGE_ERROR, which clients retry.
 - From `redis_memory_throttle_from` (0.75) on (`pressed`), produce to tiered topics is answered with a
   throttle_time_ms that grows from 0 to MAX_THROTTLE_MS at the mark (KIP-219: the connection is muted
@@ -80,6 +82,11 @@ class RedisMemory:
         self.fill = fullest.fill if fullest is not None else 0.0
         self.maxmemory = fullest.maxmemory if fullest is not None else 0
         self._say()
+
+    def appending(self, size: int) -> None:
+        """An append of `size` bytes goes to Redis: counted until the next poll measures it."""
+        if self.maxmemory:
+            self.fill += size / self.maxmemory
 
     def refused(self) -> None:
         """Redis refused an append for memory: full until the next poll says otherwise (a Redis filled by

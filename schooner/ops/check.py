@@ -135,10 +135,18 @@ def policy_check(node: NodeFacts, allow_evicting: bool) -> list[Check]:
     return [found, refusal]
 
 
-def maxmemory_check(node: NodeFacts) -> Check:
+def maxmemory_check(node: NodeFacts, settings: config.Settings | None = None) -> Check:
     mem = node.memory
     if mem.maxmemory:
-        return Check(OK, "redis maxmemory", f"{_size(mem.maxmemory)} ({_size(mem.used)} used)")
+        s = settings or config.Settings()
+        mark, slow = s.redis_memory_high_water, s.redis_memory_throttle_from
+        return Check(
+            OK, "redis maxmemory",
+            f"{_size(mem.maxmemory)} ({_size(mem.used)} used, {mem.fill:.0%}); record appends wait from "
+            f"{mark:.0%} (redis_memory_high_water, {_size(int(mem.maxmemory * mark))}), the rest kept for "
+            f"the brokers' own writes; tiered producers are slowed from {slow:.0%} "
+            "(redis_memory_throttle_from)",
+        )  # fmt: skip
     host = f" of the host's {_size(mem.system)}" if mem.system else ""
     return Check(
         OK, "redis maxmemory",
@@ -188,7 +196,7 @@ def redis_checks(facts: RedisFacts, settings: config.Settings) -> list[Check]:
         checks.append(version_check(node, settings.acks_all_fsync))
         checks.append(persistence_check(node))
         checks.extend(policy_check(node, settings.allow_evicting_redis))
-        checks.append(maxmemory_check(node))
+        checks.append(maxmemory_check(node, settings))
         checks.append(stream_module_check(node))
     checks.append(acl_check(facts))
     return _dedupe(checks)

@@ -36,6 +36,18 @@ def test_appends_wait_at_the_mark_and_tiered_producers_slow_before() -> None:
     assert memory.full and memory.throttle_ms() == MAX_THROTTLE_MS
 
 
+def test_appends_between_polls_count_until_the_next_one() -> None:
+    memory = RedisMemory(high_water=0.9, throttle_from=0.7)
+    memory.saw([_memory(85, 100)])
+    for _ in range(4):
+        memory.appending(MB)
+    assert not memory.full  # 85 % measured, and 4 MB sent since
+    memory.appending(2 * MB)
+    assert memory.full
+    memory.saw([_memory(80, 100)])  # the archiver trimmed meanwhile
+    assert not memory.full
+
+
 def test_a_cluster_counts_its_fullest_primary_and_no_limit_counts_nothing() -> None:
     memory = RedisMemory()
     memory.saw([_memory(10, 100), _memory(95, 100), _memory(300, 0)])

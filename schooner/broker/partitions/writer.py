@@ -155,6 +155,7 @@ class PartitionWriter:
                     return PartitionAppend(LOG_UNAVAILABLE, message=RESEND_FIRST)
             for b in sequenced_batches:
                 order.opened(key, b)
+            self.memory.appending(sum(b.size_bytes for b in batches))
             try:
                 pending = [
                     await self._store.send_append(topic, partition, batch, txn_id, self._waiters.origin)

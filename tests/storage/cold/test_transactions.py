@@ -91,3 +91,47 @@ def test_a_slice_inside_a_long_transaction_asks_the_aborted_index(make_log, cold
     hot = log.read(first, 100, committed=True)
     assert back.entries == hot.entries
     assert [(a.producer_id, a.first_offset) for a in back.aborted] == [(11, first)]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5])
+@pytest.mark.parametrize("size", [100, 4])
+def test_slices_read_in_chunks_hold_what_one_read_would(make_log, monkeypatch, chunk: int, size: int) -> None:
+    """Slices are read READ_CHUNK entries per round trip (Redis' reply buffers count toward maxmemory):
+    cut anywhere, inside transactions too, the archiver's steps hold every entry once, in order, with
+    each aborted record's transaction listed in its step."""
+    from schooner.storage.cold import source
+
+    log = make_log()
+    base = log.append(_r(0))
+    log.append(_r(1) + _r(2) + _r(3), pid=7, epoch=0, seq=0)
+    log.append(_r(4), pid=8, epoch=0, seq=0)
+    log.append(_r(5))
+    log.end_txn(7, 0, commit=False)
+    log.append(_r(6) + _r(7), pid=8, epoch=0, seq=1)
+    log.end_txn(8, 0, commit=False)
+    log.append(_r(8))
+    whole = log.slice(base, 100)  # READ_CHUNK entries are more than the log: one read
+    assert len(whole.entries) == 11 and {a.producer_id for a in whole.aborted} == {7, 8}
+    monkeypatch.setattr(source, "READ_CHUNK", chunk)
+    steps, at = [], base
+    while (piece := log.slice(at, size)).entries:
+        assert len(piece.entries) <= size
+        steps.append(piece)
+        at = piece.end
+    assert [e for p in steps for e in p.entries] == whole.entries
+    offsets = log.topic.offsets
+    for piece in steps:
+        for entry_id, fields in piece.entries:
+            pid = dict(zip(fields[::2], fields[1::2], strict=True)).get(b"txn", b"").partition(b":")[0]
+            offset = offsets.offset_of_id(entry_id)
+            truth = [
+                a
+                for a in whole.aborted
+                if a.producer_id == int(pid or -1) and a.first_offset <= offset < a.last_offset
+            ]
+            listed = [
+                a
+                for a in piece.aborted
+                if a.producer_id == int(pid or -1) and a.first_offset <= offset < a.last_offset
+            ]
+            assert bool(truth) == bool(listed), (entry_id, fields)
