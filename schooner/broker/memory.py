@@ -15,8 +15,10 @@ same split for free, their metadata living apart from the log's disks.
 - From the mark on (`full`), appends are refused with KAFKA_STORAGE_ERROR, which clients retry.
 - From `redis_memory_throttle_from` (0.75) on (`pressed`), produce to tiered topics is answered with a
   throttle_time_ms that grows from 0 to MAX_THROTTLE_MS at the mark (KIP-219: the connection is muted
-  that long, as a quota does), and the archiver archives without pause and trims Redis to what is
-  archived, past local.retention.*: it is what frees the memory the producers are waiting for.
+  that long, as a quota does).
+- From half of that on (`filling`), the archiver archives without pause (woken at once, not at its
+  next interval) and trims Redis to what is archived, past local.retention.*: it is what frees the
+  memory producers would otherwise wait for, and it starts before they are slowed.
 - Without maxmemory (0: no limit) nothing is refused or slowed here; Redis may fill the host.
 """
 
@@ -33,7 +35,8 @@ from ..storage.redis.server_info import Memory
 
 log = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.1  # at 50 MB/s of produce, 5 MB between looks: well within a reserve of 10%
+POLL_SECONDS = 0.1  # between looks, appends count their own bytes (appending)
+FILLING_SHARE = 0.5  # of throttle_from: where the archiver stops waiting for its interval
 MAX_THROTTLE_MS = 1000  # at the mark: one produce request per second and connection
 LOG_INTERVAL_SECONDS = 10.0
 
@@ -54,6 +57,7 @@ class RedisMemory:
         self.maxmemory = 0  # of that Redis; 0: no limit
         self._logged_at = -LOG_INTERVAL_SECONDS
         self._was_full = False
+        self._filling = asyncio.Event()  # set while `filling`: wakes the archiver
 
     @property
     def full(self) -> bool:
@@ -62,8 +66,18 @@ class RedisMemory:
 
     @property
     def pressed(self) -> bool:
-        """Redis nears the mark: tiered producers are slowed and the archiver trims all it has archived."""
+        """Redis nears the mark: tiered producers are slowed."""
         return self.fill >= self.throttle_from
+
+    @property
+    def filling(self) -> bool:
+        """Redis is filling up: the archiver works without pause and trims all it has archived."""
+        return self.fill >= self.throttle_from * FILLING_SHARE
+
+    async def until_filling(self, timeout: float) -> None:
+        """Returns once Redis is `filling`, or after `timeout` seconds."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._filling.wait(), timeout)
 
     def throttle_ms(self) -> int:
         """The throttle time of a produce to a tiered topic now: 0 below throttle_from, rising linearly
@@ -81,20 +95,26 @@ class RedisMemory:
         fullest = max(limited, key=lambda m: m.fill, default=None)
         self.fill = fullest.fill if fullest is not None else 0.0
         self.maxmemory = fullest.maxmemory if fullest is not None else 0
-        self._say()
+        self._changed()
 
     def appending(self, size: int) -> None:
         """An append of `size` bytes goes to Redis: counted until the next poll measures it."""
         if self.maxmemory:
             self.fill += size / self.maxmemory
+            if self.filling:
+                self._filling.set()
 
     def refused(self) -> None:
         """Redis refused an append for memory: full until the next poll says otherwise (a Redis filled by
         other writers, or one that came back over its limit)."""
         self.fill = max(self.fill, 1.0)
-        self._say()
+        self._changed()
 
-    def _say(self) -> None:
+    def _changed(self) -> None:
+        if self.filling:
+            self._filling.set()
+        else:
+            self._filling.clear()
         full = self.full
         now = time.monotonic()
         if full and (not self._was_full or now - self._logged_at >= LOG_INTERVAL_SECONDS):

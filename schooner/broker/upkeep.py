@@ -35,7 +35,6 @@ from .tiering.archiver import Archiver
 log = logging.getLogger(__name__)
 
 SHARDED_RETRY_SECONDS = 0.5  # after the sharded append notices failed, they start over after this
-PRESSED_PAUSE_SECONDS = 0.05  # between archiver passes while Redis memory nears its mark
 
 
 class Upkeep:
@@ -255,15 +254,16 @@ class Upkeep:
 
     async def _archive(self) -> None:
         """The archiver's pass over tiered topics, every archive_interval_ms (tiering/archiver.py), or
-        one after the other while Redis memory nears its mark (a broker started on a Redis over its
-        limit archives first). Without a cold store a tiered topic (made on a broker that has one)
+        one after the other while Redis fills up (a broker started on a Redis over its limit archives
+        first). Without a cold store a tiered topic (made on a broker that has one)
         keeps all in Redis."""
         ctx, archiver = self.ctx, self.archiver
         warned: set[str] = set()
         while True:
-            pressed = archiver is not None and archiver.pressed
-            interval = max(self.settings.archive_interval_ms, 1) / 1000
-            await asyncio.sleep(PRESSED_PAUSE_SECONDS if pressed else interval)
+            if archiver is not None:
+                await archiver.next_pass()
+            else:
+                await asyncio.sleep(max(self.settings.archive_interval_ms, 1) / 1000)
             try:
                 topics = await ctx.store.topics(ctx.topic_defaults)
                 if archiver is not None:

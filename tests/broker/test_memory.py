@@ -3,7 +3,9 @@ it, and a refusal that counts as full until the next poll."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 
 import pytest
 
@@ -46,6 +48,24 @@ def test_appends_between_polls_count_until_the_next_one() -> None:
     assert memory.full
     memory.saw([_memory(80, 100)])  # the archiver trimmed meanwhile
     assert not memory.full
+
+
+def test_the_archiver_is_woken_once_redis_starts_filling_up() -> None:
+    memory = RedisMemory(high_water=0.9, throttle_from=0.8)  # filling from 40 %
+
+    async def main() -> tuple[float, float]:
+        memory.saw([_memory(30, 100)])
+        began = time.monotonic()
+        await memory.until_filling(0.2)  # not filling: the whole timeout
+        waited = time.monotonic() - began
+        asyncio.get_running_loop().call_later(0.05, memory.appending, 11 * MB)
+        began = time.monotonic()
+        await memory.until_filling(5)
+        return waited, time.monotonic() - began
+
+    waited, woken = asyncio.run(main())
+    assert waited >= 0.2 and woken < 1
+    assert memory.filling and not memory.pressed
 
 
 def test_a_cluster_counts_its_fullest_primary_and_no_limit_counts_nothing() -> None:

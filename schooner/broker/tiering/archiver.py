@@ -18,10 +18,10 @@ remote.storage.enable, for each partition this broker owns:
 
 The archiver is what frees Redis when records come faster than retention removes them, so it must run
 when Redis is full: its writes (the claim, the marks, the trim) are scripts Redis takes over maxmemory
-(allow-oom, each saying why). While Redis memory nears its mark (broker/memory.py, `pressed`), the
-partitions that hold the most bytes in Redis go first, passes follow one another without a pause
-(upkeep.py), and each step is followed by a trim of everything archived, past local.retention.*: the
-records stay readable from the cold tier, and producers are waiting for the memory.
+(allow-oom, each saying why). The partitions that hold the most bytes in Redis go first. While Redis
+is filling up (broker/memory.py, `filling`: half way to where producers are slowed), passes follow one
+another without a pause (`next_pass`), and each step is followed by a trim of everything archived,
+past local.retention.*: the records stay readable from the cold tier, and producers need the memory.
 
 A cold store that fails: the pass logs once, keeps everything in Redis (nothing is trimmed above
 archived_end), and waits a backoff that doubles up to MAX_BACKOFF_SECONDS before trying again.
@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS_PER_PASS = 20  # slices one partition archives per pass, so others get their turn
 MAX_BACKOFF_SECONDS = 60.0
+PRESSED_PAUSE_SECONDS = 0.01  # between passes while Redis fills up: other tasks get the loop
 
 
 def owner_of(topic: str, partition: int, brokers: list[BrokerInfo]) -> int | None:
@@ -93,11 +94,28 @@ class Archiver:
         self._memory = memory
         self.archived_records = 0  # counted for the tests
         self.archived_steps = 0
+        self._steps_at_pass = -1  # archived_steps when the last pass began: did it archive anything?
 
     @property
-    def pressed(self) -> bool:
-        """Redis memory nears its mark: archive without pause, and trim all that is archived."""
-        return self._memory is not None and self._memory.pressed
+    def filling(self) -> bool:
+        """Redis is filling up: archive without pause, and trim all that is archived."""
+        return self._memory is not None and self._memory.filling
+
+    async def next_pass(self) -> None:
+        """Waits for the next pass: archive_interval_ms, cut short when Redis starts filling up; a
+        moment only while it is and the last pass found records to archive."""
+        interval = max(self.settings.archive_interval_ms, 1) / 1000
+        if self.filling:
+            await asyncio.sleep(
+                PRESSED_PAUSE_SECONDS if self._steps_at_pass < self.archived_steps else interval
+            )
+            self._steps_at_pass = self.archived_steps
+            return
+        self._steps_at_pass = self.archived_steps
+        if self._memory is None:
+            await asyncio.sleep(interval)
+        else:
+            await self._memory.until_filling(interval)
 
     async def run_pass(self, topics: list[Topic]) -> None:
         """One pass over the tiered topics' partitions this broker owns."""
@@ -156,7 +174,7 @@ class Archiver:
             return
         self._held.add(tp)
         await self.archive(topic, partition)
-        await self.store.trim_tiered(topic, partition, self.pressed)
+        await self.store.trim_tiered(topic, partition, self.filling)
         now = time.monotonic()
         interval = max(self.settings.log_retention_check_interval_ms, 1) / 1000
         if now - self._retained_at.get(tp, 0.0) >= interval:
@@ -193,7 +211,7 @@ class Archiver:
             added += done.records
             self.archived_records += done.records
             self.archived_steps += 1
-            if self.pressed:  # producers wait for this memory: free it step by step
+            if self.filling:  # producers wait for this memory: free it step by step
                 await self.store.trim_tiered(topic, partition, to_archived_end=True)
             if self._metrics is not None and done.records:
                 label = topic_label(self._tenant, topic.name)

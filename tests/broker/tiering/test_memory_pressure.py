@@ -46,11 +46,12 @@ class Node:
         self.data, self.port = data, port
         self.log = data.with_suffix(".log")
         self.proc: subprocess.Popen[bytes] | None = None
+        self.maxmemory, self.archive_interval_ms = MAXMEMORY, "1000"
 
     def start(self) -> None:
-        env = {**os.environ, "SCHOONER_ARCHIVE_INTERVAL_MS": "1000"}
+        env = {**os.environ, "SCHOONER_ARCHIVE_INTERVAL_MS": self.archive_interval_ms}
         args = [SCHOONER, "broker", "--data-dir", str(self.data), "--port", str(self.port),
-                "--redis-maxmemory", MAXMEMORY, "--broker-id", "1"]  # fmt: skip
+                "--redis-maxmemory", self.maxmemory, "--broker-id", "1"]  # fmt: skip
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=out, env=env, start_new_session=True)
         wait_for_port(self.port, self.proc, timeout=60)
@@ -163,5 +164,56 @@ def test_a_tiered_topic_through_a_small_redis_loses_fails_and_repeats_nothing(
         for p in range(PARTITIONS):  # from offset 0, with no gap
             offsets = sorted(o for q, o in seen if q == p)
             assert offsets == list(range(len(offsets)))
+    finally:
+        node.stop()
+
+
+def test_a_node_restarted_over_its_memory_limit_archives_first_then_takes_records(tmp_path: Path) -> None:
+    """An AOF that loads past maxmemory (here: the node restarted with a smaller --redis-maxmemory): the
+    broker registers, the archiver frees memory, and produce resumes once Redis is below the mark."""
+    node = Node(tmp_path / "node", free_port())
+    node.maxmemory, node.archive_interval_ms = "512mb", "600000"  # nothing archived in the first life
+    node.start()
+    bootstrap = f"127.0.0.1:{node.port}"
+    try:
+        configs = {"remote.storage.enable": "true", "local.retention.bytes": str(1 << 20)}
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("restarted", PARTITIONS, 1, config=configs)])["restarted"].result(30)
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 10})
+        for i in range(200_000):  # 50 MB of values
+            while True:
+                try:
+                    producer.produce("restarted", VALUE, b"%d" % i)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        assert producer.flush(120) == 0
+        node.stop()
+        node.maxmemory = "24mb"
+        node.start()
+        client = node.redis()
+        info = client.info("memory")
+        assert int(info["used_memory"]) > int(info["maxmemory"])  # it came back over its limit
+        # Once the archiver has made room, records are taken again.
+        late = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        failed: list[Any] = []
+        late.produce("restarted", VALUE, b"200000", on_delivery=lambda e, m: failed.append(e) if e else None)
+        assert late.flush(120) == 0 and failed == []
+        info = client.info("memory")
+        assert int(info["used_memory"]) < int(info["maxmemory"])
+        said = node.log.read_text(errors="replace")
+        assert not [line for line in said.splitlines() if any(n in line for n in NEVER)]
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "after", "auto.offset.reset": "earliest"}
+        )
+        consumer.subscribe(["restarted"])
+        keys: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(keys) < 200_001 and time.monotonic() < deadline:
+            for message in consumer.consume(10_000, 1):
+                assert message.error() is None, message.error()
+                keys.add(int(message.key()))
+        consumer.close()
+        assert keys == set(range(200_001))
     finally:
         node.stop()

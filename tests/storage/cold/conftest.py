@@ -58,6 +58,14 @@ class Log:
         assert result.status == transactions.MARKER_WRITTEN, result
         return int(result.offset)
 
+    def call(self, call: Any) -> Any:
+        """Runs one storage round trip (a Call) on the log's Redis."""
+        return self._run(lambda r: calls.run(r, call))
+
+    def length(self) -> int:
+        """The partition's stream length."""
+        return int(self._run(lambda r: r.xlen(self.ks.stream(self.topic.name, 0))))
+
     def slice(self, start: int, max_records: int) -> ArchiveSlice:
         return self._run(lambda r: calls.drive(r, archive_slice(self.ks, self.topic, 0, start, max_records)))
 

@@ -16,7 +16,6 @@ from schooner.storage.log import retention
 from schooner.storage.log.append import RecordBatch
 from schooner.storage.log.entry import Record
 from schooner.storage.redis import calls
-from tests.storage.cold.test_marks import _length, _run
 
 pytestmark = pytest.mark.single_redis  # it sets the one server's maxmemory
 
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.single_redis  # it sets the one server's maxmemory
 def _over_maxmemory(client: redis.Redis) -> None:
     client.config_set("maxmemory-policy", "noeviction")
     used = int(client.info("memory")["used_memory"])
-    client.config_set("maxmemory", str(max(used - 4 * 1024 * 1024, 1024 * 1024)))
+    client.config_set("maxmemory", str(used // 2))
 
 
 def test_the_archivers_writes_and_the_trim_run_over_maxmemory(make_log: Any, full_redis: redis.Redis) -> None:
@@ -40,14 +39,14 @@ def test_the_archivers_writes_and_the_trim_run_over_maxmemory(make_log: Any, ful
     with pytest.raises(redis.exceptions.OutOfMemoryError):
         full_redis.set(log.ks.archiver(log.topic.name, 0) + ":plain", "x")
     # The archiver's claim, its marks and the trim go through, and free memory.
-    assert _run(log, marks.claim(log.ks, log.topic, 0, "broker-1"))
-    assert _run(log, marks.record(log.ks, log.topic, 0, 600, first=0)) == marks.TierMarks(600, 0)
-    assert _run(log, marks.trim_hot(log.ks, log.topic, 0, -1, -1, to_archived_end=True)) == 600
-    assert _length(log) == 400
+    assert log.call(marks.claim(log.ks, log.topic, 0, "broker-1"))
+    assert log.call(marks.record(log.ks, log.topic, 0, 600, first=0)) == marks.TierMarks(600, 0)
+    assert log.call(marks.trim_hot(log.ks, log.topic, 0, -1, -1, to_archived_end=True)) == 600
+    assert log.length() == 400
     assert log.read(0, 1).first_valid_offset == 600
     # Retention of an untiered topic frees memory too.
-    assert _run(log, retention.delete_records(log.ks, log.topic, 0, 700)) is not None
-    assert _length(log) == 300
+    assert log.call(retention.delete_records(log.ks, log.topic, 0, 700)) is not None
+    assert log.length() == 300
 
 
 def test_a_brokers_registration_runs_over_maxmemory(full_redis: redis.Redis, keyspace: str) -> None:
