@@ -11,7 +11,8 @@ twice, the two taking turns at going first:
 The rate of each is records over the seconds from the first produce() to the last acknowledgement; the
 ratio is the tiered run's median over the other's (goal >= 0.8). Beside it: the archiver's records/s
 over the tiered run, failed deliveries (none is the goal), the fullest Redis was (as it counts for
-maxmemory) and the throttle callbacks the producer saw. Topics are deleted after each run.
+maxmemory), the throttle callbacks the producer saw, and the CPU each run's records cost the broker,
+redis-server and the client together. Topics are deleted after each run.
 `python -m bench.backpressure [MESSAGES [RUNS]]` runs it alone.
 """
 
@@ -35,7 +36,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from schooner.storage.keys import Keyspace
 from schooner.storage.redis.embedded import EmbeddedRedis, free_port
 
-from .servers import broker_command, stop_process, wait_for_port
+from .servers import broker_command, client_cpu_seconds, process_cpu_seconds, stop_process, wait_for_port
 
 MESSAGES = 1_000_000
 RUNS = 3
@@ -53,9 +54,19 @@ class ProduceRun:
     throttled: int  # throttle callbacks (KIP-219 throttle_time_ms > 0) the producer reported
     archived: int  # records the archiver had archived when the last one was acknowledged
     peak_fill: float  # the highest used memory / maxmemory seen (0 without a limit)
+    cpu_us: float  # CPU of the broker, redis-server and this client per record (microseconds)
 
 
-def _start(stack: ExitStack, folder: Path) -> tuple[str, redis.Redis]:
+@dataclass(frozen=True, slots=True)
+class Pids:
+    broker: int
+    redis: int | None
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.broker) + process_cpu_seconds(self.redis) + client_cpu_seconds()
+
+
+def _start(stack: ExitStack, folder: Path) -> tuple[str, redis.Redis, Pids]:
     server = EmbeddedRedis(folder / "redis", persistent=False)
     server.start()
     stack.callback(server.stop)
@@ -75,7 +86,7 @@ def _start(stack: ExitStack, folder: Path) -> tuple[str, redis.Redis]:
     wait_for_port(port, process, timeout=30)
     client = redis.Redis.from_url(server.url)
     stack.callback(client.close)
-    return f"127.0.0.1:{port}", client
+    return f"127.0.0.1:{port}", client, Pids(process.pid, server.pid)
 
 
 def _fill(client: redis.Redis) -> float:
@@ -99,7 +110,7 @@ def _archived(client: redis.Redis, ks: Keyspace, topic: str) -> int:
 
 
 def produce(
-    bootstrap: str, client: redis.Redis, topic: str, messages: int, configs: dict[str, str]
+    bootstrap: str, client: redis.Redis, pids: Pids, topic: str, messages: int, configs: dict[str, str]
 ) -> ProduceRun:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1, config=configs)])[topic].result(30)
@@ -128,7 +139,7 @@ def produce(
     )
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), pids.cpu_seconds()
     for i in range(messages):
         while True:
             try:
@@ -138,13 +149,14 @@ def produce(
                 producer.poll(0.01)
     left = producer.flush(FLUSH_TIMEOUT_S)
     seconds = time.perf_counter() - began
+    cpu_us = (pids.cpu_seconds() - cpu) / messages * 1e6
     archived = _archived(client, Keyspace(KEYSPACE), topic)
     watching.set()
     watcher.join()
     if left:
         raise RuntimeError(f"{left} records unacknowledged after {FLUSH_TIMEOUT_S:.0f} s")
     admin.delete_topics([topic])[topic].result(30)
-    return ProduceRun(seconds, failed[0], throttled[0], archived, peak[0])
+    return ProduceRun(seconds, failed[0], throttled[0], archived, peak[0], cpu_us)
 
 
 def run(messages: int = MESSAGES, runs: int = RUNS, maxmemory: int | None = None) -> dict[str, Any]:
@@ -154,18 +166,18 @@ def run(messages: int = MESSAGES, runs: int = RUNS, maxmemory: int | None = None
     room: list[ProduceRun] = []
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="schooner-bench-backpressure-")))
-        bootstrap, client = _start(stack, folder)
+        bootstrap, client, pids = _start(stack, folder)
         for i in range(runs):
 
             def tiered_run(i: int = i) -> None:
                 _wait_freed(client, limit // 2)  # a deleted topic's keys are freed in the background
                 client.config_set("maxmemory", limit)
                 configs = {"remote.storage.enable": "true", "local.retention.bytes": str(1 << 20)}
-                tiered.append(produce(bootstrap, client, f"tiered-{i}", messages, configs))
+                tiered.append(produce(bootstrap, client, pids, f"tiered-{i}", messages, configs))
 
             def room_run(i: int = i) -> None:
                 client.config_set("maxmemory", 0)
-                room.append(produce(bootstrap, client, f"room-{i}", messages, {}))
+                room.append(produce(bootstrap, client, pids, f"room-{i}", messages, {}))
 
             for step in (tiered_run, room_run) if i % 2 == 0 else (room_run, tiered_run):
                 step()
@@ -184,6 +196,10 @@ def run(messages: int = MESSAGES, runs: int = RUNS, maxmemory: int | None = None
         "backpressure_failed_deliveries": sum(r.failed for r in tiered) + sum(r.failed for r in room),
         "backpressure_peak_fill": round(max(r.peak_fill for r in tiered), 3),
         "backpressure_throttled": sum(r.throttled for r in tiered),
+        # CPU per record of everything on the path (broker, redis-server, client): on a machine whose
+        # cores that path fills, the room run's over the tiered one's bounds the ratio above.
+        "backpressure_tiered_cpu_us_per_record": round(statistics.median(r.cpu_us for r in tiered), 2),
+        "backpressure_room_cpu_us_per_record": round(statistics.median(r.cpu_us for r in room), 2),
         "backpressure_tiered_runs_s": [round(r.seconds, 2) for r in tiered],
         "backpressure_room_runs_s": [round(r.seconds, 2) for r in room],
     }

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.1  # between looks, appends count their own bytes (appending)
 FILLING_SHARE = 0.5  # of throttle_from: where the archiver stops waiting for its interval
-MAX_THROTTLE_MS = 1000  # at the mark: one produce request per second and connection
+MAX_THROTTLE_MS = 100  # at the mark: ten produce requests a second per connection
 LOG_INTERVAL_SECONDS = 10.0
 
 

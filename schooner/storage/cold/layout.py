@@ -12,6 +12,8 @@ encodes entries read from Redis: the same records, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -59,6 +61,21 @@ def to_table(
 ) -> pa.Table:
     """The rows of the entries at or after from_offset. aborted must list every aborted transaction
     with records among them (ArchiveSlice.aborted)."""
+    plain = _plain_table(entries, offsets, partition, log_append_time, from_offset)
+    if plain is not None:
+        return plain
+    return entry_by_entry(entries, offsets, partition, log_append_time, aborted, from_offset)
+
+
+def entry_by_entry(
+    entries: Sequence[Any],
+    offsets: OffsetCodec,
+    partition: int,
+    log_append_time: bool,
+    aborted: Sequence[AbortedTransaction],
+    from_offset: int = 0,
+) -> pa.Table:
+    """to_table for any entries, one at a time."""
     bits, shift = offsets.bits, offsets.shift
     offs: list[int] = []
     stamps: list[int] = []
@@ -103,15 +120,61 @@ def to_table(
         values.append(value)
         headers.append(hs)
         any_headers = any_headers or bool(hs)
-    return _columns(partition, offs, stamps, keys, values, headers, any_headers, txns, log_append_time)
+    columns = (pa.array(offs, pa.int64()), pa.array(stamps, pa.int64()), pa.array(keys, pa.binary()))
+    return _columns(
+        partition, *columns, pa.array(values, pa.binary()), headers, any_headers, txns, log_append_time
+    )
+
+
+# The entries the broker writes for plain records: a timestamp, the key (when not null) and the value.
+_PLAIN_SHAPES = {6: (TIMESTAMP, KEY, VALUE), 4: (TIMESTAMP, VALUE)}
+
+
+def _plain_table(
+    entries: Sequence[Any], offsets: OffsetCodec, partition: int, log_append_time: bool, from_offset: int
+) -> pa.Table | None:
+    """to_table when every entry is a plain record of one shape (most slices), with no Python step per
+    record: the fields are sliced out of one flat list and parsed by Arrow. None for any other slice
+    (headers, transactions, mixed shapes, a field Arrow cannot parse): entry_by_entry takes those.
+    It halves the archiver's cost per record, which runs on the broker's interpreter."""
+    n = len(entries)
+    fields = list(map(itemgetter(1), entries))
+    width = len(fields[0]) if n else 0
+    names = _PLAIN_SHAPES.get(width)
+    if names is None or list(map(len, fields)) != [width] * n:
+        return None
+    flat = list(chain.from_iterable(fields))
+    if any(flat[2 * i :: width].count(name) != n for i, name in enumerate(names)):
+        return None
+    try:
+        ids = pc.split_pattern(pa.array(list(map(itemgetter(0), entries)), pa.binary()), b"-")
+        ms = pc.list_element(ids, 0).cast(pa.string()).cast(pa.int64())
+        seq = pc.list_element(ids, 1).cast(pa.string()).cast(pa.int64())
+        stamps = pa.array(flat[1::width], pa.binary()).cast(pa.string()).cast(pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if offsets.dense:
+        if pc.max(ms).as_py() != 0:  # a foreign entry: its offset is not seq - 1
+            return None
+        offs = pc.subtract(seq, offsets.shift)
+    else:
+        offs = pc.subtract(pc.bit_wise_or(pc.shift_left(ms, offsets.bits), seq), offsets.shift)
+    if width == 4:  # as parse_fields: a timestamp below 0 is the ID's ms
+        stamps = pc.if_else(pc.less(stamps, 0), ms, stamps)
+    keys = pa.array(flat[3::width], pa.binary()) if width == 6 else pa.nulls(n, pa.binary())
+    values = pa.array(flat[width - 1 :: width], pa.binary())
+    table = _columns(partition, offs, stamps, keys, values, [[]] * n, False, {}, log_append_time)
+    if n and offsets.offset_of_id(entries[0][0]) < from_offset:
+        table = table.filter(pc.greater_equal(table.column(OFFSET), from_offset))
+    return table
 
 
 def _columns(
     partition: int,
-    offs: list[int],
-    stamps: list[int],
-    keys: list[bytes | None],
-    values: list[bytes | None],
+    offs: pa.Array,
+    stamps: pa.Array,
+    keys: pa.Array,
+    values: pa.Array,
     headers: list[list[tuple[str, bytes | None]]],
     any_headers: bool,
     txns: dict[int, tuple[int, int, str | None, bool]],
@@ -146,11 +209,11 @@ def _columns(
     return pa.Table.from_arrays(
         [
             pa.repeat(pa.scalar(partition, pa.int32()), n),
-            pa.array(offs, pa.int64()),
-            pa.array(stamps, pa.int64()),
+            offs,
+            stamps,
             pa.repeat(pa.scalar(1 if log_append_time else 0, pa.int8()), n),
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
+            keys,
+            values,
             header_col,
             *txn_cols,
         ],
