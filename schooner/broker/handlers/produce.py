@@ -96,11 +96,18 @@ async def handle_produce(
                 resolved = [(ti, td, refusal) for ti, td, _ in resolved]
         bound = ctx.settings.max_decompressed_batch_bytes
         # Decoded before the appends start: a partition's batches go to the writer as they are.
+        # At Redis' memory mark every batch is refused and sent again (broker/memory.py): not decoded.
+        full = writer.memory.full
         decoded = [
-            ((ti, pd.index), topic, _decode(scope, topic, pd, legacy_ms, transactional_id, bound))
+            (
+                (ti, pd.index),
+                topic,
+                writer.at_mark(topic) if full and isinstance(topic, Topic)
+                else _decode(scope, topic, pd, legacy_ms, transactional_id, bound),
+            )
             for ti, topic_data, topic in resolved
             for pd in topic_data.partition_data
-        ]
+        ]  # fmt: skip
         for key, topic, batches in decoded:
             if isinstance(batches, PartitionAppend):  # refused, yet in its turn: later ones cannot overtake
                 jobs[key] = writer.refuse(turns[key], batches)

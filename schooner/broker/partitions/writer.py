@@ -125,6 +125,12 @@ class PartitionWriter:
         first await, so that appends keep request order."""
         return self._sequencer.claim(key)
 
+    def at_mark(self, topic: Topic) -> PartitionAppend:
+        """The answer to an append while Redis memory is at its mark: a retriable refusal."""
+        if self._metrics is not None:
+            self._metrics.memory_refusals.labels(topic.name).inc()
+        return PartitionAppend(LOG_UNAVAILABLE, message=MARK_MESSAGE)
+
     async def refuse(self, turn: Turn, answer: PartitionAppend) -> PartitionAppend:
         """A refused partition still waits its turn, so that a later request's batches cannot overtake."""
         async with turn:
@@ -145,9 +151,7 @@ class PartitionWriter:
         order, key = self._order, turn.key
         async with turn:
             if self.memory.full:  # refused like a full Redis, before it is: the rest is the reserve
-                if self._metrics is not None:
-                    self._metrics.memory_refusals.labels(topic.name).inc()
-                return PartitionAppend(LOG_UNAVAILABLE, message=MARK_MESSAGE)
+                return self.at_mark(topic)
             sequenced_batches = [b for b in batches if sequenced(b)]
             for b in sequenced_batches:
                 if not order.admit(key, b) and not await self._mark_stale(topic, partition, key, b):
