@@ -140,6 +140,14 @@ def die_with_parent() -> None:
         _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def apart_dying_with_parent() -> None:
+    """die_with_parent, in a process group of its own: a terminal's Ctrl-C (SIGINT to the foreground
+    group) then reaches the broker alone, which drains and stops redis-server itself, rather than
+    redis-server exiting under the broker's feet (and its supervisor saying so as an error)."""
+    os.setpgrp()
+    die_with_parent()
+
+
 class EmbeddedRedis:
     def __init__(
         self,
@@ -279,7 +287,7 @@ class EmbeddedRedis:
         # Its log goes to the log file; stdout would only say that it reads the configuration from stdin
         # (errors in the configuration go to stderr).
         process = subprocess.Popen(
-            self._args(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent
+            self._args(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=apart_dying_with_parent
         )
         assert process.stdin is not None
         process.stdin.write(self._config())
