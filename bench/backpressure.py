@@ -19,7 +19,6 @@ redis-server and the client together. Topics are deleted after each run.
 from __future__ import annotations
 
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,9 +33,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schooner.storage.keys import Keyspace
-from schooner.storage.redis.embedded import EmbeddedRedis, free_port
 
-from .servers import broker_command, client_cpu_seconds, process_cpu_seconds, stop_process, wait_for_port
+from .servers import client_cpu_seconds, process_cpu_seconds
+from .tiering import TieredBroker, start_tiered_broker
 
 MESSAGES = 1_000_000
 RUNS = 3
@@ -57,36 +56,11 @@ class ProduceRun:
     cpu_us: float  # CPU of the broker, redis-server and this client per record (microseconds)
 
 
-@dataclass(frozen=True, slots=True)
-class Pids:
-    broker: int
-    redis: int | None
-
-    def cpu_seconds(self) -> float:
-        return process_cpu_seconds(self.broker) + process_cpu_seconds(self.redis) + client_cpu_seconds()
-
-
-def _start(stack: ExitStack, folder: Path) -> tuple[str, redis.Redis, Pids]:
-    server = EmbeddedRedis(folder / "redis", persistent=False)
-    server.start()
-    stack.callback(server.stop)
-    port = free_port()
-    args = [
-        *broker_command(), "broker",
-        "--redis-url", server.url,
-        "--port", str(port),
-        "--keyspace", KEYSPACE,
-        "--log-level", "WARNING",
-        "--cold-store-url", str(folder / "cold"),
-        "--archive-interval-ms", "1000",
-    ]  # fmt: skip
-    log = stack.enter_context((folder / "broker.log").open("wb"))
-    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    stack.callback(stop_process, process)
-    wait_for_port(port, process, timeout=30)
-    client = redis.Redis.from_url(server.url)
-    stack.callback(client.close)
-    return f"127.0.0.1:{port}", client, Pids(process.pid, server.pid)
+def _cpu_seconds(broker: TieredBroker) -> float:
+    """CPU so far of the broker, its redis-server and this client."""
+    return (
+        process_cpu_seconds(broker.broker_pid) + process_cpu_seconds(broker.redis_pid) + client_cpu_seconds()
+    )
 
 
 def _fill(client: redis.Redis) -> float:
@@ -109,9 +83,8 @@ def _archived(client: redis.Redis, ks: Keyspace, topic: str) -> int:
     return sum(int(e) for e in ends if e)
 
 
-def produce(
-    bootstrap: str, client: redis.Redis, pids: Pids, topic: str, messages: int, configs: dict[str, str]
-) -> ProduceRun:
+def produce(broker: TieredBroker, topic: str, messages: int, configs: dict[str, str]) -> ProduceRun:
+    bootstrap, client = broker.bootstrap, broker.client
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1, config=configs)])[topic].result(30)
     failed, throttled, peak = [0], [0], [0.0]
@@ -139,7 +112,7 @@ def produce(
     )
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    began, cpu = time.perf_counter(), pids.cpu_seconds()
+    began, cpu = time.perf_counter(), _cpu_seconds(broker)
     for i in range(messages):
         while True:
             try:
@@ -149,7 +122,7 @@ def produce(
                 producer.poll(0.01)
     left = producer.flush(FLUSH_TIMEOUT_S)
     seconds = time.perf_counter() - began
-    cpu_us = (pids.cpu_seconds() - cpu) / messages * 1e6
+    cpu_us = (_cpu_seconds(broker) - cpu) / messages * 1e6
     archived = _archived(client, Keyspace(KEYSPACE), topic)
     watching.set()
     watcher.join()
@@ -166,18 +139,19 @@ def run(messages: int = MESSAGES, runs: int = RUNS, maxmemory: int | None = None
     room: list[ProduceRun] = []
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="schooner-bench-backpressure-")))
-        bootstrap, client, pids = _start(stack, folder)
+        broker = start_tiered_broker(stack, folder, KEYSPACE, archive_interval_ms=1000)
+        client = broker.client
         for i in range(runs):
 
             def tiered_run(i: int = i) -> None:
                 _wait_freed(client, limit // 2)  # a deleted topic's keys are freed in the background
                 client.config_set("maxmemory", limit)
                 configs = {"remote.storage.enable": "true", "local.retention.bytes": str(1 << 20)}
-                tiered.append(produce(bootstrap, client, pids, f"tiered-{i}", messages, configs))
+                tiered.append(produce(broker, f"tiered-{i}", messages, configs))
 
             def room_run(i: int = i) -> None:
                 client.config_set("maxmemory", 0)
-                room.append(produce(bootstrap, client, pids, f"room-{i}", messages, {}))
+                room.append(produce(broker, f"room-{i}", messages, {}))
 
             for step in (tiered_run, room_run) if i % 2 == 0 else (room_run, tiered_run):
                 step()

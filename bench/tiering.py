@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,21 @@ HOT, TIERED = "bench-hot", "bench-tiered"
 ARCHIVE_TIMEOUT_S = 300.0
 
 
-def _start(stack: ExitStack, folder: Path) -> tuple[str, redis.Redis, int]:
+@dataclass(frozen=True, slots=True)
+class TieredBroker:
+    """A broker with a cold store, on a redis-server of its own (both stopped by the ExitStack)."""
+
+    bootstrap: str
+    client: redis.Redis
+    broker_pid: int
+    redis_pid: int | None
+
+
+def start_tiered_broker(
+    stack: ExitStack, folder: Path, keyspace: str = KEYSPACE, archive_interval_ms: int = 100
+) -> TieredBroker:
+    """The redis-server, then `schooner broker` over it with the cold store in folder/cold (also used by
+    bench/backpressure.py)."""
     server = EmbeddedRedis(folder / "redis", persistent=False)
     server.start()
     stack.callback(server.stop)
@@ -49,10 +64,10 @@ def _start(stack: ExitStack, folder: Path) -> tuple[str, redis.Redis, int]:
         *broker_command(), "broker",
         "--redis-url", server.url,
         "--port", str(port),
-        "--keyspace", KEYSPACE,
+        "--keyspace", keyspace,
         "--log-level", "WARNING",
         "--cold-store-url", str(folder / "cold"),
-        "--archive-interval-ms", "100",
+        "--archive-interval-ms", str(archive_interval_ms),
     ]  # fmt: skip
     log = stack.enter_context((folder / "broker.log").open("wb"))
     process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
@@ -60,7 +75,7 @@ def _start(stack: ExitStack, folder: Path) -> tuple[str, redis.Redis, int]:
     wait_for_port(port, process, timeout=30)
     client = redis.Redis.from_url(server.url)
     stack.callback(client.close)
-    return f"127.0.0.1:{port}", client, process.pid
+    return TieredBroker(f"127.0.0.1:{port}", client, process.pid, server.pid)
 
 
 def _produce(bootstrap: str, topic: str, messages: int) -> None:
@@ -109,7 +124,8 @@ def _wait_archived(client: redis.Redis, ks: Keyspace, messages: int) -> float:
 def run(messages: int = MESSAGES, runs: int = RUNS) -> dict[str, Any]:
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="schooner-bench-tiering-")))
-        bootstrap, client, _ = _start(stack, folder)
+        broker = start_tiered_broker(stack, folder)
+        bootstrap, client = broker.bootstrap, broker.client
         ks = Keyspace(KEYSPACE)
         create_topics(bootstrap, [HOT, TIERED], {"retention.ms": "-1"})
         _produce(bootstrap, HOT, messages)

@@ -255,8 +255,8 @@ class Upkeep:
     async def _archive(self) -> None:
         """The archiver's pass over tiered topics, every archive_interval_ms (tiering/archiver.py), or
         one after the other while Redis fills up (a broker started on a Redis over its limit archives
-        first). Without a cold store a tiered topic (made on a broker that has one)
-        keeps all in Redis."""
+        first). Without a cold store a tiered topic (made on a broker that has one) keeps all in
+        Redis."""
         ctx, archiver = self.ctx, self.archiver
         warned: set[str] = set()
         while True:

@@ -135,11 +135,10 @@ def policy_check(node: NodeFacts, allow_evicting: bool) -> list[Check]:
     return [found, refusal]
 
 
-def maxmemory_check(node: NodeFacts, settings: config.Settings | None = None) -> Check:
+def maxmemory_check(node: NodeFacts, settings: config.Settings) -> Check:
     mem = node.memory
     if mem.maxmemory:
-        s = settings or config.Settings()
-        mark, slow = s.redis_memory_high_water, s.redis_memory_throttle_from
+        mark, slow = settings.redis_memory_high_water, settings.redis_memory_throttle_from
         return Check(
             OK, "redis maxmemory",
             f"{_size(mem.maxmemory)} ({_size(mem.used)} used, {mem.fill:.0%}); record appends wait from "

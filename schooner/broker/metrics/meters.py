@@ -145,7 +145,7 @@ class BrokerMetrics:
             ["topic", "partition"],
             registry=r,
         )
-        # Redis memory (broker/memory.py): the gauges read the broker's RedisMemory (watch_memory).
+        # Redis memory (broker/memory.py): server.py sets the gauges from the broker's RedisMemory.
         self.memory_refusals = Counter(
             "schooner_memory_refusals",
             "Produce partitions refused because Redis memory was at the high-water mark (or full), by topic.",

@@ -127,9 +127,13 @@ class PartitionWriter:
 
     def at_mark(self, topic: Topic) -> PartitionAppend:
         """The answer to an append while Redis memory is at its mark: a retriable refusal."""
+        return self._memory_refusal(topic, MARK_MESSAGE)
+
+    def _memory_refusal(self, topic: Topic, message: str) -> PartitionAppend:
+        """A retriable refusal for Redis memory (at the mark, or Redis refusing itself), counted."""
         if self._metrics is not None:
             self._metrics.memory_refusals.labels(topic.name).inc()
-        return PartitionAppend(LOG_UNAVAILABLE, message=MARK_MESSAGE)
+        return PartitionAppend(LOG_UNAVAILABLE, message=message)
 
     async def refuse(self, turn: Turn, answer: PartitionAppend) -> PartitionAppend:
         """A refused partition still waits its turn, so that a later request's batches cannot overtake."""
@@ -289,9 +293,7 @@ class PartitionWriter:
         if not server_info.is_out_of_memory(exc):
             return PartitionAppend(LOG_UNAVAILABLE, message=str(exc))
         self.memory.refused()  # it says so in the log, once for the deployment
-        if self._metrics is not None:
-            self._metrics.memory_refusals.labels(topic.name).inc()
-        return PartitionAppend(LOG_UNAVAILABLE, message=FULL_MESSAGE)
+        return self._memory_refusal(topic, FULL_MESSAGE)
 
     def _foreign_entry(self, topic: Topic, partition: int, entry_id: str) -> PartitionAppend:
         """A plain `XADD key *` on a dense topic: no later entry can have ID 0-n, so appends stop here."""

@@ -94,7 +94,7 @@ class Archiver:
         self._memory = memory
         self.archived_records = 0  # counted for the tests
         self.archived_steps = 0
-        self._steps_at_pass = -1  # archived_steps when the last pass began: did it archive anything?
+        self._steps_at_pass = -1  # archived_steps when the last pass began: did it take any?
 
     @property
     def filling(self) -> bool:
@@ -105,14 +105,11 @@ class Archiver:
         """Waits for the next pass: archive_interval_ms, cut short when Redis starts filling up; a
         moment only while it is and the last pass found records to archive."""
         interval = max(self.settings.archive_interval_ms, 1) / 1000
-        if self.filling:
-            await asyncio.sleep(
-                PRESSED_PAUSE_SECONDS if self._steps_at_pass < self.archived_steps else interval
-            )
-            self._steps_at_pass = self.archived_steps
-            return
+        busy = self._steps_at_pass < self.archived_steps  # steps are taken in passes only
         self._steps_at_pass = self.archived_steps
-        if self._memory is None:
+        if self.filling:
+            await asyncio.sleep(PRESSED_PAUSE_SECONDS if busy else interval)
+        elif self._memory is None:
             await asyncio.sleep(interval)
         else:
             await self._memory.until_filling(interval)
