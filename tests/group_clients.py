@@ -191,7 +191,12 @@ class ConsumerProtocolMember(ClientThread):
         )
         try:
             while not self.stop_event.is_set():
+                # A batch may hold records of partitions revoked while consume() ran: the revocation is
+                # acknowledged already, another member may be reading them, and a commit under the epoch
+                # that followed would be accepted (epochs fence members, not partitions). Drop them.
                 msgs = [m for m in c.consume(50, 0.2) if not m.error()]
+                owned_now = {tp.partition for tp in c.assignment()}
+                msgs = [m for m in msgs if m.partition() in owned_now]
                 if not msgs:
                     continue
                 time.sleep(self.pace)
@@ -201,8 +206,11 @@ class ConsumerProtocolMember(ClientThread):
                     first.setdefault(m.partition(), m.offset())
                     last[m.partition()] = m.offset()
                 try:
-                    c.commit(offsets=[TopicPartition(self.topic, p, o + 1) for p, o in last.items()],
-                             asynchronous=False)  # fmt: skip
+                    done = c.commit(offsets=[TopicPartition(self.topic, p, o + 1) for p, o in last.items()],
+                                    asynchronous=False)  # fmt: skip
+                    # librdkafka raises only when every partition failed; one partition's error is in its row.
+                    if any(tp.error is not None for tp in done or ()):
+                        raise KafkaException(next(tp.error for tp in done if tp.error is not None))
                 except KafkaException:
                     self.failed_commits += 1
                     owned = {tp.partition for tp in c.assignment()}
