@@ -4,7 +4,7 @@ QUIX_VENV ?= .venv-quix
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps test-system-deps broker test test-cluster lint bench chaos
+.PHONY: install system-deps test-system-deps kafka-deps broker test test-cluster lint bench chaos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,20 +43,27 @@ system-deps:
 test-system-deps: system-deps
 	@test -x /usr/bin/redis-server && test -x /usr/bin/chromium || \
 	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server chromium >/dev/null)
+	@$(MAKE) -s kafka-deps
+
+# Apache Kafka runs beside Schooner in the conformance tests and the benchmarks (apache_kafka/): Java 17 is
+# on the machines, Maven comes from Debian if it is missing, and Maven brings Kafka's jars itself.
+kafka-deps:
+	@command -v mvn >/dev/null && command -v java >/dev/null || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq maven openjdk-17-jre-headless >/dev/null)
 
 broker: install system-deps
 	$(VENV)/bin/schooner broker
 
 test: install $(QUIX_VENV)/.installed test-system-deps
-	$(VENV)/bin/ruff check schooner tests bench examples chaos
-	$(VENV)/bin/mypy schooner chaos
+	$(VENV)/bin/ruff check schooner tests bench examples chaos apache_kafka
+	$(VENV)/bin/mypy schooner chaos apache_kafka
 	$(VENV)/bin/pytest -q
 
 # The whole suite on a Redis Cluster of 3 primaries and 3 replicas instead of one redis-server.
 test-cluster: install $(QUIX_VENV)/.installed test-system-deps
 	SCHOONER_TEST_REDIS=cluster $(VENV)/bin/pytest -q -m "not single_redis"
 
-bench: install system-deps
+bench: install system-deps kafka-deps
 	$(VENV)/bin/python -m bench
 
 # Randomized faults against a real deployment, every operation checked (chaos/, docs/operations.md's

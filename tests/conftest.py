@@ -31,6 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import redis
 
+import apache_kafka
 from schooner import config
 from schooner.broker.server import Broker
 from schooner.storage.redis.acl import acl_setuser
@@ -142,7 +143,8 @@ SPARK_GROUPS = 2  # Spark sessions (JVMs) of a run, at most
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """make test runs the tests on several pytest-xdist workers (pyproject.toml: -n, --dist loadgroup),
     each with its own session fixtures. Tests that share a costly one run on one worker, in one group:
-    a module's chromium, and the session's Redis Cluster where it is not every test's Redis anyway.
+    a module's chromium, the session's Redis Cluster where it is not every test's Redis anyway, and
+    Apache Kafka.
     The Spark tests are dealt into two groups: one would hold a worker for most of the run. The rest go
     to whichever worker is free, test by test."""
     spark_tests = 0
@@ -155,6 +157,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             group = f"browser:{item.module.__name__ if item.module else item.path}"
         elif "redis_cluster" in fixtures and not ON_CLUSTER:
             group = "redis_cluster"
+        elif "reference_kafka" in fixtures:
+            group = "apache_kafka"
         else:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
@@ -377,3 +381,12 @@ def s3_server() -> Iterator[S3Server]:
     server = start_s3_server()
     yield server
     stop_s3_server(server)
+
+
+@pytest.fixture(scope="session")
+def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apache_kafka.ApacheKafka]:
+    """Apache Kafka (apache_kafka/: the pinned release from its Maven artifacts) for the conformance
+    tests: one broker per session, its tests on one worker (pytest_collection_modifyitems)."""
+    broker = apache_kafka.start(tmp_path_factory.mktemp("apache-kafka"))
+    yield broker
+    broker.stop()

@@ -9,6 +9,8 @@ the local log is Redis.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kio.schema.errors import ErrorCode
 
 from ...protocol.messages import make, sibling
@@ -37,12 +39,22 @@ async def handle_list_offsets(
     resp = response_for(body)
     # read_committed (v2+): the latest offset is the last stable one, below any open transaction.
     committed = getattr(body, "isolation_level", 0) == 1
+    # A partition named twice gets one answer, INVALID_REQUEST, as Kafka gives: which query wins is unsaid.
+    named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
+    answered: set[tuple[str, int]] = set()
     topics = []
     for requested in body.topics:
         topic = await resolve_topic(ctx, scope, requested.name, op=AclOperation.DESCRIBE)
         partitions = []
         for p in requested.partitions:
-            code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp, committed)
+            key = (requested.name, p.partition_index)
+            if named[key] > 1:
+                if key in answered:
+                    continue
+                answered.add(key)
+                code, timestamp, offset = ErrorCode.invalid_request, -1, -1
+            else:
+                code, timestamp, offset = await _lookup(ctx, topic, p.partition_index, p.timestamp, committed)
             partitions.append(
                 make(
                     sibling(resp, "ListOffsetsPartitionResponse"),

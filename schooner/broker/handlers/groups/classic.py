@@ -321,10 +321,13 @@ async def handle_describe_groups(
                     values["error_message"] = f"Group {group_id} is not a classic group."
                 described.append(make(sibling(resp, "DescribedGroup"), **values))
                 continue
+            # As Kafka: the protocol and each member's metadata only once Stable (in a rebalance they are
+            # about to change); the assignment a member holds meanwhile is shown.
+            stable = group.state == GroupState.STABLE
             values.update(
                 group_state=group.state.value,
                 protocol_type=group.protocol_type or "",
-                protocol_data=group.protocol or "",
+                protocol_data=(group.protocol or "") if stable else "",
                 members=tuple(
                     make(
                         sibling(resp, "DescribedGroupMember"),
@@ -332,7 +335,7 @@ async def handle_describe_groups(
                         group_instance_id=m.instance_id,
                         client_id=m.client_id,
                         client_host=m.client_host,
-                        member_metadata=m.metadata_for(group.protocol or ""),
+                        member_metadata=m.metadata_for(group.protocol or "") if stable else b"",
                         member_assignment=m.assignment,
                     )
                     for m in group.members.values()

@@ -124,15 +124,17 @@ async def _commit(ctx: BrokerContext, scope: RequestScope, body: OffsetCommitReq
             name, topic = None, None
         row: list[tuple[int, ErrorCode]] = []
         for p in t.partitions:
+            # Kafka's order: the group's authorization, then the topic's (and whether the partition
+            # exists), then the member and generation, then the metadata's size.
             code = group_error
+            if code == ErrorCode.group_authorization_failed:
+                pass
+            elif isinstance(topic, ErrorCode):
+                code = topic
+            elif topic is None or not 0 <= p.partition_index < topic.partitions:
+                code = ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
             if code == ErrorCode.none:
-                if isinstance(topic, ErrorCode):
-                    code = topic
-                elif topic is None or not 0 <= p.partition_index < topic.partitions:
-                    code = (
-                        ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
-                    )
-                elif (
+                if (
                     p.committed_metadata is not None
                     and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES
                 ):
@@ -142,7 +144,7 @@ async def _commit(ctx: BrokerContext, scope: RequestScope, body: OffsetCommitReq
                     to_store[TopicPartition(name, p.partition_index)] = (
                         p.committed_offset,
                         getattr(p, "committed_leader_epoch", -1),
-                        p.committed_metadata,
+                        p.committed_metadata or "",  # Kafka keeps a null metadata as ""
                     )
             row.append((p.partition_index, code))
         results.append((t, row))

@@ -1,0 +1,149 @@
+"""Bad requests: the error codes Kafka gives, per topic and partition, are Schooner's too."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+from tests.conformance.peers import Peer, create_topic, plain, same_answers, unique
+from tests.wire import produce_request
+
+STAMP = datetime.timedelta(seconds=30)
+
+
+def _create(peer: Peer, *topics: tuple[str, int, int, dict[str, str]], validate_only: bool = False) -> Any:
+    request = CreateTopicsRequest(
+        topics=tuple(
+            CreatableTopic(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=replicas,
+                assignments=(),
+                configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in configs.items()),
+            )
+            for name, partitions, replicas, configs in topics
+        ),
+        timeout=STAMP,
+        validate_only=validate_only,
+    )
+    return plain(peer.call(request), drop=frozenset({"configs", "num_partitions", "replication_factor"}))
+
+
+def test_create_topics_refuses_what_kafka_refuses(kafka: Peer, schooner: Peer) -> None:
+    base = unique("create")
+
+    def scenario(peer: Peer) -> Any:
+        create_topic(peer, f"{base}-exists")
+        return _create(
+            peer,
+            (f"{base}-exists", 1, 1, {}),
+            (f"{base}-zero", 0, 1, {}),
+            (f"{base}-replicas", 1, 0, {}),
+            (f"{base}-negative", -2, 1, {}),
+            (f"{base}-bad/name", 1, 1, {}),
+            ("x" * 250, 1, 1, {}),
+            (".", 1, 1, {}),
+            (f"{base}-policy", 1, 1, {"cleanup.policy": "sometimes"}),
+            (f"{base}-unknown", 1, 1, {"no.such.config": "1"}),
+            (f"{base}-number", 1, 1, {"retention.ms": "soon"}),
+            (f"{base}-ok", 2, -1, {"retention.ms": "1000"}),
+        )
+
+    same_answers(scenario, kafka, schooner)
+
+
+def test_create_topics_validate_only_creates_nothing(kafka: Peer, schooner: Peer) -> None:
+    name = unique("validate")
+
+    def scenario(peer: Peer) -> Any:
+        first = _create(peer, (name, 3, 1, {}), validate_only=True)
+        second = _create(peer, (name, 3, 1, {}), validate_only=True)
+        return first, second
+
+    same_answers(scenario, kafka, schooner)
+
+
+def test_produce_to_missing_topics_partitions_and_oversized_records(kafka: Peer, schooner: Peer) -> None:
+    small, absent = unique("small"), unique("absent")
+
+    def scenario(peer: Peer) -> Any:
+        create_topic(peer, small, 2, {"max.message.bytes": "1000"})
+        return [
+            plain(peer.call(produce_request(absent, [b"v"]))),
+            plain(peer.call(produce_request(small, [b"v"], partition=7))),
+            plain(peer.call(produce_request(small, [b"x" * 2000]))),
+            plain(peer.call(produce_request(small, [b"v"], acks=2))),
+            plain(peer.call(produce_request(small, [b"fits"], partition=1))),
+        ]
+
+    same_answers(scenario, kafka, schooner)
+
+
+def test_fetch_and_list_offsets_of_missing_partitions_and_offsets(kafka: Peer, schooner: Peer) -> None:
+    name, absent = unique("fetch"), unique("absent")
+
+    def scenario(peer: Peer) -> Any:
+        create_topic(peer, name, 1)
+        peer.call(produce_request(name, [b"a", b"b"]))
+        fetch = FetchRequest(
+            max_wait=datetime.timedelta(0),
+            min_bytes=1,
+            max_bytes=1 << 20,
+            topics=(
+                FetchTopic(
+                    topic=name,
+                    partitions=(
+                        FetchPartition(partition=0, fetch_offset=5, partition_max_bytes=1 << 20),
+                        FetchPartition(partition=3, fetch_offset=0, partition_max_bytes=1 << 20),
+                    ),
+                ),
+                FetchTopic(
+                    topic=absent,
+                    partitions=(FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),),
+                ),
+            ),
+            forgotten_topics_data=(),
+        )
+        listing = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=0,
+            topics=(
+                ListOffsetsTopic(
+                    name=name,
+                    partitions=(
+                        ListOffsetsPartition(partition_index=0, timestamp=-1),
+                        ListOffsetsPartition(partition_index=9, timestamp=-1),
+                    ),
+                ),
+                ListOffsetsTopic(
+                    name=absent, partitions=(ListOffsetsPartition(partition_index=0, timestamp=-2),)
+                ),
+            ),
+        )
+        answer = plain(peer.call(fetch), drop=frozenset({"session_id", "records"}))
+        return answer, plain(peer.call(listing), drop=frozenset({"timestamp"}))
+
+    same_answers(scenario, kafka, schooner)
+
+
+def test_metadata_of_absent_and_invalid_topics_without_auto_creation(kafka: Peer, schooner: Peer) -> None:
+    absent = unique("absent")
+
+    def scenario(peer: Peer) -> Any:
+        request = MetadataRequest(
+            topics=tuple(
+                MetadataRequestTopic(name=n, topic_id=uuid.UUID(int=0)) for n in (absent, "bad/name", "")
+            ),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        topics = plain(peer.call(request), drop=frozenset({"brokers"}))["topics"]
+        return sorted(topics, key=lambda t: t["name"])  # Kafka answers in no set order
+
+    same_answers(scenario, kafka, schooner)
