@@ -387,6 +387,12 @@ def s3_server() -> Iterator[S3Server]:
 def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apache_kafka.ApacheKafka]:
     """Apache Kafka (apache_kafka/: the pinned release from its Maven artifacts) for the conformance
     tests: one broker per session, its tests on one worker (pytest_collection_modifyitems)."""
-    broker = apache_kafka.start(tmp_path_factory.mktemp("apache-kafka"))
+    # The authorizer is on and lets everyone reach a resource without ACLs, as the conformance tests'
+    # Schooner brokers do (tests/conformance/conftest.py), so ACL denials can be compared too.
+    authorizer = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+    }
+    broker = apache_kafka.start(tmp_path_factory.mktemp("apache-kafka"), authorizer)
     yield broker
     broker.stop()

@@ -18,5 +18,6 @@ def kafka(reference_kafka: ApacheKafka) -> Peer:
 
 
 @pytest.fixture
-def schooner(broker: Any) -> Peer:
-    return Peer("schooner", broker.port, broker.bootstrap)
+def schooner(broker_factory: Any) -> Peer:
+    broker = broker_factory(authorizer=True, allow_everyone_if_no_acl_found=True)
+    return Peer("schooner", broker.port, broker.bootstrap, broker.broker_id)

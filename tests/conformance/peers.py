@@ -19,9 +19,12 @@ from typing import Any
 
 from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from tests.wire import call
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 # Fields whose values each broker makes up: compared for presence only, or not at all.
 MADE_UP = frozenset(
@@ -59,6 +62,7 @@ class Peer:
     name: str  # "kafka" or "schooner"
     port: int
     bootstrap: str
+    broker_id: int = 1
 
     def call(self, body: Any) -> Any:
         return call(self.port, body)
@@ -104,7 +108,11 @@ def differences(kafka: Any, schooner: Any, path: str = "") -> list[str]:
                 out.extend(differences(kafka[key], schooner[key], f"{path}.{key}"))
         return out
     if isinstance(kafka, list) and isinstance(schooner, list) and len(kafka) == len(schooner):
-        return [d for i, (k, s) in enumerate(zip(kafka, schooner, strict=True)) for d in differences(k, s, f"{path}[{i}]")]
+        return [
+            d
+            for i, (k, s) in enumerate(zip(kafka, schooner, strict=True))
+            for d in differences(k, s, f"{path}[{i}]")
+        ]
     if path.rsplit(".", 1)[-1] in MESSAGES and kafka is False:
         return []  # Schooner may explain an error Kafka leaves bare
     if kafka != schooner:
@@ -138,10 +146,25 @@ def create_topic(peer: Peer, name: str, partitions: int = 1, configs: dict[str, 
 
 
 def wait_for_leaders(peer: Peer, names: Iterable[str], partitions: int, timeout: float = 30) -> None:
+    names = list(names)
     request = MetadataRequest(
         topics=tuple(MetadataRequestTopic(name=n, topic_id=uuid.UUID(int=0)) for n in names),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
+    )
+    # Metadata may name a leader before the leader serves the partition: ListOffsets asks the leader.
+    listing = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=tuple(
+            ListOffsetsTopic(
+                name=n,
+                partitions=tuple(
+                    ListOffsetsPartition(partition_index=i, timestamp=LATEST) for i in range(partitions)
+                ),
+            )
+            for n in names
+        ),
     )
     deadline = time.monotonic() + timeout
     while True:
@@ -151,7 +174,7 @@ def wait_for_leaders(peer: Peer, names: Iterable[str], partitions: int, timeout:
             and len(t.partitions) == partitions
             and all(p.leader_id >= 0 and p.error_code == ErrorCode.none for p in t.partitions)
             for t in topics
-        ):
+        ) and all(p.error_code == ErrorCode.none for t in peer.call(listing).topics for p in t.partitions):
             return
         assert time.monotonic() < deadline, topics
         time.sleep(0.05)
@@ -174,9 +197,34 @@ def ready_coordinators(peer: Peer, timeout: float = 60) -> None:
     from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
 
     while True:
-        offsets = peer.call(OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id="warm-up", topics=None),)))
-        ids = peer.call(InitProducerIdRequest(transactional_id="warm-up", transaction_timeout=datetime.timedelta(seconds=60)))
+        offsets = peer.call(
+            OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id="warm-up", topics=None),))
+        )
+        ids = peer.call(
+            InitProducerIdRequest(
+                transactional_id="warm-up", transaction_timeout=datetime.timedelta(seconds=60)
+            )
+        )
         if offsets.groups[0].error_code == ErrorCode.none and ids.error_code == ErrorCode.none:
             return
         assert time.monotonic() < deadline, (offsets, ids)
         time.sleep(0.1)
+
+
+def list_offsets(peer: Peer, topic: str, *stamps: int, isolation: int = 0) -> list[Any]:
+    """Partition 0's answer to each query, one request each (a request may name a partition once)."""
+    return [listing(peer, topic, [stamp], isolation)[0] for stamp in stamps]
+
+
+def listing(peer: Peer, topic: str, stamps: list[int], isolation: int = 0) -> list[Any]:
+    request = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=isolation,
+        topics=(
+            ListOffsetsTopic(
+                name=topic,
+                partitions=tuple(ListOffsetsPartition(partition_index=0, timestamp=s) for s in stamps),
+            ),
+        ),
+    )
+    return plain(peer.call(request))["topics"][0]["partitions"]  # type: ignore[no-any-return]

@@ -3,8 +3,9 @@ states a group passes through in a rebalance, as Kafka answers them."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-import socket
+import time
 from typing import Any
 
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
@@ -14,7 +15,11 @@ from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from kio.schema.offset_fetch.v8.request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
 from tests.conformance.peers import Peer, create_topic, plain, same_answers, unique
@@ -48,8 +53,12 @@ def commit(
 
 
 def fetch_offsets(peer: Peer, group: str, topic: str, partitions: tuple[int, ...] | None) -> Any:
-    topics = None if partitions is None else (OffsetFetchRequestTopics(name=topic, partition_indexes=partitions),)
-    request = OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=group, topics=topics),), require_stable=True)
+    topics = (
+        None if partitions is None else (OffsetFetchRequestTopics(name=topic, partition_indexes=partitions),)
+    )
+    request = OffsetFetchRequest(
+        groups=(OffsetFetchRequestGroup(group_id=group, topics=topics),), require_stable=True
+    )
     groups = plain(peer.call(request))["groups"]
     for t in (t for g in groups for t in g["topics"]):
         t["partitions"].sort(key=lambda p: p["partition_index"])
@@ -80,7 +89,9 @@ def test_offset_commit_from_outside_a_generation_checks_partitions_first(kafka: 
     def scenario(peer: Peer) -> Any:
         create_topic(peer, topic, 1)
         join, _ = _join_and_sync(peer, group, topic)
-        stranger = commit(peer, group, topic, {0: (1, None), 4: (1, None)}, generation=99, member="not-a-member")
+        stranger = commit(
+            peer, group, topic, {0: (1, None), 4: (1, None)}, generation=99, member="not-a-member"
+        )
         stale = commit(peer, group, topic, {0: (1, None), 4: (1, None)}, generation=join.generation_id + 1,
                        member=join.member_id)  # fmt: skip
         return stranger, stale
@@ -119,7 +130,9 @@ def _join_and_sync(peer: Peer, group: str, topic: str) -> tuple[Any, Any]:
     return joined, synced
 
 
-_ASSIGNMENT = b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"  # ConsumerProtocolAssignment v0: nothing, no user data
+_ASSIGNMENT = (
+    b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"  # ConsumerProtocolAssignment v0: nothing, no user data
+)
 
 
 def _subscription(topic: str) -> bytes:
@@ -166,18 +179,11 @@ def test_group_states_through_a_rebalance(kafka: Peer, schooner: Peer) -> None:
 
 
 def _with_member(request: JoinGroupRequest, member_id: str) -> JoinGroupRequest:
-    import dataclasses
-
     return dataclasses.replace(request, member_id=member_id)
 
 
 def _wait_for_state(peer: Peer, group: str, state: str, timeout: float = 10) -> None:
-    import time
-
     deadline = time.monotonic() + timeout
     while describe(peer, group)["group_state"] != state:
         assert time.monotonic() < deadline, describe(peer, group)
         time.sleep(0.05)
-
-
-__all__ = ["socket"]

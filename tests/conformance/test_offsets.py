@@ -5,33 +5,27 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kio.schema.delete_records.v2.request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
-from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.delete_records.v2.request import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 
-from tests.conformance.peers import Peer, create_topic, plain, same_answers, unique
+from tests.conformance.peers import (
+    EARLIEST,
+    LATEST,
+    MAX_TIMESTAMP,
+    Peer,
+    create_topic,
+    list_offsets,
+    listing,
+    plain,
+    same_answers,
+    unique,
+)
 from tests.wire import produce_request, record_batch
 
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 BASE_MS = 1_700_000_000_000
-
-
-def list_offsets(peer: Peer, topic: str, *stamps: int, isolation: int = 0) -> list[Any]:
-    """Partition 0's answer to each query, one request each (a request may name a partition once)."""
-    return [_listing(peer, topic, [stamp], isolation)[0] for stamp in stamps]
-
-
-def _listing(peer: Peer, topic: str, stamps: list[int], isolation: int = 0) -> list[Any]:
-    request = ListOffsetsRequest(
-        replica_id=-1,
-        isolation_level=isolation,
-        topics=(
-            ListOffsetsTopic(
-                name=topic,
-                partitions=tuple(ListOffsetsPartition(partition_index=0, timestamp=s) for s in stamps),
-            ),
-        ),
-    )
-    return plain(peer.call(request))["topics"][0]["partitions"]  # type: ignore[no-any-return]
 
 
 def _fill(peer: Peer, topic: str) -> None:
@@ -54,7 +48,7 @@ def test_list_offsets_by_each_query(kafka: Peer, schooner: Peer) -> None:
         _fill(peer, topic)
         stamps = (BASE_MS - 1, BASE_MS, BASE_MS + 1, BASE_MS + 20_000, BASE_MS + 25_000, BASE_MS + 40_000)
         after = list_offsets(peer, topic, EARLIEST, LATEST, MAX_TIMESTAMP, *stamps)
-        twice = _listing(peer, topic, [EARLIEST, LATEST])  # one partition named twice
+        twice = listing(peer, topic, [EARLIEST, LATEST])  # one partition named twice
         return before, after, twice
 
     same_answers(scenario, kafka, schooner)
@@ -72,7 +66,9 @@ def test_delete_records_moves_the_log_start(kafka: Peer, schooner: Peer) -> None
                 topics=(
                     DeleteRecordsTopic(
                         name=topic,
-                        partitions=tuple(DeleteRecordsPartition(partition_index=p, offset=o) for p, o in partitions),
+                        partitions=tuple(
+                            DeleteRecordsPartition(partition_index=p, offset=o) for p, o in partitions
+                        ),
                     ),
                 ),
                 timeout=datetime.timedelta(seconds=10),
@@ -102,7 +98,11 @@ def test_max_timestamp_of_a_log_deleted_to_its_end_is_a_known_difference(kafka: 
         create_topic(peer, topic)
         _fill(peer, topic)
         request = DeleteRecordsRequest(
-            topics=(DeleteRecordsTopic(name=topic, partitions=(DeleteRecordsPartition(partition_index=0, offset=-1),)),),
+            topics=(
+                DeleteRecordsTopic(
+                    name=topic, partitions=(DeleteRecordsPartition(partition_index=0, offset=-1),)
+                ),
+            ),
             timeout=datetime.timedelta(seconds=10),
         )
         peer.call(request)

@@ -30,7 +30,7 @@ from ..metadata.internal_topics import is_internal
 from ..net.refusals import refused
 from ..net.session import RequestScope
 from ..partitions.writer import NOT_REPLICATED, PartitionAppend, RecordError
-from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic, topic_for_write
+from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 log = logging.getLogger(__name__)
 
@@ -179,12 +179,12 @@ async def _resolve(ctx: BrokerContext, scope: RequestScope, topic_data: _TopicDa
     name = getattr(topic_data, "name", "")
     if not await ctx.access.authorizer.allowed(AclOperation.WRITE, ResourceType.TOPIC, name, scope):
         return ErrorCode.topic_authorization_failed
+    if is_internal(name):  # Kafka's answer to a client's append to one
+        return ErrorCode.invalid_topic_exception
     try:
-        found = await topic_for_write(ctx, scope, name, api="PRODUCE")
+        found = await ctx.topics.load(name)  # Produce never creates a topic, as Kafka: Metadata does
     except STORAGE_ERRORS:
         return LOG_UNAVAILABLE
-    if found is None and is_internal(name):  # Kafka's answer to a client's append to one
-        return ErrorCode.invalid_topic_exception
     return found if found is not None else ErrorCode.unknown_topic_or_partition
 
 
@@ -245,7 +245,7 @@ def _decode(
         return PartitionAppend(topic)
     if not 0 <= data.index < topic.partitions:
         return PartitionAppend(ErrorCode.unknown_topic_or_partition)
-    bound = decompressed_limit(max_decompressed, topic.max_message_bytes)
+    bound = min(decompressed_limit(max_decompressed, topic.max_message_bytes), topic.max_decompressed_bytes)
     try:
         raw = data.records or b""
         batches = read_batches(raw, bound) if legacy_ms is None else read_message_set(raw, legacy_ms, bound)

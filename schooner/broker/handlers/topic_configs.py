@@ -42,12 +42,15 @@ def topic_config_values(
             synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
         if name in defaults:
             synonyms.append((broker_name, str(defaults[name]), STATIC_BROKER_CONFIG))
-        synonyms.append((broker_name, definition.default, DEFAULT_CONFIG))
+        # As Kafka: the default is a synonym only through a broker config that has one of its own.
+        value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (definition.default, DEFAULT_CONFIG)
+        if definition.synonym is not None and definition.broker_default_listed:
+            synonyms.append((broker_name, definition.default, DEFAULT_CONFIG))
         values.append(
             ConfigValue(
                 name=name,
-                value=synonyms[0][1],
-                source=synonyms[0][2],
+                value=value,
+                source=source,
                 read_only=definition.read_only,
                 config_type=definition.kind,
                 synonyms=tuple(synonyms),

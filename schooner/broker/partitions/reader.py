@@ -324,13 +324,13 @@ class PartitionReader:
         budget: int,
     ) -> None:
         """One partition's answer from its read: offsets, then the records as batches."""
+        if request.fetch_offset > read.high_watermark or request.fetch_offset < read.first_valid_offset:
+            result.error = ErrorCode.offset_out_of_range  # and no offsets, as Kafka: ListOffsets tells them
+            return
         result.high_watermark = read.high_watermark
         result.log_start = read.log_start_offset
         result.last_stable = read.last_stable_offset
         result.aborted = read.aborted
-        if request.fetch_offset > read.high_watermark or request.fetch_offset < read.first_valid_offset:
-            result.error = ErrorCode.offset_out_of_range
-            return
         if read.entries:
             records, n, payload = encode_entries(
                 read.entries,

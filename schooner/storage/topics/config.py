@@ -20,6 +20,7 @@ TIMESTAMP_DIFFERENCE_MAX_MS = "message.timestamp.difference.max.ms"
 REMOTE_STORAGE = "remote.storage.enable"
 LOCAL_RETENTION_MS = "local.retention.ms"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
+MAX_DECOMPRESSED_BYTES = "max.decompressed.message.bytes"
 
 
 class InvalidConfig(ValueError):
@@ -65,6 +66,12 @@ def _double(low: float, high: float) -> Callable[[str], None]:
             raise InvalidConfig(f"{value} is outside [{low}, {high}]")
 
     return check
+
+
+def _gzip_level(value: str) -> None:
+    _long(-1, 9)(value)
+    if value.strip() == "0":
+        raise InvalidConfig("0 is not -1 (the codec's default) or a level in [1, 9]")
 
 
 def _anything(value: str) -> None:
@@ -132,6 +139,9 @@ class ConfigDef:
     read_only: bool = False
     kind: ConfigType = ConfigType.LONG
     synonym: str | None = None  # the broker-wide config that supplies its default (Kafka's synonym)
+    # False where Kafka's broker config has no default of its own (log.retention.ms falls back to
+    # log.retention.hours): DescribeConfigs lists no default synonym then.
+    broker_default_listed: bool = True
 
     @property
     def broker_name(self) -> str:
@@ -139,7 +149,7 @@ class ConfigDef:
 
     @property
     def documentation(self) -> str | None:
-        return _DOC.get(self.name) if self.effective else NO_EFFECT_DOC
+        return _DOC.get(self.name) if self.effective else _DOC.get(self.name, NO_EFFECT_DOC)
 
 
 _DOC = {
@@ -175,6 +185,13 @@ _DOC = {
     "turned off.",
     LOCAL_RETENTION_MS: "Tiered topics: how long records stay in Redis once archived; -2 means "
     "retention.ms. retention.ms bounds the whole log, Redis and the cold tier together.",
+    **dict.fromkeys(
+        ("compression.gzip.level", "compression.lz4.level", "compression.zstd.level"),
+        "Accepted for compatibility: Fetch compresses each batch again at a fixed fast level "
+        "(docs/key-layout.md#compression).",
+    ),
+    MAX_DECOMPRESSED_BYTES: "The most one compressed record batch may inflate to on Produce; the "
+    "broker's max_decompressed_batch_bytes bounds it too, whichever is lower.",
     LOCAL_RETENTION_BYTES: "Tiered topics: how many bytes of a partition stay in Redis once archived; -2 "
     "means retention.bytes, which bounds the whole log.",
 }
@@ -182,7 +199,9 @@ LONG_MAX = str(2**63 - 1)
 
 # name, default, check, effective, then type (LONG unless given) and the broker-wide synonym.
 _DEFS = [
-    ConfigDef("retention.ms", "604800000", _long(-1), True, synonym="log.retention.ms"),
+    ConfigDef(
+        "retention.ms", "604800000", _long(-1), True, synonym="log.retention.ms", broker_default_listed=False
+    ),
     ConfigDef("retention.bytes", "-1", _long(-1), True, synonym="log.retention.bytes"),
     ConfigDef(
         "cleanup.policy",
@@ -198,6 +217,7 @@ _DEFS = [
         _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
         True,
         kind=ConfigType.STRING,
+        synonym="compression.type",
     ),
     ConfigDef(
         "max.message.bytes",
@@ -229,7 +249,7 @@ _DEFS = [
     ConfigDef(
         "segment.bytes", "1073741824", _long(14), False, kind=ConfigType.INT, synonym="log.segment.bytes"
     ),
-    ConfigDef("segment.ms", "604800000", _long(1), False, synonym="log.roll.ms"),
+    ConfigDef("segment.ms", "604800000", _long(1), False, synonym="log.roll.ms", broker_default_listed=False),
     ConfigDef(
         "segment.index.bytes",
         "10485760",
@@ -238,9 +258,25 @@ _DEFS = [
         kind=ConfigType.INT,
         synonym="log.index.size.max.bytes",
     ),
-    ConfigDef("segment.jitter.ms", "0", _long(0), False, synonym="log.roll.jitter.ms"),
-    ConfigDef("min.insync.replicas", "1", _long(1, 2**31 - 1), False, kind=ConfigType.INT),
-    ConfigDef("unclean.leader.election.enable", "false", _boolean, False, kind=ConfigType.BOOLEAN),
+    ConfigDef(
+        "segment.jitter.ms", "0", _long(0), False, synonym="log.roll.jitter.ms", broker_default_listed=False
+    ),
+    ConfigDef(
+        "min.insync.replicas",
+        "1",
+        _long(1, 2**31 - 1),
+        False,
+        kind=ConfigType.INT,
+        synonym="min.insync.replicas",
+    ),
+    ConfigDef(
+        "unclean.leader.election.enable",
+        "false",
+        _boolean,
+        False,
+        kind=ConfigType.BOOLEAN,
+        synonym="unclean.leader.election.enable",
+    ),
     ConfigDef(
         "index.interval.bytes",
         "4096",
@@ -250,7 +286,9 @@ _DEFS = [
         synonym="log.index.interval.bytes",
     ),
     ConfigDef("flush.messages", LONG_MAX, _long(1), False, synonym="log.flush.interval.messages"),
-    ConfigDef("flush.ms", LONG_MAX, _long(0), False, synonym="log.flush.interval.ms"),
+    ConfigDef(
+        "flush.ms", LONG_MAX, _long(0), False, synonym="log.flush.interval.ms", broker_default_listed=False
+    ),
     ConfigDef("delete.retention.ms", "86400000", _long(0), True, synonym="log.cleaner.delete.retention.ms"),
     ConfigDef("file.delete.delay.ms", "60000", _long(0), False, synonym="log.segment.delete.delay.ms"),
     ConfigDef("min.compaction.lag.ms", "0", _long(0), True, synonym="log.cleaner.min.compaction.lag.ms"),
@@ -279,12 +317,50 @@ _DEFS = [
         True,
         synonym="log.message.timestamp.difference.max.ms",
     ),
+    # Kafka 4.x's: compression levels (KIP-390), the inflated size bound, a share group's dead letters.
+    ConfigDef(
+        "compression.gzip.level",
+        "-1",
+        _gzip_level,
+        False,
+        kind=ConfigType.INT,
+        synonym="compression.gzip.level",
+    ),
+    ConfigDef(
+        "compression.lz4.level",
+        "9",
+        _long(1, 17),
+        False,
+        kind=ConfigType.INT,
+        synonym="compression.lz4.level",
+    ),
+    ConfigDef(
+        "compression.zstd.level",
+        "3",
+        _long(-131072, 22),
+        False,
+        kind=ConfigType.INT,
+        synonym="compression.zstd.level",
+    ),
+    ConfigDef(
+        MAX_DECOMPRESSED_BYTES,
+        "2147483639",
+        _long(0, 2**31 - 1),
+        True,
+        kind=ConfigType.INT,
+        synonym=MAX_DECOMPRESSED_BYTES,
+    ),
+    ConfigDef("errors.deadletterqueue.group.enable", "false", _boolean, False, kind=ConfigType.BOOLEAN),
     ConfigDef("leader.replication.throttled.replicas", "", _anything, False, kind=ConfigType.LIST),
     ConfigDef("follower.replication.throttled.replicas", "", _anything, False, kind=ConfigType.LIST),
     # Tiered storage (KIP-405; docs/tiered-storage.md): Redis is the local log, the Delta tables the remote.
     ConfigDef(LOCAL_RETENTION_MS, "-2", _long(-2), True, synonym="log.local.retention.ms"),
     ConfigDef(LOCAL_RETENTION_BYTES, "-2", _long(-2), True, synonym="log.local.retention.bytes"),
     ConfigDef(REMOTE_STORAGE, "false", _boolean, True, kind=ConfigType.BOOLEAN),
+    ConfigDef("remote.log.copy.disable", "false", _boolean, False, kind=ConfigType.BOOLEAN),
+    ConfigDef("remote.log.delete.on.disable", "false", _boolean, False, kind=ConfigType.BOOLEAN),
+    ConfigDef("remote.copy.lag.ms", "0", _long(0), False, synonym="log.remote.copy.lag.ms"),
+    ConfigDef("remote.copy.lag.bytes", "-1", _long(-1), False, synonym="log.remote.copy.lag.bytes"),
 ]
 
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}

@@ -17,6 +17,7 @@ from ..redis.calls import Call, Steps, command, script, text, together
 from .config import (
     LOCAL_RETENTION_BYTES,
     LOCAL_RETENTION_MS,
+    MAX_DECOMPRESSED_BYTES,
     OFFSET_ENCODING,
     REMOTE_STORAGE,
     SEQUENCE_BITS,
@@ -124,6 +125,10 @@ class Topic:
     @property
     def max_message_bytes(self) -> int:
         return int(self.configs["max.message.bytes"])
+
+    @property
+    def max_decompressed_bytes(self) -> int:
+        return int(self.configs[MAX_DECOMPRESSED_BYTES])
 
     @property
     def compression_type(self) -> str:

@@ -210,6 +210,9 @@ def _prepare_rebalance(group: Group, now: float, settings: GroupSettings) -> lis
             effects.append(Answer(m.member_id, SyncResult(ErrorCode.rebalance_in_progress)))
             m.syncing = False
     was_empty = group.state == GroupState.EMPTY
+    if group.state == GroupState.COMPLETING_REBALANCE:
+        for m in group.members.values():
+            m.assignment = b""  # the leader never sent this generation's: nobody holds one now
     group.state = GroupState.PREPARING_REBALANCE
     log.info("group %s: rebalance after generation %d", group.group_id, group.generation)
     timeout_ms = max([m.rebalance_ms for m in group.members.values()] or [0])
@@ -255,7 +258,9 @@ def rebalance_timeout(group: Group, now: float) -> list[Effect]:
     )  # fmt: skip
     effects: list[Effect] = [SAVE]
     for m in group.members.values():
-        m.assignment, m.last_seen, m.joining = b"", now, False
+        # A member keeps its last assignment until the leader's SyncGroup brings the new ones (as Kafka,
+        # whose DescribeGroups shows it meanwhile).
+        m.last_seen, m.joining = now, False
         effects.append(Answer(m.member_id, _join_result(group, m)))
     return effects
 
