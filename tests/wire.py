@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiokafka.record._crecords import DefaultRecordBatchBuilder
+from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -171,3 +172,25 @@ def idempotent_batch(
 def init_producer_id_request() -> InitProducerIdRequest:
     """An InitProducerId (v4) for an idempotent producer: no transactional id, no current id."""
     return InitProducerIdRequest(transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60))
+
+
+def create_topics(port: int, *names: str, partitions: int = 1, **configs: str) -> None:
+    """Creates topics (CreateTopics v7), each with `partitions` and the configs given as keywords with
+    dots as underscores; one that exists already is left as it is. A raw Produce never creates a topic
+    (as Kafka: a client's Metadata request does), so tests that produce raw call this first."""
+    request = CreateTopicsRequest(
+        topics=tuple(
+            CreatableTopic(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=-1,
+                assignments=(),
+                configs=tuple(CreatableTopicConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()),
+            )
+            for name in names
+        ),
+        timeout=datetime.timedelta(seconds=30),
+        validate_only=False,
+    )
+    for topic in call(port, request).topics:
+        assert topic.error_code in (0, 36), topic  # none, TOPIC_ALREADY_EXISTS

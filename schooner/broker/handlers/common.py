@@ -120,6 +120,12 @@ async def may_create_topic(ctx: BrokerContext, scope: RequestScope, name: str) -
     ) or await ctx.access.authorizer.allowed(AclOperation.CREATE, ResourceType.TOPIC, name, scope)
 
 
+def refuse_illegal_name(scope: RequestScope, name: str, api: str) -> None:
+    """Logs an auto-creation refused for the topic's name (the client hears INVALID_TOPIC_EXCEPTION)."""
+    reason = f"topic {name!r} not auto-created: the name is illegal (1 to 249 of [a-zA-Z0-9._-])"
+    refused(log, api, reason, topic=name, error="INVALID_TOPIC_EXCEPTION", scope=scope)
+
+
 async def topic_for_write(
     ctx: BrokerContext, scope: RequestScope, name: str, authorize: bool = True, api: str = "METADATA"
 ) -> Topic | None:
@@ -134,8 +140,7 @@ async def topic_for_write(
     if topic is not None or not ctx.settings.auto_create_topics:
         return topic
     if not valid_topic_name(name):
-        reason = f"topic {name!r} not auto-created: the name is illegal (1 to 249 of [a-zA-Z0-9._-])"
-        refused(log, api, reason, topic=name, error="INVALID_TOPIC_EXCEPTION", scope=scope)
+        refuse_illegal_name(scope, name, api)
         return None
     if not authorize or await may_create_topic(ctx, scope, name):
         from ...storage.topics.metadata import TopicExists

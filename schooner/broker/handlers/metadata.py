@@ -26,6 +26,7 @@ from .common import (
     STORAGE_ERRORS,
     all_topics,
     may_create_topic,
+    refuse_illegal_name,
     topic_for_write,
 )
 
@@ -145,6 +146,8 @@ async def _topic_entry(
     topic = found if isinstance(found, Topic) else internal_topic(name, ctx.topic_defaults)
     if topic is None:
         if not valid_topic_name(name):
+            if allow_create and ctx.settings.auto_create_topics:
+                refuse_illegal_name(scope, name, "METADATA")
             return error(ErrorCode.invalid_topic_exception)
         topic = await (topic_for_write(ctx, scope, name) if allow_create else ctx.topics.load(name))
         if topic is None:

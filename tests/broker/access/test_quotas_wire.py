@@ -22,7 +22,7 @@ from kio.schema.produce.v5.request import PartitionProduceData, ProduceRequest, 
 from schooner.storage.keys import Keyspace
 from tests.broker.quota_helpers import Client, eventually, set_quotas, throttle_ms
 from tests.conftest import redis_for
-from tests.wire import encode_request, fetch_request, produce_request, record_batch
+from tests.wire import create_topics, encode_request, fetch_request, produce_request, record_batch
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 
@@ -31,9 +31,14 @@ API_VERSIONS = ApiVersionsRequest(client_software_name="quota-test", client_soft
 KB = b"x" * 1000
 
 
+TOPICS = ("quota-wire", "quota-fetch", "quota-order", "quota-lift", "quota-moved", "quota-quiet")
+
+
 @pytest.fixture
 def broker(broker_factory: Callable[..., Any]) -> Any:
-    return broker_factory(**WINDOW)
+    created = broker_factory(**WINDOW)
+    create_topics(created.port, *TOPICS)  # as a client's Metadata would (a raw Produce creates none)
+    return created
 
 
 def _produce(port: int, client_id: str, topic: str, values: list[bytes]) -> Any:
@@ -165,6 +170,7 @@ def test_a_quota_set_on_one_broker_applies_on_another_within_a_second(
     broker_factory: Callable[..., Any],
 ) -> None:
     one, two = broker_factory(**WINDOW), broker_factory(**WINDOW)
+    create_topics(two.port, "quota-moved")
     assert throttle_ms(_produce(two.port, "moved", "quota-moved", [KB])) == 0
     set_quotas(one.port, [("client-id", "moved")], producer_byte_rate=1)
     took = eventually(lambda: throttle_ms(_produce(two.port, "moved", "quota-moved", [KB])) > 0, 1.0, "reach")

@@ -14,7 +14,7 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
 from tests.bombs import GZIP, LZ4, MIB, SNAPPY, ZSTD, bomb, peak_rss_growth
-from tests.wire import call, produce_request, record_batch
+from tests.wire import call, create_topics, produce_request, record_batch
 
 pytestmark = pytest.mark.both_encodings
 
@@ -73,6 +73,7 @@ def _stored_values(port: int, topic: str, partition: int = 0) -> tuple[int, list
 
 @pytest.mark.parametrize(("codec", "inflated"), BOMBS)
 def test_a_bomb_is_refused_stores_nothing_and_costs_little_memory(broker, codec: int, inflated: int) -> None:
+    create_topics(broker.port, "bombed")
     first = call(broker.port, produce_request("bombed", [b"before"])).responses[0].partition_responses[0]
     assert first.error_code == ErrorCode.none
     before = _stored_values(broker.port, "bombed")
@@ -95,6 +96,7 @@ def test_a_bomb_is_refused_stores_nothing_and_costs_little_memory(broker, codec:
 
 def test_the_other_partitions_of_the_request_are_appended(broker_factory) -> None:
     broker = broker_factory(default_partitions=2)
+    create_topics(broker.port, "mixed", partitions=2)
     good = record_batch([b"kept-1", b"kept-2"])
     answer = call(broker.port, _produce("mixed", {0: bomb(ZSTD, 128 * MIB), 1: good}))
     errors = {p.index: p.error_code for p in answer.responses[0].partition_responses}
@@ -107,9 +109,11 @@ def test_the_bound_is_a_broker_setting(broker_factory) -> None:
     # 4 MiB of zeros: under the default bound (8 MiB), over a bound of 1 MiB.
     data = bomb(GZIP, 4 * MIB)
     default = broker_factory()
+    create_topics(default.port, "within")
     ok = call(default.port, produce_request("within", data)).responses[0].partition_responses[0]
     assert ok.error_code == ErrorCode.none
     assert [len(v) for v in _stored_values(default.port, "within")[1]] == [4 * MIB - 16]
     strict = broker_factory(max_decompressed_batch_bytes=MIB)
+    create_topics(strict.port, "strict")
     refused = call(strict.port, produce_request("strict", data)).responses[0].partition_responses[0]
     assert refused.error_code == ErrorCode.message_too_large

@@ -25,6 +25,7 @@ from tests.wire import (
     encode_request,
     fetch_request,
     is_closed,
+    create_topics,
     produce_request,
     read_frame,
 )
@@ -218,6 +219,7 @@ def test_a_request_larger_than_the_byte_cap_is_served_alone(broker_factory) -> N
 def test_client_that_does_not_read_its_responses_is_closed(broker_factory) -> None:
     broker = broker_factory(request_timeout_ms=1000)
     stats = broker.broker.connection_stats
+    create_topics(broker.port, "unread")
     for i in range(8):
         assert _produced_ok(call(broker.port, produce_request("unread", [b"%d" % i + b"z" * 100_000])))
     first = confluent_consume(broker.bootstrap, "unread", 1)[0].offset()
@@ -243,6 +245,7 @@ def test_many_idle_and_half_sent_connections_do_not_slow_a_produce(broker) -> No
                 s.sendall(half)
             socks.append(s)
         _until(lambda: broker.broker.connection_stats.open == 1500)
+        create_topics(broker.port, "crowded")
         started = time.monotonic()
         response = call(broker.port, produce_request("crowded", [b"v"]))
         assert _produced_ok(response)

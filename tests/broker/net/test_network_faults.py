@@ -30,7 +30,7 @@ from tests.broker.helpers import saved_group, wait
 from tests.conftest import RunningBroker
 from tests.group_clients import ClientThread
 from tests.proxy import FaultProxy
-from tests.wire import exchange, produce_request
+from tests.wire import create_topics, exchange, produce_request
 
 pytestmark = pytest.mark.single_redis
 
@@ -296,6 +296,7 @@ def _probes(port: int) -> tuple[Callable[[], None], Callable[[float], list[tuple
     second later, finds the topic cache expired and first needs a new connection to Redis."""
 
     def warm() -> None:
+        create_topics(port, "probe")
         assert _probe_produce(port, "probe")[0] == ErrorCode.none
 
     def during(fault_started: float) -> list[tuple[str, float, float]]:

@@ -7,6 +7,7 @@ import datetime
 import logging
 import socket
 import struct
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,12 +18,12 @@ from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartiti
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from schooner.broker.net import refusals
 from schooner.broker.net.refusals import RepeatFilter
 from tests.broker.sasl_rig import SASL_LISTENER, add_user, confluent_conf, sasl_bootstrap
-from tests.wire import connect, decode_response, encode_request, is_closed, produce_request, read_frame
+from tests.wire import connect, decode_response, encode_request, is_closed, read_frame
 
 
 @pytest.fixture(autouse=True)
@@ -76,10 +77,15 @@ def test_a_topic_refused_for_its_name_is_logged(broker: Any, caplog: pytest.LogC
 
 def test_an_auto_create_refused_for_its_name_is_logged(broker: Any, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="schooner.broker")
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(name="bad name!", topic_id=uuid.UUID(int=0)),),
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
     with connect(broker.port) as sock:
-        response = _send(sock, produce_request("bad name!", [b"v"]), "raw-writer")
-    assert response.responses[0].partition_responses[0].error_code == ErrorCode.unknown_topic_or_partition
-    (record,) = _refusals(caplog, "PRODUCE")
+        response = _send(sock, request, "raw-writer")
+    assert response.topics[0].error_code == ErrorCode.invalid_topic_exception
+    (record,) = _refusals(caplog, "METADATA")
     assert record.name == "schooner.broker.handlers.common"
     assert record.client_id == "raw-writer" and record.error == "INVALID_TOPIC_EXCEPTION"  # type: ignore[attr-defined]
     assert "'bad name!' not auto-created" in record.getMessage()

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from schooner.protocol.records import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from schooner.storage.keys import Keyspace
 from tests.clients import CLIENTS, Rec, confluent_produce, consume_with
-from tests.wire import call, fetch_request, produce_request
+from tests.wire import call, create_topics, fetch_request, produce_request
 
 CODECS = {"gzip": CODEC_GZIP, "snappy": CODEC_SNAPPY, "lz4": CODEC_LZ4, "zstd": CODEC_ZSTD}
 JSON = b'{"user": %d, "event": "page_view", "path": "/products/item", "referrer": "search"}'
@@ -64,6 +64,7 @@ def test_a_consumer_gets_the_producers_codec(broker, name: str) -> None:
 
 def test_each_run_of_batches_keeps_its_own_codec(broker, redis_client, keyspace) -> None:
     topic = "e2e-mixed"
+    create_topics(broker.port, topic)
     sent = [
         (CODEC_LZ4, [JSON % i for i in range(0, 40)]),
         (CODEC_NONE, [JSON % i for i in range(40, 50)]),
@@ -91,6 +92,7 @@ def test_each_run_of_batches_keeps_its_own_codec(broker, redis_client, keyspace)
 
 def test_runs_below_the_log_start_go(broker, redis_client, keyspace) -> None:
     topic = "e2e-trimmed"
+    create_topics(broker.port, topic)
     for codec, values in [(CODEC_LZ4, [b"a"] * 10), (CODEC_NONE, [b"b"] * 10)]:
         call(broker.port, produce_request(topic, _batch(codec, values)))
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -11,7 +11,7 @@ from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
 
-from tests.wire import call, fetch_request, produce_request, record_batch
+from tests.wire import call, create_topics, fetch_request, produce_request, record_batch
 
 
 def _batch(keys: bool, count: int, first_timestamp: int, sequence: int) -> bytes:
@@ -35,6 +35,7 @@ def _fetch(port: int, topic: str, offset: int) -> tuple[int, int, int, list[tupl
 def test_a_fetch_of_just_appended_batches_answers_as_a_read_from_redis(broker_factory) -> None:
     appender = broker_factory()
     reader = broker_factory()  # the same Redis and keyspace, and no batches of its own kept
+    create_topics(appender.port, "kept")
     now = int(time.time() * 1000)
     produced = [_batch(True, 5, now, 0), _batch(False, 3, now + 10, 5), _batch(True, 1, now + 20, 8)]
     offset = 0
@@ -58,6 +59,7 @@ def test_a_just_appended_batch_larger_than_the_fetch_is_cut_to_its_max_bytes(bro
     """Served whole, a producer's large batch went past the fetch's max bytes (and past a consumer quota's
     window, which then throttled every fetch of it empty)."""
     broker = broker_factory()
+    create_topics(broker.port, "big")
     values = [b"v%03d" % i + b"x" * 996 for i in range(64)]  # one batch of 64 KB
     response = call(broker.port, produce_request("big", record_batch(values)))
     assert response.responses[0].partition_responses[0].error_code == 0

@@ -15,7 +15,14 @@ from kio.schema.errors import ErrorCode
 from schooner.broker.partitions.retry_order import MAX_FAILED, SEQUENCE_SPAN, RetryOrder
 from schooner.storage.keys import Keyspace
 from tests.proxy import FaultProxy
-from tests.wire import call, idempotent_batch, init_producer_id_request, produce_request, record_batch
+from tests.wire import (
+    call,
+    create_topics,
+    idempotent_batch,
+    init_producer_id_request,
+    produce_request,
+    record_batch,
+)
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,7 @@ def test_a_batch_sent_after_a_failed_one_waits_for_its_retry(
     proxy = FaultProxy(redis_server.port, redis_server.password)
     try:
         broker = broker_factory(redis_url=proxy.url)
+        create_topics(broker.port, "ordered")
         assert _until_answered(broker.port, "ordered", record_batch([b"first"])) == (ErrorCode.none, 0)
         init = call(broker.port, init_producer_id_request())
         pid, epoch = init.producer_id, init.producer_epoch
@@ -204,6 +212,7 @@ def _values(redis_client: Any, keyspace: str, topic: str) -> list[bytes]:
 def _stale_mark_at_a(a: Any, b: Any, proxy: FaultProxy, topic: str) -> Callable[[int], bytes]:
     """Leaves broker A with a stale mark: batch 1 fails at A while A's Redis is cut away, and broker B
     appends its retry. Returns the producer's batch of a sequence."""
+    create_topics(b.port, topic, "elsewhere")
     assert _until_answered(b.port, topic, record_batch([b"first"])) == (ErrorCode.none, 0)
     init = call(b.port, init_producer_id_request())
     pid, epoch = init.producer_id, init.producer_epoch

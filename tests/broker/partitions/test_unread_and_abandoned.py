@@ -24,6 +24,7 @@ from tests.conftest import RunningBroker
 from tests.wire import (
     call,
     connect,
+    create_topics,
     decode_response,
     encode_request,
     fetch_request,
@@ -96,6 +97,7 @@ def _produced_ok(response: Any) -> bool:
 
 def test_responses_a_client_does_not_read_are_bounded_and_all_arrive_in_order_later(broker) -> None:
     stats = broker.broker.connection_stats
+    create_topics(broker.port, "big", "other")
     for i in range(16):  # 1 MiB of records in batches of 64 KB
         assert _produced_ok(call(broker.port, produce_request("big", [b"%02d" % i + b"x" * 64_000])))
     large = fetch_request("big", 0, max_bytes=1 << 20)  # about 1 MiB each
@@ -135,6 +137,7 @@ def test_responses_a_client_does_not_read_are_bounded_and_all_arrive_in_order_la
 def test_a_closed_connections_waiting_fetches_stop_and_its_produce_is_kept(broker) -> None:
     stats = broker.broker.connection_stats
     waiters = broker.broker.ctx.data.waiters
+    create_topics(broker.port, "gone")
     end = (
         int(
             call(broker.port, produce_request("gone", [b"seed"]))
@@ -165,6 +168,7 @@ def test_a_closed_connections_waiting_fetches_stop_and_its_produce_is_kept(broke
 
 
 def test_waiting_fetches_cost_redis_per_partition_not_per_fetch(broker) -> None:
+    create_topics(broker.port, "busy")
     for i in range(4):
         assert _produced_ok(call(broker.port, produce_request("busy", [b"%d" % i * 1000])))
     time.sleep(1.2)  # past recent_batches' second: reads go to Redis
@@ -185,6 +189,7 @@ def test_waiting_fetches_cost_redis_per_partition_not_per_fetch(broker) -> None:
 
 
 def test_a_plain_redis_append_wakes_a_waiting_fetch(broker, redis_client: redis.Redis) -> None:
+    create_topics(broker.port, "plain")
     end = (
         int(
             call(broker.port, produce_request("plain", [b"a"]))
@@ -209,6 +214,7 @@ def test_a_plain_redis_append_wakes_a_waiting_fetch(broker, redis_client: redis.
 
 def test_a_fetch_waits_no_longer_than_the_cap(broker_factory) -> None:
     broker: RunningBroker = broker_factory(fetch_max_wait_cap_ms=300)
+    create_topics(broker.port, "capped")
     end = (
         int(
             call(broker.port, produce_request("capped", [b"a"]))
