@@ -185,7 +185,9 @@ def create_topics(port: int, *names: str, partitions: int = 1, **configs: str) -
                 num_partitions=partitions,
                 replication_factor=-1,
                 assignments=(),
-                configs=tuple(CreatableTopicConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()),
+                configs=tuple(
+                    CreatableTopicConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()
+                ),
             )
             for name in names
         ),

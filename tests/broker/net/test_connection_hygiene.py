@@ -21,11 +21,11 @@ from tests.conftest import RunningBroker
 from tests.wire import (
     call,
     connect,
+    create_topics,
     decode_response,
     encode_request,
     fetch_request,
     is_closed,
-    create_topics,
     produce_request,
     read_frame,
 )
