@@ -43,13 +43,13 @@ def topic_config_values(
         if name in defaults:
             synonyms.append((broker_name, str(defaults[name]), STATIC_BROKER_CONFIG))
         # As Kafka: the default is a synonym only through a broker config that has one of its own.
-        value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (definition.default, DEFAULT_CONFIG)
+        shown, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (definition.default, DEFAULT_CONFIG)
         if definition.synonym is not None and definition.broker_default_listed:
             synonyms.append((broker_name, definition.default, DEFAULT_CONFIG))
         values.append(
             ConfigValue(
                 name=name,
-                value=value,
+                value=shown,
                 source=source,
                 read_only=definition.read_only,
                 config_type=definition.kind,
