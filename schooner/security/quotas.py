@@ -139,12 +139,16 @@ def throttle_seconds(observed: float, bound: float, window: float) -> float:
 class QuotaWindow:
     """One window and the bound it is held to. Several clients may share one (see WindowKey)."""
 
-    __slots__ = ("rate", "bound", "_max_ms")
+    __slots__ = ("rate", "bound", "_max_ms", "opened")
 
-    def __init__(self, config: WindowConfig, bound: float, max_throttle_ms: int | None = None) -> None:
+    def __init__(
+        self, config: WindowConfig, bound: float, max_throttle_ms: int | None = None, opened: float = 0.0
+    ) -> None:
         self.rate = Rate(config)
         self.bound = bound
         self._max_ms = max_throttle_ms
+        # When a request's lookup made it: it holds nothing until that request ends, and is not idle.
+        self.opened = opened
 
     def record(self, value: float, now: float) -> int:
         """Records the value; the throttle time in ms that the rate now earns (0 within the bound)."""
@@ -242,13 +246,14 @@ class QuotaBook:
         """Some request_percentage quota is configured: handler time is worth measuring."""
         return REQUEST in self._limits
 
-    def limits(self, user: str, client_id: str) -> ClientLimits | None:
+    def limits(self, user: str, client_id: str, now: float = 0.0) -> ClientLimits | None:
+        """The client's windows; `now` opens a new one (see Rate.idle)."""
         pair = (user, client_id)
         try:
             return self._cache[pair]
         except KeyError:
             pass
-        produce, fetch, request = (self._window(key, user, client_id) for key in ENFORCED)
+        produce, fetch, request = (self._window(key, user, client_id, now) for key in ENFORCED)
         found = None
         if produce is not None or fetch is not None or request is not None:
             found = ClientLimits(produce, fetch, request, self.config)
@@ -257,7 +262,7 @@ class QuotaBook:
         self._cache[pair] = found
         return found
 
-    def _window(self, key: str, user: str, client_id: str) -> QuotaWindow | None:
+    def _window(self, key: str, user: str, client_id: str, now: float) -> QuotaWindow | None:
         applied = resolve(self._limits.get(key, {}), user, client_id)
         if applied is None:
             return None
@@ -266,14 +271,17 @@ class QuotaBook:
         window = self._windows.get(wkey)
         if window is None:
             cap = round(self.config.sample_seconds * 1000) if key == REQUEST else None
-            window = self._windows[wkey] = QuotaWindow(self.config, bound, cap)
+            window = self._windows[wkey] = QuotaWindow(self.config, bound, cap, opened=now)
         window.bound = bound
         return window
 
     def forget_idle(self, now: float) -> None:
         """Drops windows nobody has recorded in for a whole span (they measure 0 anyway), and the cached
         lookups that may point at them."""
-        idle = [key for key, window in self._windows.items() if window.rate.idle(now)]
+        # A window opened within the span may belong to a request still running: forgotten, its bytes
+        # would be counted into a window no longer kept, and the client's next request start afresh.
+        span = self.config.span
+        idle = [k for k, w in self._windows.items() if now - w.opened >= span and w.rate.idle(now)]
         if idle:
             for key in idle:
                 del self._windows[key]

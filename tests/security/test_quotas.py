@@ -182,3 +182,19 @@ def test_idle_windows_are_forgotten() -> None:
     assert book.windows == 0
     fresh = book.limits("u", "app")
     assert fresh is not None and fresh.produce is not limits.produce
+
+
+def test_a_window_a_request_just_opened_is_not_forgotten_before_it_records() -> None:
+    """A reload's sweep ran while a client's first Produce was being served: its new, still empty
+    window was dropped, the bytes went into a window nobody kept, and the next request started afresh
+    (the conformance test against Kafka saw a throttle 2 s short)."""
+    book = QuotaBook(KAFKA)
+    book.load([((None, DEFAULT), {PRODUCE: 100.0})])
+    limits = book.limits("u", "app", now=5.0)
+    assert limits is not None and limits.produce is not None
+    book.forget_idle(5.5)  # the request is still running
+    assert book.windows == 1
+    limits.produce.record(1.0, 6.0)
+    assert book.limits("u", "app", now=6.0) is limits
+    book.forget_idle(6.0 + KAFKA.span)
+    assert book.windows == 0

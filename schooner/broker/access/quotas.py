@@ -110,7 +110,7 @@ class ClientQuotas:
         """Runs the handler under the client's quotas (dispatch calls this only while book.active); the
         handler's scope carries the client's windows (Fetch caps its max_bytes by them)."""
         session = scope.session
-        limits = self.book.limits(session.user, scope.client_id)
+        limits = self.book.limits(session.user, scope.client_id, asyncio.get_running_loop().time())
         if limits is None:
             return await handler(ctx, request.body, scope)
         scope = replace(scope, limits=limits)
