@@ -54,10 +54,20 @@ kafka-deps:
 broker: install system-deps
 	$(VENV)/bin/schooner broker
 
+# The tests of the compiled fast paths and of what falls back on their Python twins (record batches, the
+# fetch encoder, RESP, the append script), run a second time with the compiled modules off
+# (SCHOONER_COMPILED=0, docs/configuration.md) so that the fallback keeps working: about a minute.
+FAST_PATH_TESTS = tests/protocol/test_plain_records.py tests/protocol/test_records.py \
+  tests/protocol/test_properties.py tests/protocol/test_compress.py tests/protocol/test_legacy_produce.py \
+  tests/broker/partitions tests/broker/handlers/test_produce.py tests/broker/handlers/test_fetch.py \
+  tests/storage/redis/test_resp.py tests/storage/redis/test_lane.py tests/storage/redis/test_lane_drive.py \
+  tests/storage/log
+
 test: install $(QUIX_VENV)/.installed test-system-deps
 	$(VENV)/bin/ruff check schooner tests bench examples chaos apache_kafka
 	$(VENV)/bin/mypy schooner chaos apache_kafka
 	$(VENV)/bin/pytest -q
+	SCHOONER_COMPILED=0 $(VENV)/bin/pytest -q -m "not needs_compiled" $(FAST_PATH_TESTS)
 
 # The whole suite on a Redis Cluster of 3 primaries and 3 replicas instead of one redis-server.
 test-cluster: install $(QUIX_VENV)/.installed test-system-deps

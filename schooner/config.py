@@ -314,3 +314,20 @@ def load(
     settings = Settings(**values, explicit=frozenset(values))
     settings.topic_defaults.update(topic_defaults)
     return settings
+
+
+COMPILED_ENV = "SCHOONER_COMPILED"
+_OFF = ("0", "false", "no", "off")
+
+
+def compiled_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether the compiled fast paths may run: SCHOONER_COMPILED=0 (or false, no, off) turns them all off.
+
+    Then the record-batch encoder and reader (protocol/batch_c.py) and the RESP encoder
+    (storage/redis/resp.py) are None, as where they were not built; the embedded redis-server does not
+    load the stream module, and log_append.lua does not call SCHOONER.XADDRUN on a server that has it.
+    Each module reads this once, when it is imported. `make test` runs the fast paths' tests a second
+    time with it off (the Makefile), so that the Python paths keep working.
+    """
+    value = (os.environ if env is None else env).get(COMPILED_ENV, "")
+    return value.strip().lower() not in _OFF

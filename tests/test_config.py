@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,3 +59,32 @@ def test_load_records_the_settings_the_operator_gave(tmp_path: Path) -> None:
     settings = config.load(file, env={"SCHOONER_PORT": "9092"}, overrides={"host": "0.0.0.0", "rack": None})
     assert settings.explicit == {"default_partitions", "port", "host"}  # even at their default values
     assert config.Settings().explicit == frozenset()
+
+
+@pytest.mark.parametrize(
+    "value, on",
+    [(None, True), ("1", True), ("yes", True), ("", True), ("0", False), ("false", False), (" OFF ", False)],
+)
+def test_the_compiled_switch(value: str | None, on: bool) -> None:
+    env = {} if value is None else {config.COMPILED_ENV: value}
+    assert config.compiled_enabled(env) is on
+
+
+SWITCHED_OFF = """
+from schooner.protocol import batch_c
+from schooner.broker.partitions import fetch_codec
+from schooner.storage.log import append
+from schooner.storage.redis import embedded, resp
+print(batch_c.encode_plain, batch_c.plain_records, batch_c.crc32c, fetch_codec.encode_plain,
+      resp.pack_bytes, embedded.stream_module_path(), append._USE_MODULE)
+"""
+
+
+def test_the_switch_turns_every_compiled_fast_path_off() -> None:
+    """SCHOONER_COMPILED=0: the modules are None as where they were not built, the embedded server loads
+    no stream module, and log_append.lua is told not to call it (make test runs the fast paths' tests so)."""
+    env = {**os.environ, config.COMPILED_ENV: "0"}
+    run = subprocess.run(
+        [sys.executable, "-c", SWITCHED_OFF], env=env, capture_output=True, text=True, check=True
+    )
+    assert run.stdout.split() == ["None"] * 6 + ["b'0'"]

@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Every multi-byte value is read and written a byte at a time (put_be, load_le64, the header scan), so the
+ * output does not depend on the CPU's byte order. */
+
 #define HEADER_SIZE 61
 #define RECORD_OVERHEAD 24
 #define MAX_OFFSET_DELTA 2147483647LL
@@ -31,12 +34,19 @@ static void crc_init(void) {
         for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
 }
 
+/* Eight bytes as a little-endian number on any CPU: the first byte is the low one, the one that meets the
+ * running CRC. (A memcpy into a uint64_t gave the wrong CRC on a big-endian host; compilers turn this into one
+ * load where the host is little-endian.) */
+static uint64_t load_le64(const unsigned char *p) {
+    uint64_t w = 0;
+    for (int i = 7; i >= 0; i--) w = (w << 8) | p[i];
+    return w;
+}
+
 static uint32_t crc32c(const unsigned char *p, size_t n) {
     uint32_t c = 0xffffffffu;
     while (n >= 8) { /* slicing by 8 */
-        uint64_t w;
-        memcpy(&w, p, 8);
-        w ^= c; /* little-endian hosts: the low bytes meet the running CRC */
+        uint64_t w = load_le64(p) ^ c;
         c = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^ crc_table[5][(w >> 16) & 0xff] ^
             crc_table[4][(w >> 24) & 0xff] ^ crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
             crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
@@ -64,15 +74,18 @@ static int buf_reserve(Buf *b, size_t more) {
     return 0;
 }
 
+/* Zigzag in unsigned arithmetic: a right shift of a negative int64 is the compiler's choice in C. */
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)); }
+
 static size_t varint_size(int64_t v) {
-    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    uint64_t z = zigzag(v);
     size_t n = 1;
     while (z >= 0x80) { z >>= 7; n++; }
     return n;
 }
 
 static unsigned char *put_varint(unsigned char *p, int64_t v) { /* zigzag, as Kafka's records use */
-    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    uint64_t z = zigzag(v);
     while (z >= 0x80) { *p++ = (unsigned char)(z | 0x80); z >>= 7; }
     *p++ = (unsigned char)z;
     return p;
@@ -129,6 +142,9 @@ static int valid_utf8(const unsigned char *p, size_t n) {
     return 1;
 }
 
+/* Four bytes read as a two's complement int32 (a cast of a value past INT32_MAX is the compiler's choice in C). */
+static int32_t as_int32(uint32_t u) { return u <= INT32_MAX ? (int32_t)u : -(int32_t)(uint32_t)~u - 1; }
+
 /* Kafka's size of the stored headers, or 0 if they are not well formed (the Python path decides then). */
 static int scan_headers(Entry *e) {
     const unsigned char *p = (const unsigned char *)e->headers, *end = p + e->headers_len;
@@ -137,10 +153,11 @@ static int scan_headers(Entry *e) {
         if (end - p < 4) return 0;
         uint32_t name_len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
         p += 4;
-        if ((size_t)(end - p) < (size_t)name_len + 4) return 0;
+        /* Compared without adding to name_len, which a 32-bit size_t would wrap; Kafka's name length is an int32. */
+        if (name_len > INT32_MAX || (size_t)(end - p) < 4 || (size_t)(end - p) - 4 < (size_t)name_len) return 0;
         if (!valid_utf8(p, name_len)) return 0; /* Python's decoder would replace bytes in it */
         p += name_len;
-        int32_t value_len = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+        int32_t value_len = as_int32((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
         p += 4;
         if (value_len < -1 || (value_len > 0 && end - p < value_len)) return 0;
         if (value_len > 0) p += value_len;
@@ -161,7 +178,7 @@ static unsigned char *put_headers(unsigned char *p, const Entry *e) {
         memcpy(p, h, name_len);
         p += name_len;
         h += name_len;
-        int32_t value_len = (int32_t)((uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3]);
+        int32_t value_len = as_int32((uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3]);
         h += 4;
         p = put_varint(p, value_len < 0 ? -1 : value_len);
         if (value_len > 0) { memcpy(p, h, value_len); p += value_len; h += value_len; }
@@ -190,6 +207,8 @@ static int parse_entry(PyObject *item, int bits, int64_t shift, Entry *e) {
         n = (ms << bits) | seq;
     }
     if (n > (uint64_t)INT64_MAX) return 0;
+    /* n - shift must stay an int64: shift is 0 or 1 from the topic's codec, but a negative one would overflow. */
+    if (shift < 0 && (int64_t)n > INT64_MAX + shift) return 0;
     e->offset = (int64_t)n - shift;
     e->timestamp = -1;
     e->key = e->value = e->headers = NULL;
@@ -266,6 +285,16 @@ static PyObject *encode_plain(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!niLpLLLL", &PyList_Type, &entries, &start, &bits, &shift, &log_append_time,
                           &max_bytes, &used, &counted, &batch_target))
         return NULL;
+    /* A negative start would read before the list, and a negative bits shift by more than 63 (undefined): both
+     * refused, as the Python encoder refuses a negative shift count. */
+    if (start < 0) {
+        PyErr_SetString(PyExc_IndexError, "start is negative");
+        return NULL;
+    }
+    if (bits < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative shift count");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(entries), i = start;
     Buf b = {NULL, 0, 0};
     Batch t = {0, 0, 0, 0, 0, 0};
@@ -274,10 +303,32 @@ static PyObject *encode_plain(PyObject *self, PyObject *args) {
     Entry e;
     for (; i < n; i++) {
         if (!parse_entry(PyList_GET_ITEM(entries, i), bits, (int64_t)shift, &e)) break;
+        /* XRANGE gives ascending IDs. An entry at or below the last one (a hostile reply) is left to Python, so
+         * that here an offset delta is never negative and e.offset - t.base cannot overflow. */
+        if (open && e.offset <= t.base + t.last_delta) break;
         long long size = RECORD_OVERHEAD + (e.key_len > 0 ? e.key_len : 0) + (e.value_len > 0 ? e.value_len : 0);
         int opens = !open || e.offset - t.base > MAX_OFFSET_DELTA || batch_size >= batch_target ||
                     (log_append_time && e.timestamp != t.first_ts);
+        /* Both timestamps are in [0, INT64_MAX] (parse_entry), so their difference fits an int64. */
+        int64_t ts_delta = opens ? 0 : e.timestamp - t.first_ts, off_delta = opens ? 0 : e.offset - t.base;
+        size_t body = 1 + varint_size(ts_delta) + varint_size(off_delta) + varint_size(e.key_len) +
+                      (e.key_len > 0 ? e.key_len : 0) + varint_size(e.value_len) + (e.value_len > 0 ? e.value_len : 0) +
+                      varint_size(e.header_count) + e.headers_out;
+        /* A record's length is a varint int32, and so is the batch's length field: a record that would pass
+         * either (values of gigabytes) ends the run here, for the Python encoder to judge. */
+        size_t batch_bytes = (opens ? HEADER_SIZE : b.len - t.start) + body + varint_size((int64_t)body);
+        if (body > (size_t)INT32_MAX || batch_bytes - 12 > (size_t)INT32_MAX) break;
         long long cost = opens ? size + HEADER_SIZE : size;
+        /* used + cost in a long long: past its range it is past any max_bytes; for the first record, where the
+         * budget does not apply, the sum could not be returned. */
+        if (used > LLONG_MAX - cost) {
+            if (counted + count) {
+                full = 1;
+                break;
+            }
+            PyErr_SetString(PyExc_OverflowError, "the bytes used overflow a long long");
+            goto fail;
+        }
         if ((counted + count) && used + cost > max_bytes) {
             full = 1;
             break;
@@ -294,10 +345,6 @@ static PyObject *encode_plain(PyObject *self, PyObject *args) {
             batch_size = 0;
             open = 1;
         }
-        int64_t ts_delta = e.timestamp - t.first_ts, off_delta = e.offset - t.base;
-        size_t body = 1 + varint_size(ts_delta) + varint_size(off_delta) + varint_size(e.key_len) +
-                      (e.key_len > 0 ? e.key_len : 0) + varint_size(e.value_len) + (e.value_len > 0 ? e.value_len : 0) +
-                      varint_size(e.header_count) + e.headers_out;
         if (buf_reserve(&b, body + 10) < 0) goto fail;
         unsigned char *p = put_varint(b.data + b.len, (int64_t)body);
         *p++ = 0; /* record attributes */

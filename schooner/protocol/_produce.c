@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Every field is read a byte at a time (get_be, get_varint): nothing here depends on the CPU's byte order. */
+
 #define HEADER_SIZE 61
 #define ATTRIBUTES_AT 21
 #define FIRST_TIMESTAMP_AT 27
@@ -27,6 +29,9 @@ static uint64_t get_be(const unsigned char *p, int bytes) {
     for (int i = 0; i < bytes; i++) v = (v << 8) | p[i];
     return v;
 }
+
+/* Eight bytes read as a two's complement int64 (a cast of a value past INT64_MAX is the compiler's choice in C). */
+static int64_t as_int64(uint64_t u) { return u <= INT64_MAX ? (int64_t)u : -(int64_t)(uint64_t)~u - 1; }
 
 /* A zigzag varint (Kafka's varint and varlong); 0 when it runs past end or is longer than 10 bytes. */
 static int get_varint(const unsigned char **p, const unsigned char *end, int64_t *out) {
@@ -61,9 +66,10 @@ static PyObject *plain_records(PyObject *self, PyObject *arg) {
     if (view.len < HEADER_SIZE || start[16] != 2) goto not_plain;
     unsigned attributes = (unsigned)get_be(start + ATTRIBUTES_AT, 2);
     if (attributes & 0x6f) goto not_plain; /* compressed (bits 0-2), log-append time (3), control (5), delete horizon (6) */
-    int64_t first_ts = (int64_t)get_be(start + FIRST_TIMESTAMP_AT, 8);
-    int64_t count = (int32_t)get_be(start + COUNT_AT, 4);
-    if (count <= 0) goto not_plain;
+    int64_t first_ts = as_int64(get_be(start + FIRST_TIMESTAMP_AT, 8));
+    uint64_t count_field = get_be(start + COUNT_AT, 4);
+    if (count_field == 0 || count_field > INT32_MAX) goto not_plain; /* an int32 <= 0 */
+    int64_t count = (int64_t)count_field;
     if ((runs = PyList_New(0)) == NULL || (fields = PyList_New(0)) == NULL) goto error;
     const unsigned char *p = start + HEADER_SIZE;
     int keyed = -1; /* unknown until the first record */
@@ -99,6 +105,9 @@ static PyObject *plain_records(PyObject *self, PyObject *arg) {
         int failed = PyList_Append(fields, v);
         Py_DECREF(v);
         if (failed) goto error;
+        /* first_ts + ts_delta past int64 (hostile values: a signed overflow in C) is left to the general path,
+         * which decides what such a record's timestamp is. */
+        if (ts_delta > 0 ? first_ts > INT64_MAX - ts_delta : first_ts < INT64_MIN - ts_delta) goto not_plain;
         int64_t ts = first_ts + ts_delta;
         if (i == 0 || ts > max_ts) {
             max_ts = ts;

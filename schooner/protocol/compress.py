@@ -15,9 +15,9 @@ import struct
 from collections.abc import Callable
 from functools import partial
 
-from aiokafka.codec import gzip_encode, lz4_encode, snappy_encode, zstd_encode
 from crc32c import crc32c
 
+from .aiokafka_internals import gzip_encode, lz4_encode, snappy_encode, zstd_encode
 from .records import (
     _ATTRIBUTES_OFFSET,
     _CODEC_MASK,

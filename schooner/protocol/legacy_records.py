@@ -20,8 +20,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from aiokafka.record.legacy_records import LegacyRecordBatch
-
+from .aiokafka_internals import LegacyRecordBatch
 from .inflate import DEFAULT_LIMIT, Corrupt, TooLarge, inflate
 from .records import (
     CORRUPT_MESSAGE,

@@ -11,10 +11,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, overload
 
-from aiokafka.record._crecords import DefaultRecordBatch, DefaultRecordBatchBuilder
-from aiokafka.record._crecords.cutil import crc32c_cython
 from crc32c import crc32c
 
+from .aiokafka_internals import DefaultRecordBatch, DefaultRecordBatchBuilder, crc32c_cython
 from .batch_c import plain_records
 from .inflate import DEFAULT_LIMIT, Corrupt, TooLarge, inflate
 

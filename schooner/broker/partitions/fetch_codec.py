@@ -29,6 +29,7 @@ BATCH_TARGET_BYTES = 1 << 20
 RECORD_OVERHEAD_BYTES = 24
 BATCH_OVERHEAD_BYTES = 61
 MARKER_BYTES = BATCH_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES + 10
+_MAX_OFFSET = 2**63 - 1  # a batch's base offset is an int64, and so is every record's offset
 
 
 def codec_for(compression_type: str) -> int:
@@ -192,7 +193,15 @@ def _encode_python(
         # The entry the broker writes most: timestamp, key, value. Anything else takes the general path.
         txn = None
         if len(fields) == 6 and fields[2] == KEY and fields[4] == VALUE and fields[0] == TIMESTAMP:
-            timestamp, key, value, headers = int(fields[1]), fields[3], fields[5], no_headers
+            key, value, headers = fields[3], fields[5], no_headers
+            # As parse_fields reads it: a timestamp that is no number, or negative (a plain writer's),
+            # is the ID's ms, rather than an error for the whole read or aiokafka's "no timestamp" (-1).
+            try:
+                timestamp = int(fields[1])
+            except ValueError:
+                timestamp = -1
+            if timestamp < 0:
+                timestamp = ms
         else:
             timestamp, key, value, headers = parse_fields(fields)
             if timestamp < 0:
@@ -214,6 +223,7 @@ def _encode_python(
         opens = (
             builder is None
             or offset - base > MAX_OFFSET_DELTA
+            or offset > _MAX_OFFSET  # not a delta from a base within int64: its own batch, which refuses it
             or batch_size >= BATCH_TARGET_BYTES
             or (log_append_time and timestamp != builder_ts)
             or txn != builder_txn

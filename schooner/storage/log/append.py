@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Protocol
 
+from ...config import compiled_enabled
 from ..keys import Keyspace
 from ..offsets import OffsetCodec
 from ..redis.calls import Call, Steps, command, script, text
@@ -31,7 +32,10 @@ INVALID_PRODUCER_EPOCH = -47
 # after it (XSETID cannot go below a deleted ID either), so appends stop until the partition is repaired.
 FOREIGN_ID = -56
 
-_HEADER = 18  # log_append.lua's arguments before the records
+_HEADER = 19  # log_append.lua's arguments before the records
+# Whether log_append.lua may call the stream module's SCHOONER.XADDRUN (where the server has it): not when
+# SCHOONER_COMPILED=0 turns the compiled fast paths off, so the script's own XADDs run on any server.
+_USE_MODULE = b"1" if compiled_enabled() else b"0"
 MAX_BATCH = 1000  # records per script call from the MQ library and the Spark sink, as a produce batch
 
 
@@ -126,6 +130,7 @@ def append_args(
         transactional_id or "",
         spublish,
         batch.codec,
+        _USE_MODULE,
     ]
     plain = batch.plain
     if plain is not None:  # the common batch, already in columns: no step per record here either

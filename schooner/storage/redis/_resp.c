@@ -8,6 +8,8 @@
 #include <Python.h>
 #include <string.h>
 
+/* Text and bytes only: nothing here depends on the CPU's byte order. */
+
 static int digits(Py_ssize_t n) {
     int d = 1;
     while (n >= 10) {
@@ -43,7 +45,14 @@ static PyObject *pack_bytes(PyObject *self, PyObject *arg) {
             Py_RETURN_NONE;
         }
         Py_ssize_t len = PyBytes_GET_SIZE(items[i]);
-        size += 1 + digits(len) + 2 + len + 2;
+        /* One bytes object may appear many times in the list, so the total can pass Py_ssize_t where no single
+         * argument does: refused, as an allocation that large would be. */
+        Py_ssize_t more = 1 + digits(len) + 2 + 2;
+        if (len > PY_SSIZE_T_MAX - more || size > PY_SSIZE_T_MAX - more - len) {
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
+        size += more + len;
     }
     PyObject *out = PyBytes_FromStringAndSize(NULL, size);
     if (out == NULL) {

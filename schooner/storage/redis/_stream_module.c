@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Nothing here reads bytes as numbers: Redis parses the arguments, so the CPU's byte order does not matter. */
+
 typedef struct RedisModuleCtx RedisModuleCtx;
 typedef struct RedisModuleString RedisModuleString;
 typedef struct RedisModuleKey RedisModuleKey;
@@ -87,20 +89,23 @@ static int read_shape(RedisModuleString **argv, int argc, Shape *shape) {
     return at;
 }
 
-/* What replicas and the AOF run: KEYS[1] and ARGV as this command's key and arguments. */
+/* What replicas and the AOF run: KEYS[1] and ARGV as this command's key and arguments. The first entry takes the
+ * ID ms-seq as the call gave it, the others `ms-*`, which Redis (>= 7.0) makes the sequence after the entry just
+ * added: the same IDs as on the primary. Lua numbers are doubles, so seq + n computed in Lua would lose the low
+ * digits of a sequence above 2^53 and give replicas other IDs. */
 static const char REPLAY[] =
-    "local key, ms, seq, spec = KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3]\n"
+    "local key, ms, spec = KEYS[1], ARGV[1], ARGV[3]\n"
     "local fields, slots, at = {}, {}, 4\n"
     "for f = 1, #spec do\n"
     "  fields[#fields + 1] = ARGV[at]; at = at + 1\n"
     "  if string.sub(spec, f, f) == 'c' then fields[#fields + 1] = ARGV[at]; at = at + 1\n"
     "  else fields[#fields + 1] = ''; slots[#slots + 1] = #fields end\n"
     "end\n"
-    "local added = 0\n"
+    "local id, added = ms .. '-' .. ARGV[2], 0\n"
     "while at <= #ARGV do\n"
     "  for _, s in ipairs(slots) do fields[s] = ARGV[at]; at = at + 1 end\n"
-    "  redis.call('XADD', key, ms .. '-' .. string.format('%.0f', seq + added), unpack(fields))\n"
-    "  added = added + 1\n"
+    "  redis.call('XADD', key, id, unpack(fields))\n"
+    "  id, added = ms .. '-*', added + 1\n"
     "end\n"
     "return added\n";
 

@@ -29,6 +29,8 @@ from urllib.parse import quote, urlencode
 
 import redis
 
+from ...config import compiled_enabled
+
 log = logging.getLogger(__name__)
 
 RESTART_ATTEMPTS = 3  # in a row, before the supervisor gives up
@@ -55,7 +57,10 @@ def redis_server_binary() -> str:
 
 
 def stream_module_path() -> Path | None:
-    """The compiled stream module (_stream_module.c) next to this file, None when it was not built."""
+    """The compiled stream module (_stream_module.c) next to this file, None when it was not built or
+    SCHOONER_COMPILED=0 turns the compiled modules off (then log_append.lua XADDs each record itself)."""
+    if not compiled_enabled():
+        return None
     found = sorted(Path(__file__).parent.glob("_stream_module*.so"))
     return found[0] if found else None
 

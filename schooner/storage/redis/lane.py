@@ -19,10 +19,9 @@ import asyncio
 import collections
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import hiredis
-from redis._parsers.base import BaseParser
 from redis.exceptions import (
     AskError,
     ClusterDownError,
@@ -34,7 +33,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from . import resp, scripts
+from . import redis_internals, resp, scripts
 from .calls import Call, Progress, Redis, RoundTripObserver, Steps
 
 T = TypeVar("T")
@@ -125,10 +124,11 @@ class PipelinedLane:
                 self._failed = exc
                 raise
             self._failed = None
-            transport = connection._writer.transport
+            reader, writer = redis_internals.streams(connection)
+            transport = cast(asyncio.Transport, writer.transport)  # a socket's: it reads too
             link = _Link(connection, transport)
             # The handshake's replies are read; from here on the lane reads the transport itself.
-            buffered = bytes(connection._reader._buffer)
+            buffered = redis_internals.buffered(reader)
             transport.set_protocol(_Replies(self, link))
             self._link = link
             if buffered:
@@ -150,7 +150,7 @@ class PipelinedLane:
                     continue  # its caller was cancelled (its client left, or the broker stops)
                 if isinstance(reply, ResponseError):
                     # redis-py's classes: NoScriptError, and on a cluster MovedError, AskError...
-                    self._refused(future, call, BaseParser.parse_error(str(reply)))
+                    self._refused(future, call, redis_internals.parse_error(str(reply)))
                 elif call is None:
                     future.set_result(reply)
                 else:
@@ -183,7 +183,7 @@ class PipelinedLane:
                 future.set_exception(error)
         # abort, not close: close would keep the socket open until a stalled peer took the buffer.
         link.transport.abort()
-        link.connection._reader = link.connection._writer = None
+        redis_internals.detach(link.connection)
 
     def _on_timer(self, link: _Link) -> None:
         link.timer = None

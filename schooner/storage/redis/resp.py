@@ -5,6 +5,8 @@ An append sends one argument per record (thousands per command). hiredis.pack_co
 bytes for that) goes to the compiled _resp.c, about 6 ns per argument; without it, or with other
 types, the arguments are joined with one length header per distinct length, in list operations that
 run in C: about 55 ns per argument when all are bytes, 70 when some must be converted.
+SCHOONER_COMPILED=0 (schooner.config.compiled_enabled) leaves _resp.c out, as where it was not built;
+tests/storage/redis/test_resp.py compares the two encoders, and hiredis, on random and extreme commands.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from typing import Any
 
 import hiredis
 
+from ...config import compiled_enabled
+
 PackBytes = Callable[[Sequence[object]], bytes | None]
-pack_bytes: PackBytes | None
-try:
-    from ._resp import pack_bytes
-except ImportError:  # not built (no C compiler): the join below does it
-    pack_bytes = None
+pack_bytes: PackBytes | None = None
+if compiled_enabled():
+    try:
+        from ._resp import pack_bytes
+    except ImportError:  # not built (no C compiler): the join below does it
+        pack_bytes = None
 
 _LONG = 64  # arguments from which the join pays; shorter commands go to hiredis
 _PLAIN = frozenset((bytes, str, int))  # what this encodes itself (not bool, float, memoryview...)
@@ -31,6 +36,11 @@ def pack(args: Sequence[Any]) -> bytes:
         packed = pack_bytes(args)
         if packed is not None:
             return packed
+    return pack_python(args)
+
+
+def pack_python(args: Sequence[Any]) -> bytes:
+    """pack without the compiled encoder: what runs where _resp.c is not built or turned off."""
     if len(args) < _LONG:
         return hiredis.pack_command(tuple(args))
     kinds = set(map(type, args))

@@ -19,12 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 import hiredis
-from redis._parsers.base import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from . import resp
+from . import redis_internals, resp
 
 _CHUNK = 1 << 16
 
@@ -51,8 +50,7 @@ class Subscription:
         connection = self._make_connection()
         self._connection = connection
         await connection.connect()  # bounded by the client's connect timeout
-        self._reader, self._writer = connection._reader, connection._writer
-        assert self._reader is not None and self._writer is not None
+        self._reader, self._writer = redis_internals.streams(connection)
         self._writer.write(resp.pack(("SUBSCRIBE", self._channel)))
         loop = asyncio.get_running_loop()
         self._heard_at = loop.time()
@@ -65,7 +63,7 @@ class Subscription:
             while self._replies:
                 reply = self._replies.popleft()
                 if isinstance(reply, ResponseError):
-                    raise BaseParser.parse_error(str(reply))
+                    raise redis_internals.parse_error(str(reply))
                 if not isinstance(reply, list) or len(reply) < 3:
                     continue  # not a pub/sub message
                 kind = reply[0]
@@ -112,6 +110,6 @@ class Subscription:
             self._writer.transport.abort()
         connection, self._connection = self._connection, None
         if connection is not None:
-            connection._reader = connection._writer = None
+            redis_internals.detach(connection)
             with contextlib.suppress(Exception):
                 await connection.disconnect()

@@ -15,6 +15,7 @@
 -- ARGV[17] '1' to SPUBLISH on ARGV[11] (a Redis Cluster: that channel carries the partition's hash
 --          tag, so it is in this script's slot); '0' to PUBLISH (one Redis)
 -- ARGV[18] the codec the producer compressed the batch with (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)
+-- ARGV[19] '1' to use SCHOONER.XADDRUN where the server has it, '0' never (SCHOONER_COMPILED=0)
 -- KEYS[12] codec runs: a new entry at the batch's first ID when its codec differs from the last batch's
 -- then the records in runs of one shape and timestamp: a count k, the shape (bit 1 key, 2 value,
 -- 4 headers), the timestamp, then for each of the k records the key if bit 1, the value if bit 2 and
@@ -133,7 +134,7 @@ local function add(id, shape, ts, at)
 end
 
 -- The records come in runs: a count, a shape and a timestamp, then that many records' fields.
-local i = 19
+local i = 20
 local run_left, run_shape, run_ts = 0, 0, now_text
 local function next_run()
   run_left, run_shape = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
@@ -183,7 +184,7 @@ local next_seq = seq + 1
 -- a bare XADD. The chunk stays well under what Lua's unpack can return (about 8,000 values).
 local RUN_CHUNK = 1000
 local xaddrun = false
-if n > 2 then
+if n > 2 and ARGV[19] == '1' then
   local found, allowed = pcall(redis.acl_check_cmd, 'schooner.xaddrun', stream)
   xaddrun = found and allowed
 end

@@ -13,6 +13,9 @@ from schooner.storage.log import read as log_read
 from schooner.storage.log.notices import notice_args
 from schooner.storage.redis import calls
 from schooner.storage.topics import metadata
+from tests.compiled import needs_compiled
+
+pytestmark = needs_compiled  # the columns come from the compiled reader
 
 BASE_TS = 1_700_000_000_000
 
