@@ -40,7 +40,7 @@ class Options:
     extras: tuple[str, ...] = (
         "latency", "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction",
         "share", "cluster", "security", "metrics", "multiproc", "partitions", "tiering", "compression",
-        "backpressure",
+        "backpressure", "versus_kafka",
     )  # fmt: skip
     latency_rounds: int = latency.ROUNDS
 
@@ -363,6 +363,15 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import compression
 
                 out[name] = compression.run(ep, min(opts.messages, compression.MESSAGES), opts.runs)
+            elif name == "versus_kafka":  # its own brokers: Schooner on two Redis servers, and Apache Kafka
+                from . import versus_kafka
+
+                out[name] = versus_kafka.run(
+                    versus_kafka.Options(
+                        records=min(opts.messages, versus_kafka.RECORDS),
+                        runs=min(opts.runs, versus_kafka.RUNS),
+                    )
+                )
             elif name == "partitions":  # 1,000 partitions against 10, on ep's broker
                 from . import partitions
 
