@@ -7,7 +7,7 @@ import io
 import socket
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka.record._crecords import DefaultRecordBatchBuilder
@@ -174,10 +174,16 @@ def init_producer_id_request() -> InitProducerIdRequest:
     return InitProducerIdRequest(transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60))
 
 
-def create_topics(port: int, *names: str, partitions: int = 1, **configs: str) -> None:
-    """Creates topics (CreateTopics v7), each with `partitions` and the configs given as keywords with
-    dots as underscores; one that exists already is left as it is. A raw Produce never creates a topic
-    (as Kafka: a client's Metadata request does), so tests that produce raw call this first."""
+def create_topics(
+    port: int,
+    *names: str,
+    partitions: int = 1,
+    configs: Mapping[str, str] | None = None,
+    exist_ok: bool = True,
+) -> None:
+    """Creates topics (CreateTopics v7), each with `partitions` and `configs`; one that exists already is
+    left as it is, or fails the test unless `exist_ok`. A raw Produce never creates a topic (as Kafka: a
+    client's Metadata request does), so tests that produce raw call this first."""
     request = CreateTopicsRequest(
         topics=tuple(
             CreatableTopic(
@@ -185,14 +191,13 @@ def create_topics(port: int, *names: str, partitions: int = 1, **configs: str) -
                 num_partitions=partitions,
                 replication_factor=-1,
                 assignments=(),
-                configs=tuple(
-                    CreatableTopicConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()
-                ),
+                configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()),
             )
             for name in names
         ),
         timeout=datetime.timedelta(seconds=30),
         validate_only=False,
     )
+    accepted = (0, 36) if exist_ok else (0,)  # none, TOPIC_ALREADY_EXISTS
     for topic in call(port, request).topics:
-        assert topic.error_code in (0, 36), topic  # none, TOPIC_ALREADY_EXISTS
+        assert topic.error_code in accepted, topic

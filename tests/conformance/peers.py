@@ -17,12 +17,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
 
-from tests.wire import call
+from tests.wire import call, create_topics
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
@@ -129,19 +131,9 @@ def same_answers(scenario: Callable[[Peer], Any], kafka: Peer, schooner: Peer) -
 
 
 def create_topic(peer: Peer, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
-    """Creates a topic and waits until every partition has a leader (Kafka propagates its metadata to
+    """Creates a new topic and waits until every partition has a leader (Kafka propagates its metadata to
     the broker a moment after CreateTopics answers)."""
-    topic = CreatableTopic(
-        name=name,
-        num_partitions=partitions,
-        replication_factor=1,
-        assignments=(),
-        configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()),
-    )
-    answer = peer.call(
-        CreateTopicsRequest(topics=(topic,), timeout=datetime.timedelta(seconds=30), validate_only=False)
-    )
-    assert answer.topics[0].error_code == ErrorCode.none, answer
+    create_topics(peer.port, name, partitions=partitions, configs=configs, exist_ok=False)
     wait_for_leaders(peer, [name], partitions)
 
 
@@ -183,9 +175,6 @@ def wait_for_leaders(peer: Peer, names: Iterable[str], partitions: int, timeout:
 def ready_coordinators(peer: Peer, timeout: float = 60) -> None:
     """Until the group and transaction coordinators answer: Kafka creates and loads __consumer_offsets
     and __transaction_state on first use, answering NOT_COORDINATOR meanwhile."""
-    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-    from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
-
     deadline = time.monotonic() + timeout
     for key_type in (0, 1):
         while True:
@@ -194,8 +183,6 @@ def ready_coordinators(peer: Peer, timeout: float = 60) -> None:
                 break
             assert time.monotonic() < deadline, found
             time.sleep(0.1)
-    from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
-
     while True:
         offsets = peer.call(
             OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id="warm-up", topics=None),))
