@@ -82,7 +82,9 @@ class PlainRecords:
 
     keyed: bool
     runs: list[tuple[int, int]]  # (count, timestamp) of each stretch of records with one timestamp
-    fields: list[bytes]  # each record's value, or its key then its value when keyed
+    # Each record's value, or its key then its value when keyed, each a 4-byte big-endian length and its
+    # bytes: the fields as the append script takes them (storage/log/append.py).
+    packed: bytes
     max_timestamp: int
     max_index: int  # the first record with max_timestamp
 
@@ -222,9 +224,9 @@ def _inflated(raw: bytes, codec: int, limit: int) -> bytes | bytearray:
 
 
 def _plain_batch(
-    raw: bytes, columns: tuple[bool, list[tuple[int, int]], list[bytes], int, int, int]
+    raw: bytes, columns: tuple[bool, list[tuple[int, int]], bytes, int, int, int]
 ) -> ProducedBatch:
-    keyed, runs, fields, max_timestamp, max_index, count = columns
+    keyed, runs, packed, max_timestamp, max_index, count = columns
     producer_id, producer_epoch, base_sequence = _PRODUCER_HEADER.unpack_from(raw, _PRODUCER_OFFSET)
     return ProducedBatch(
         producer_id=producer_id,
@@ -233,7 +235,7 @@ def _plain_batch(
         is_transactional=bool(raw[_ATTRIBUTES_OFFSET + 1] & _TRANSACTIONAL_MASK),
         records=LazyRecords(raw, count),
         size_bytes=len(raw),
-        plain=PlainRecords(keyed, runs, fields, max_timestamp, max_index),
+        plain=PlainRecords(keyed, runs, packed, max_timestamp, max_index),
         raw=raw,
     )
 
