@@ -431,6 +431,11 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     bp = results.get("backpressure")
     if bp and "error" not in bp:
         rows += backpressure_rows(bp)
+    vk = results.get("versus_kafka")
+    if vk and "error" not in vk:
+        from .versus_kafka import table as versus_kafka_table  # here: versus_kafka imports this module
+
+        rows += versus_kafka_table.suite_rows(vk)
     for name in (
         "first_message",
         "rebalance",
@@ -447,6 +452,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "tiering",
         "compression",
         "backpressure",
+        "versus_kafka",
     ):
         figure = results.get(name)
         if figure and "error" in figure:

@@ -51,6 +51,24 @@ def lines(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def suite_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """The rows for the suite's table (bench/report.py): figure, Schooner as shipped, Kafka, Schooner ÷
+    Kafka, and the other Schooner setups' ratios with which way is better."""
+    out = []
+    for r in results["rows"]:
+        others = [f"{RATIO_LABELS[n]} {r['ratios'][n]:.2f}" for n in r["ratios"] if n != "schooner"]
+        out.append(
+            (
+                f"vs Kafka: {r['figure']}, {r['unit']}",
+                value_text(r["values"]["schooner"]),
+                f"{value_text(r['values'][KAFKA])} (Kafka)",
+                f"{r['ratios']['schooner']:.2f}",
+                "; ".join([f"{r['better']} is better", *others]),
+            )
+        )
+    return out
+
+
 def text(results: dict[str, Any]) -> str:
     env, cfg = results["environment"], results["config"]
     head = [

@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from bench import suite
+from bench import report, suite
 from bench.versus_kafka import Options, figures, run, table
 from bench.versus_kafka.__main__ import parse_args
 from bench.versus_kafka.brokers import KAFKA, SCHOONER, SCHOONER_REDIS7, SETUPS
@@ -126,3 +126,9 @@ def test_every_row_compares_each_setup_with_kafka() -> None:
     assert f"{produced['ratios'][SCHOONER]:.2f}" in next(
         line for line in text.splitlines() if line.startswith("produce, confluent-kafka ")
     )
+    # The suite's table has a row per figure too, Schooner's value beside Kafka's and their ratio.
+    suite_rows = {r[0]: r for r in report._extra_rows({"versus_kafka": results})}
+    row = suite_rows["vs Kafka: produce, confluent-kafka, msgs/s"]
+    assert row[3] == f"{produced['ratios'][SCHOONER]:.2f}"
+    assert row[2].endswith("(Kafka)") and "Redis 7 ÷ Kafka" in row[4]
+    assert len([name for name in suite_rows if name.startswith("vs Kafka: ")]) == len(results["rows"])
