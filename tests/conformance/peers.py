@@ -56,7 +56,7 @@ MADE_UP = frozenset(
         "cluster_authorized_operations",
     }
 )
-MESSAGES = frozenset({"error_message", "message"})
+MESSAGES = frozenset({"error_message", "message", "batch_index_error_message"})
 
 
 @dataclass(frozen=True)

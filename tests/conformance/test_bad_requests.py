@@ -10,9 +10,10 @@ from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicCo
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
 from tests.conformance.peers import Peer, create_topic, plain, same_answers, unique
-from tests.wire import produce_request
+from tests.wire import produce_request, record_batch
 
 STAMP = datetime.timedelta(seconds=30)
 
@@ -81,6 +82,57 @@ def test_produce_to_missing_topics_partitions_and_oversized_records(kafka: Peer,
             plain(peer.call(produce_request(small, [b"v"], acks=2))),
             plain(peer.call(produce_request(small, [b"fits"], partition=1))),
         ]
+
+    same_answers(scenario, kafka, schooner)
+
+
+def test_one_produce_with_a_different_fault_per_partition(kafka: Peer, schooner: Peer) -> None:
+    """Each partition of one Produce gets its own answer: the faults of one do not touch the others,
+    and the good partitions append."""
+    small, absent, compacted, stamped = (
+        unique("mixed"),
+        unique("absent"),
+        unique("compacted"),
+        unique("stamped"),
+    )
+    good = record_batch([b"fits"])
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF  # a byte of the record under the CRC
+
+    def scenario(peer: Peer) -> Any:
+        create_topic(peer, small, 4, {"max.message.bytes": "1000"})
+        create_topic(peer, compacted, 1, {"cleanup.policy": "compact"})
+        create_topic(peer, stamped, 1, {"message.timestamp.before.max.ms": "3600000"})
+        data = {
+            stamped: [(0, record_batch([b"old"], timestamp_ms=1000))],  # INVALID_TIMESTAMP, and its record
+            compacted: [(0, good)],  # a record without a key: INVALID_RECORD, with its record error
+            small: [
+                (0, good),
+                (1, record_batch([b"x" * 2000])),  # over max.message.bytes
+                (2, bytes(corrupt)),
+                (9, good),  # no such partition
+                (3, good),
+            ],
+            absent: [(0, good)],
+        }
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=1,
+            timeout=STAMP,
+            topic_data=tuple(
+                TopicProduceData(
+                    name=topic,
+                    partition_data=tuple(PartitionProduceData(index=p, records=raw) for p, raw in parts),
+                )
+                for topic, parts in data.items()
+            ),
+        )
+        answer = plain(peer.call(request), drop=frozenset({"log_append_time_ms"}))
+        names = [small, compacted, stamped, absent]
+        answer["responses"].sort(key=lambda t: names.index(t["name"]))
+        for t in answer["responses"]:
+            t["partition_responses"].sort(key=lambda p: p["index"])
+        return answer
 
     same_answers(scenario, kafka, schooner)
 

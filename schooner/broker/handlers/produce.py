@@ -109,7 +109,10 @@ async def handle_produce(
             for pd in topic_data.partition_data
         ]  # fmt: skip
         for key, topic, batches in decoded:
-            if isinstance(batches, PartitionAppend):  # refused, yet in its turn: later ones cannot overtake
+            if isinstance(batches, PartitionAppend) and batches.record_errors:
+                assert isinstance(topic, Topic)
+                jobs[key] = writer.refuse_records(turns[key], topic, key[1], batches)
+            elif isinstance(batches, PartitionAppend):  # refused, yet in its turn: later ones cannot overtake
                 jobs[key] = writer.refuse(turns[key], batches)
             else:
                 assert isinstance(topic, Topic)

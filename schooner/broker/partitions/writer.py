@@ -17,6 +17,7 @@ in that turn, and settles each partition once its answer is known (or the client
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -138,6 +139,17 @@ class PartitionWriter:
     async def refuse(self, turn: Turn, answer: PartitionAppend) -> PartitionAppend:
         """A refused partition still waits its turn, so that a later request's batches cannot overtake."""
         async with turn:
+            return answer
+
+    async def refuse_records(
+        self, turn: Turn, topic: Topic, partition: int, answer: PartitionAppend
+    ) -> PartitionAppend:
+        """refuse() of a batch whose records failed validation (INVALID_RECORD with record errors,
+        INVALID_TIMESTAMP): the answer carries the partition's log start, as Kafka's does, whose log
+        checks the records. -1 when Redis cannot say."""
+        async with turn:
+            with contextlib.suppress(*STORAGE_ERRORS):
+                answer.log_start = (await self._store.bounds(topic, partition)).log_start_offset
             return answer
 
     async def append(
