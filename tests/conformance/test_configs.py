@@ -78,3 +78,34 @@ def test_the_brokers_configs_are_kafkas_where_both_have_them(kafka: Peer, schoon
         # Kafka may change these at run time (IncrementalAlterConfigs on the broker); Schooner's broker
         # configs are set at its start, so it says they are read-only.
         assert s["read_only"] or not k["read_only"], name
+
+
+GROUP = 32
+# Kafka 4.4's group configs that Schooner does not take yet (docs/compatibility.md): the streams groups'
+# (KIP-1071, with the streams group protocol), the assignment interval of consumer and share groups, and
+# share groups' RENEW acknowledgements.
+KAFKA_GROUP_ONLY = {
+    "consumer.assignment.interval.ms",
+    "share.assignment.interval.ms",
+    "share.renew.acknowledge.enable",
+    "streams.assignment.interval.ms",
+    "streams.assignor.name",
+    "streams.heartbeat.interval.ms",
+    "streams.initial.rebalance.delay.ms",
+    "streams.num.standby.replicas",
+    "streams.rack.aware.assignment.tags",
+    "streams.session.timeout.ms",
+}
+
+
+def test_a_groups_configs_are_kafkas(kafka: Peer, schooner: Peer) -> None:
+    """A group's configs (KIP-848's and KIP-932's), described before the group exists: every name both
+    have, with its value, source, type, flags and synonyms; and which names only Kafka has."""
+    group = unique("group-configs")
+    from_kafka, from_schooner = describe(kafka, GROUP, group), describe(schooner, GROUP, group)
+    assert set(from_schooner) <= set(from_kafka), set(from_schooner) - set(from_kafka)
+    assert set(from_kafka) - set(from_schooner) == KAFKA_GROUP_ONLY
+    for name in KAFKA_GROUP_ONLY:
+        del from_kafka[name]
+    diff = differences(from_kafka, from_schooner)
+    assert not diff, "\n".join(diff)
