@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
 from . import goals, report
+from .servers import stop_on_sigterm
 from .suite import Options, run_all
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
@@ -50,13 +50,9 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
     return opts, None if args.no_save else args.output
 
 
-def _exit_on_sigterm(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds like an error, so the servers are stopped
-
-
 def main(argv: list[str] | None = None) -> int:
     opts, output = parse_args(argv)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    stop_on_sigterm()
     results = run_all(opts)
     print(report.table(results))
     print()

@@ -235,3 +235,13 @@ class CpuMeter:
         now = self._now()
         deltas = zip(self.NAMES, self._start, now, strict=True)
         return {name: round(max(0.0, b - a) / wall, 3) for name, a, b in deltas}
+
+
+def stop_on_sigterm() -> None:
+    """A SIGTERM to the bench unwinds it as an error would, so every server and broker it started is
+    stopped (their context managers' exits run)."""
+
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)

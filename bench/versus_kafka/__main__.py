@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
 from .. import report
+from ..servers import stop_on_sigterm
 from . import table
 from .brokers import KAFKA, SETUPS
 from .compare import Options, run
@@ -69,13 +69,9 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
     return opts, args.output
 
 
-def _exit_on_sigterm(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds like an error, so every broker is stopped
-
-
 def main(argv: list[str] | None = None) -> int:
     opts, output = parse_args(argv)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    stop_on_sigterm()
     results = run(opts)
     print(table.text(results))
     if output is not None:

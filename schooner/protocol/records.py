@@ -82,8 +82,8 @@ class PlainRecords:
 
     keyed: bool
     runs: list[tuple[int, int]]  # (count, timestamp) of each stretch of records with one timestamp
-    # Each record's value, or its key then its value when keyed, each a 4-byte big-endian length and its
-    # bytes: the fields as the append script takes them (storage/log/append.py).
+    # Each record's value, or its key then its value when keyed, as a MessagePack array of str 32: the
+    # fields as the append script takes them (storage/log/append.py's pack_fields).
     packed: bytes
     max_timestamp: int
     max_index: int  # the first record with max_timestamp

@@ -60,10 +60,9 @@ class PlainRecords(Protocol):
     def keyed(self) -> bool: ...
     @property
     def runs(self) -> Sequence[tuple[int, int]]: ...  # (count, timestamp) of each run of one timestamp
+    # Each record's value, or its key then its value, as pack_fields packs them.
     @property
-    def packed(
-        self,
-    ) -> bytes: ...  # each record's value, or its key then its value, as pack_fields packs them
+    def packed(self) -> bytes: ...
     @property
     def max_timestamp(self) -> int: ...
     @property
