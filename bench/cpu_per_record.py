@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .produce import bench_value, close_producer, create_topics, make_producer, produce_topic, warm_up
-from .servers import BenchServers, Endpoints, process_cpu_seconds
+from .servers import BenchServers, CpuMeter, Endpoints
 
 WARM_UP_RECORDS = 50_000
 
@@ -31,19 +31,9 @@ class Step:
     redis_us: float  # its redis-server's
 
 
-class _Cpu:
-    """CPU seconds of the broker and its redis-server from one point on."""
-
-    def __init__(self, ep: Endpoints) -> None:
-        self._ep = ep
-        self._start = self._now()
-
-    def _now(self) -> tuple[float, float]:
-        return process_cpu_seconds(self._ep.broker_pid), process_cpu_seconds(self._ep.redis_pid)
-
-    def step(self, records: int, seconds: float) -> Step:
-        (b0, r0), (b1, r1) = self._start, self._now()
-        return Step(records / seconds, 1e6 * (b1 - b0) / records, 1e6 * (r1 - r0) / records)
+def _step(cpu: CpuMeter, records: int, seconds: float) -> Step:
+    used = cpu.used()
+    return Step(records / seconds, 1e6 * used["broker"] / records, 1e6 * used["redis"] / records)
 
 
 def _kcat_read(ep: Endpoints, topic: str, records: int) -> float:
@@ -77,13 +67,15 @@ def measure(records: int, topics: int = 2) -> dict[str, Any]:
             produce_topic(producer, names[0], min(records, WARM_UP_RECORDS), value)
             produced = []
             for name in names[1:]:
-                cpu = _Cpu(ep)
+                cpu = CpuMeter(ep)
+                cpu.start()
                 run = produce_topic(producer, name, records, value)
-                produced.append(asdict(cpu.step(records, run.seconds)))
+                produced.append(asdict(_step(cpu, records, run.seconds)))
         finally:
             close_producer(producer, failed=False)
-        cpu = _Cpu(ep)
-        fetched = asdict(cpu.step(records, _kcat_read(ep, names[1], records)))
+        cpu = CpuMeter(ep)
+        cpu.start()
+        fetched = asdict(_step(cpu, records, _kcat_read(ep, names[1], records)))
     return {"records": records, "produce": produced, "fetch": [fetched]}
 
 

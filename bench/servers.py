@@ -229,12 +229,15 @@ class CpuMeter:
         self._start = self._now()
         self._wall = time.perf_counter()
 
+    def used(self) -> dict[str, float]:
+        """Each one's CPU seconds since start()."""
+        deltas = zip(self.NAMES, self._start, self._now(), strict=True)
+        return {name: max(0.0, b - a) for name, a, b in deltas}
+
     def stop(self) -> dict[str, float]:
         """Each process's share of one core over the interval (1.0 = one core busy all the time)."""
         wall = time.perf_counter() - self._wall
-        now = self._now()
-        deltas = zip(self.NAMES, self._start, now, strict=True)
-        return {name: round(max(0.0, b - a) / wall, 3) for name, a, b in deltas}
+        return {name: round(seconds / wall, 3) for name, seconds in self.used().items()}
 
 
 def stop_on_sigterm() -> None:
