@@ -4,7 +4,7 @@
 and prints, per record: Redis's `INFO commandstats` time and its own CPU time (which includes reading
 the command), for a pipelined bare XADD, for XADD loops in Lua written in different ways, and for
 log_append.lua itself through Store.append (plain and transactional batches; the server loads the stream
-module, so the script appends each run with SCHOONER.XADDPACKED). These figures hold steady
+module, so the script appends each run with SCHOONER.XADDRUN). These figures hold steady
 on a busy machine, where end-to-end throughput does not.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from schooner.storage.keys import Keyspace
-from schooner.storage.log.append import RecordBatch, pack_fields
+from schooner.storage.log.append import RecordBatch
 from schooner.storage.log.entry import Record
 from schooner.storage.redis.client import connect
 from schooner.storage.redis.embedded import EmbeddedRedis
@@ -40,15 +40,9 @@ LOOPS = {
     "Lua, 0-*, no timestamp field": """local s = KEYS[1]
         for i = 2, #ARGV do redis.call('XADD', s, '0-*', 'value', ARGV[i]) end return 0""",
     "Lua, reading ARGV only": "local x = 0 for i = 2, #ARGV do x = x + 1 end return x",
-}
-# The same records packed into ARGV[2] (storage/log/append.py's pack_fields), as log_append.lua gets them.
-PACKED_LOOPS = {
-    "Lua, packed values, cmsgpack.unpack and XADD 0-*": """local s, vals = KEYS[1], cmsgpack.unpack(ARGV[2])
-        for i = 1, #vals do redis.call('XADD', s, '0-*', 'timestamp', '1764000000000', 'value', vals[i]) end
-        return 0""",
     # The stream module (storage/redis/_stream_module.c), as log_append.lua calls it: one call per run.
-    "Lua, one SCHOONER.XADDPACKED": """return redis.call('SCHOONER.XADDPACKED', KEYS[1], 0, ARGV[1], ARGV[3],
-        5, ARGV[2], 'cr', 'timestamp', '1764000000000', 'value')[1]""",
+    "Lua, one SCHOONER.XADDRUN": """return redis.call('SCHOONER.XADDRUN', KEYS[1], 0, ARGV[1], 'cr',
+        'timestamp', '1764000000000', 'value', unpack(ARGV, 2))""",
 }
 
 
@@ -102,17 +96,6 @@ async def run_async(redis_url: str, batch: int = 1000, calls: int = 200, rounds:
                     return calls
 
                 rows.setdefault(name, []).append(await _measure(redis, "evalsha", records, loop))
-            packed = pack_fields([VALUE] * batch)
-            for name, source in PACKED_LOOPS.items():
-                sha = await redis.script_load(source)
-
-                async def packed_loop(sha: str = sha, packed: bytes = packed) -> int:
-                    await redis.delete("bench:loop")
-                    for c in range(calls):
-                        await redis.evalsha(sha, 1, "bench:loop", c * batch + 1, packed, batch)
-                    return calls
-
-                rows.setdefault(name, []).append(await _measure(redis, "evalsha", records, packed_loop))
             for txn in (None, "bench-txn"):
                 topic = await store.create_topic(f"append-{round_no}-{txn or 'plain'}", 1, {}, {})
 

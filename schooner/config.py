@@ -325,7 +325,7 @@ def compiled_enabled(env: Mapping[str, str] | None = None) -> bool:
 
     Then the record-batch encoder and reader (protocol/batch_c.py) and the RESP encoder
     (storage/redis/resp.py) are None, as where they were not built; the embedded redis-server does not
-    load the stream module, and log_append.lua does not call SCHOONER.XADDPACKED on a server that has it.
+    load the stream module, and log_append.lua does not call SCHOONER.XADDRUN on a server that has it.
     Each module reads this once, when it is imported. `make test` runs the fast paths' tests a second
     time with it off (the Makefile), so that the Python paths keep working.
     """

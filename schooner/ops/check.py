@@ -159,7 +159,7 @@ def stream_module_check(node: NodeFacts) -> Check:
         return Check(SKIP, "redis stream module", "not checked: COMMAND INFO refused")
     if node.stream_module:
         return Check(
-            OK, "redis stream module", "loaded: an append adds its records in runs (SCHOONER.XADDPACKED)"
+            OK, "redis stream module", "loaded: an append adds its records in runs (SCHOONER.XADDRUN)"
         )
     return Check(
         OK, "redis stream module",

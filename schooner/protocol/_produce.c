@@ -2,25 +2,22 @@
  *
  * plain_records(batch) takes one whole uncompressed batch (magic 2, its CRC already checked by the caller) and,
  * when every record has a value, no headers, and either all or none of them a key, returns
- *     (keyed, runs, packed, max_timestamp, max_index, count)
- * where runs lists (count, timestamp) for each stretch of records with one timestamp, in order; packed holds
- * each record's value, or its key then its value when keyed, as a MessagePack array of str 32 (as the append
- * script takes them, storage/log/append.py's pack_fields); max_index is the first record with the highest
+ *     (keyed, runs, fields, max_timestamp, max_index, count)
+ * where runs lists (count, timestamp) for each stretch of records with one timestamp, in order; fields holds
+ * each record's value, or its key then its value when keyed; max_index is the first record with the highest
  * timestamp. Any other batch (compressed, log-append time, control, headers, nulls, mixed keys, or anything
  * malformed) gives None, and the caller decodes it the general way, which also reports what is wrong.
  *
  * Why by hand: aiokafka's decoder (the general path) builds a record object and a headers list per record,
  * which the cyclic collector tracks; for the common batch that was about a third of the broker's produce
- * cost. No maintained library gives a v2 batch as columns. The fields go into one bytes object, not one each:
- * the append hands them to Redis as one argument.
+ * cost. No maintained library gives a v2 batch as columns.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-/* Every field is read and written a byte at a time (get_be, get_varint, put_field): nothing here depends on the
- * CPU's byte order. */
+/* Every field is read a byte at a time (get_be, get_varint): nothing here depends on the CPU's byte order. */
 
 #define HEADER_SIZE 61
 #define ATTRIBUTES_AT 21
@@ -51,23 +48,6 @@ static int get_varint(const unsigned char **p, const unsigned char *end, int64_t
     return 0;
 }
 
-/* Writes a MessagePack tag and a 4-byte big-endian number at out; returns where the next byte goes. */
-static char *put_tagged(char *out, unsigned char tag, uint64_t n) {
-    out[0] = (char)tag;
-    out[1] = (char)(n >> 24);
-    out[2] = (char)(n >> 16);
-    out[3] = (char)(n >> 8);
-    out[4] = (char)n;
-    return out + 5;
-}
-
-/* Writes one packed field (a str 32: 0xdb, its length, its bytes) at out; returns where the next goes. */
-static char *put_field(char *out, const unsigned char *bytes, int64_t length) {
-    out = put_tagged(out, 0xdb, (uint64_t)length);
-    memcpy(out, bytes, (size_t)length);
-    return out + length;
-}
-
 /* Appends (count, timestamp) to runs; 0 on a Python error. */
 static int close_run(PyObject *runs, Py_ssize_t count, int64_t timestamp) {
     PyObject *run = Py_BuildValue("(nL)", count, (long long)timestamp);
@@ -82,7 +62,7 @@ static PyObject *plain_records(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *start = view.buf, *end = start + view.len;
-    PyObject *runs = NULL, *packed = NULL, *result = NULL;
+    PyObject *runs = NULL, *fields = NULL, *result = NULL;
     if (view.len < HEADER_SIZE || start[16] != 2) goto not_plain;
     unsigned attributes = (unsigned)get_be(start + ATTRIBUTES_AT, 2);
     if (attributes & 0x6f) goto not_plain; /* compressed (bits 0-2), log-append time (3), control (5), delete horizon (6) */
@@ -90,13 +70,7 @@ static PyObject *plain_records(PyObject *self, PyObject *arg) {
     uint64_t count_field = get_be(start + COUNT_AT, 4);
     if (count_field == 0 || count_field > INT32_MAX) goto not_plain; /* an int32 <= 0 */
     int64_t count = (int64_t)count_field;
-    /* A record of n key and value bytes takes at least n + 7 in the batch (its length, attributes, two deltas, two
-     * lengths and a header count, a byte each at least) and n + 10 packed: the batch's size, 3 bytes per record and
-     * the array's header bound the packed fields. Records keyed or not alike: two fields, or one, per record. */
-    if (count > view.len) goto not_plain;
-    Py_ssize_t bound = view.len - HEADER_SIZE + 3 * (Py_ssize_t)count + 5;
-    if ((runs = PyList_New(0)) == NULL || (packed = PyBytes_FromStringAndSize(NULL, bound)) == NULL) goto error;
-    char *out = PyBytes_AS_STRING(packed) + 5; /* the array's header, once the number of fields is known */
+    if ((runs = PyList_New(0)) == NULL || (fields = PyList_New(0)) == NULL) goto error;
     const unsigned char *p = start + HEADER_SIZE;
     int keyed = -1; /* unknown until the first record */
     int64_t run_ts = 0, max_ts = 0;
@@ -119,8 +93,18 @@ static PyObject *plain_records(PyObject *self, PyObject *arg) {
         int has_key = key_len >= 0;
         if (keyed < 0) keyed = has_key;
         else if (keyed != has_key) goto not_plain;
-        if (has_key) out = put_field(out, key, key_len);
-        out = put_field(out, value, value_len);
+        if (has_key) {
+            PyObject *k = PyBytes_FromStringAndSize((const char *)key, (Py_ssize_t)key_len);
+            if (k == NULL) goto error;
+            int failed = PyList_Append(fields, k);
+            Py_DECREF(k);
+            if (failed) goto error;
+        }
+        PyObject *v = PyBytes_FromStringAndSize((const char *)value, (Py_ssize_t)value_len);
+        if (v == NULL) goto error;
+        int failed = PyList_Append(fields, v);
+        Py_DECREF(v);
+        if (failed) goto error;
         /* first_ts + ts_delta past int64 (hostile values: a signed overflow in C) is left to the general path,
          * which decides what such a record's timestamp is. */
         if (ts_delta > 0 ? first_ts > INT64_MAX - ts_delta : first_ts < INT64_MIN - ts_delta) goto not_plain;
@@ -138,9 +122,7 @@ static PyObject *plain_records(PyObject *self, PyObject *arg) {
     }
     if (p != end) goto not_plain; /* bytes after the last record */
     if (!close_run(runs, run_count, run_ts)) goto error;
-    put_tagged(PyBytes_AS_STRING(packed), 0xdd, (uint64_t)(keyed ? 2 * count : count)); /* array 32 */
-    if (_PyBytes_Resize(&packed, out - PyBytes_AS_STRING(packed)) < 0) goto error; /* frees it on failure */
-    result = Py_BuildValue("(OOOLnL)", keyed ? Py_True : Py_False, runs, packed, (long long)max_ts, max_index,
+    result = Py_BuildValue("(OOOLnL)", keyed ? Py_True : Py_False, runs, fields, (long long)max_ts, max_index,
                            (long long)count);
     goto done;
 not_plain:
@@ -151,13 +133,13 @@ error:
     result = NULL;
 done:
     Py_XDECREF(runs);
-    Py_XDECREF(packed);
+    Py_XDECREF(fields);
     PyBuffer_Release(&view);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"plain_records", plain_records, METH_O, "A plain v2 batch's records as (keyed, runs, packed, max_ts, max_index, count), or None."},
+    {"plain_records", plain_records, METH_O, "A plain v2 batch's records as (keyed, runs, fields, max_ts, max_index, count), or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -82,9 +82,7 @@ class PlainRecords:
 
     keyed: bool
     runs: list[tuple[int, int]]  # (count, timestamp) of each stretch of records with one timestamp
-    # Each record's value, or its key then its value when keyed, as a MessagePack array of str 32: the
-    # fields as the append script takes them (storage/log/append.py's pack_fields).
-    packed: bytes
+    fields: list[bytes]  # each record's value, or its key then its value when keyed
     max_timestamp: int
     max_index: int  # the first record with max_timestamp
 
@@ -224,9 +222,9 @@ def _inflated(raw: bytes, codec: int, limit: int) -> bytes | bytearray:
 
 
 def _plain_batch(
-    raw: bytes, columns: tuple[bool, list[tuple[int, int]], bytes, int, int, int]
+    raw: bytes, columns: tuple[bool, list[tuple[int, int]], list[bytes], int, int, int]
 ) -> ProducedBatch:
-    keyed, runs, packed, max_timestamp, max_index, count = columns
+    keyed, runs, fields, max_timestamp, max_index, count = columns
     producer_id, producer_epoch, base_sequence = _PRODUCER_HEADER.unpack_from(raw, _PRODUCER_OFFSET)
     return ProducedBatch(
         producer_id=producer_id,
@@ -235,7 +233,7 @@ def _plain_batch(
         is_transactional=bool(raw[_ATTRIBUTES_OFFSET + 1] & _TRANSACTIONAL_MASK),
         records=LazyRecords(raw, count),
         size_bytes=len(raw),
-        plain=PlainRecords(keyed, runs, packed, max_timestamp, max_index),
+        plain=PlainRecords(keyed, runs, fields, max_timestamp, max_index),
         raw=raw,
     )
 

@@ -6,7 +6,7 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
              calls.py (Call, Steps and their runners), scripts.py (Lua by name), lane.py (the
              pipelined append connection), server_info.py, embedded.py (the redis-server we start),
              acl.py (the Redis ACL rules of a user limited to one keyspace), _stream_module.c (a
-             Redis module the embedded server loads: SCHOONER.XADDPACKED, which log_append.lua uses),
+             Redis module the embedded server loads: SCHOONER.XADDRUN, which log_append.lua uses),
              redis_internals.py (the one door to redis-py's private parts, pinned by a test)
   keys.py    every key name, and tenants' keyspaces (Keyspace.tenant)
   offsets.py Kafka offset <-> stream entry ID (dense or timestamp)

@@ -12,7 +12,6 @@ def test_every_variant_is_measured_per_record(redis_server) -> None:
     expected = {
         "bare XADD 0-*, pipelined",
         *append_script.LOOPS,
-        *append_script.PACKED_LOOPS,
         "log_append.lua",
         "log_append.lua, transactional batch",
     }

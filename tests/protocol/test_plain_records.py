@@ -27,14 +27,6 @@ from schooner.protocol.records import (
 )
 from tests.compiled import ON, needs_compiled
 
-
-def packed_form(fields: list[bytes]) -> bytes:
-    """The fields as the append script takes them: a MessagePack array 32 of str 32."""
-    return struct.pack(">BI", 0xDD, len(fields)) + b"".join(
-        struct.pack(">BI", 0xDB, len(f)) + f for f in fields
-    )
-
-
 CI = settings(
     derandomize=True,
     database=None,
@@ -89,11 +81,11 @@ def test_columns_match_aiokafka_and_only_plain_batches_are_read(items: list[Row]
         assert columns is None
         return
     assert columns is not None
-    keyed, runs, packed, max_ts, max_index, count = columns
+    keyed, runs, fields, max_ts, max_index, count = columns
     assert count == len(items)
     assert keyed == (items[0][1] is not None)
     expected_fields = [f for _, key, value, _ in items for f in ((key, value) if keyed else (value,))]
-    assert packed == packed_form(expected_fields)
+    assert fields == expected_fields
     expanded = [ts for n, ts in runs for _ in range(n)]
     assert expanded == stamps
     assert all(a[1] != b[1] for a, b in zip(runs, runs[1:], strict=False))  # runs are maximal
@@ -297,14 +289,12 @@ def test_hostile_batches_are_read_as_aiokafka_reads_them(raw: bytes) -> None:
     assert batch_c.plain_records is not None
     columns = batch_c.plain_records(raw)
     if columns is not None:
-        keyed, runs, packed, max_ts, max_index, count = columns
+        keyed, runs, fields, max_ts, max_index, count = columns
         decoded = _records(DefaultRecordBatch(raw))  # must not raise: the compiled reader took it
         assert count == len(decoded) >= 1
         assert [offset for offset, *_ in decoded] == list(range(count))
         assert all(headers == [] for *_, headers in decoded)
-        assert packed == packed_form(
-            [f for _, _, key, value, _ in decoded for f in ((key, value) if keyed else (value,))]
-        )
+        assert fields == [f for _, _, key, value, _ in decoded for f in ((key, value) if keyed else (value,))]
         stamps = [ts for _, ts, _, _, _ in decoded]
         assert [ts for n, ts in runs for _ in range(n)] == stamps
         assert (max_ts, max_index) == (max(stamps), stamps.index(max(stamps)))

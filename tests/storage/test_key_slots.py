@@ -269,7 +269,7 @@ def _arguments(text: str, start: int) -> list[str]:
 def _key_arguments(args: list[str]) -> list[str]:
     """The arguments in key positions; for a command chosen at run time (`x and 'SPUBLISH' or
     'PUBLISH'`), those of every command it may be."""
-    if not re.fullmatch(r"'[\w.]+'", args[0]):  # a module's command has a dot: SCHOONER.XADDPACKED
+    if not re.fullmatch(r"'[\w.]+'", args[0]):  # a module's command has a dot: SCHOONER.XADDRUN
         names = re.findall(r"'([A-Z.]+)'", args[0])
         assert names, args
         return [key for n in names for key in _key_arguments([f"'{n}'", *args[1:]])]

@@ -32,8 +32,8 @@ INVALID_PRODUCER_EPOCH = -47
 # after it (XSETID cannot go below a deleted ID either), so appends stop until the partition is repaired.
 FOREIGN_ID = -56
 
-_HEADER = 20  # log_append.lua's arguments before the records
-# Whether log_append.lua may call the stream module's SCHOONER.XADDPACKED (where the server has it): not when
+_HEADER = 19  # log_append.lua's arguments before the records
+# Whether log_append.lua may call the stream module's SCHOONER.XADDRUN (where the server has it): not when
 # SCHOONER_COMPILED=0 turns the compiled fast paths off, so the script's own XADDs run on any server.
 _USE_MODULE = b"1" if compiled_enabled() else b"0"
 MAX_BATCH = 1000  # records per script call from the MQ library and the Spark sink, as a produce batch
@@ -60,9 +60,8 @@ class PlainRecords(Protocol):
     def keyed(self) -> bool: ...
     @property
     def runs(self) -> Sequence[tuple[int, int]]: ...  # (count, timestamp) of each run of one timestamp
-    # Each record's value, or its key then its value, as pack_fields packs them.
     @property
-    def packed(self) -> bytes: ...
+    def fields(self) -> Sequence[bytes]: ...  # each record's value, or its key then its value
     @property
     def max_timestamp(self) -> int: ...
     @property
@@ -108,8 +107,7 @@ def append_args(
     topic: Topic, partition: int, batch: Batch, notice: Notice, transactional_id: str | None = None
 ) -> list[Any]:
     """log_append.lua's ARGV: the batch's header values, then its records in runs of one shape and
-    timestamp (a count, the shape, the timestamp, then the runs' fields; see log_append.lua). A uniform
-    batch's fields come packed in ARGV[20] instead, and its runs are only the headers.
+    timestamp (a count, the shape, the timestamp, then the runs' fields; see log_append.lua).
     transactional_id: the producing request's, for a transactional batch; None for any other."""
     records = batch.records
     channel, message, spublish = notice
@@ -133,75 +131,56 @@ def append_args(
         spublish,
         batch.codec,
         _USE_MODULE,
-        b"",  # the packed fields of a uniform batch
     ]
     plain = batch.plain
     if plain is not None:  # the common batch, already in columns: no step per record here either
         if plain.max_timestamp > -1:
             args[13], args[14] = plain.max_timestamp, plain.max_index
-        args[19] = plain.packed
-        args += _run_headers(plain.keyed, plain.runs)
+        args += _column_runs(plain.keyed, plain.runs, plain.fields)
     elif records:
         stamps = [r.timestamp for r in records]
         max_ts = max(stamps)
         if max_ts > -1:  # the first record that has it, as the time index expects
             args[13], args[14] = max_ts, stamps.index(max_ts)
-        uniform = _uniform_runs(records, stamps)
-        if uniform is None:
-            args += _mixed_runs(records)
-        else:
-            args[19], headers = uniform
-            args += headers
+        args += _uniform_runs(records, stamps) or _mixed_runs(records)
     # All bytes: the lane's encoder then joins them without a step per argument (redis/resp.py).
     args[:_HEADER] = [a if isinstance(a, bytes) else str(a).encode() for a in args[:_HEADER]]
     return args
 
 
-def pack_fields(fields: Sequence[bytes]) -> bytes:
-    """Fields as log_append.lua takes a uniform batch's (its ARGV[20]): a MessagePack array 32 of str 32,
-    each field its 0xdb, 4-byte big-endian length and bytes (str, not bin: Redis' cmsgpack reads no bin).
-    One argument for the batch rather than one per field: Redis makes an object of each argument it
-    reads, and the script a Lua string. The stream module reads the strings in place; without it the
-    script's cmsgpack.unpack reads them in one call. (protocol/_produce.c packs a produced batch's
-    fields so as it reads them.)"""
-    out = [b""] * (2 * len(fields) + 1)
-    out[0] = b"\xdd" + len(fields).to_bytes(4, "big")
-    out[1::2] = [b"\xdb" + n.to_bytes(4, "big") for n in map(len, fields)]
-    out[2::2] = fields
-    return b"".join(out)
-
-
-def _run_headers(keyed: bool, runs: Sequence[tuple[int, int]]) -> list[bytes]:
-    """The script's run headers of a uniform batch, whose fields come packed: for each (count, timestamp)
-    run, the count, the shape (value, or key and value) and the timestamp."""
-    shape = b"3" if keyed else b"2"
-    out: list[bytes] = []
+def _column_runs(keyed: bool, runs: Sequence[tuple[int, int]], fields: Sequence[bytes | None]) -> list[Any]:
+    """The script's runs from a uniform batch's columns: (count, timestamp) runs, and each record's value,
+    or its key then its value when keyed."""
+    shape, width = (b"3", 2) if keyed else (b"2", 1)
+    out: list[Any] = []
+    start = 0
     for count, ts in runs:
+        end = start + count * width
         out += (b"%d" % count, shape, b"%d" % ts)
+        out += fields[start:end]
+        start = end
     return out
 
 
-def _uniform_runs(records: Sequence[RecordLike], stamps: list[int]) -> tuple[bytes, list[bytes]] | None:
-    """The common batch, where every record has a value, no headers, and all or none a key: its packed
-    fields and run headers, from whole-batch list operations with little Python per record. None
-    otherwise."""
+def _uniform_runs(records: Sequence[RecordLike], stamps: list[int]) -> list[Any] | None:
+    """The common batch, where every record has a value, no headers, and all or none a key: its runs
+    come from whole-batch list operations (run in C), with no Python step per record. None otherwise."""
     values = [r.value for r in records]
     if None in values or any([r.headers for r in records]):
         return None
     n = len(values)
     keys = [r.key for r in records]
     unkeyed = keys.count(None)
-    fields: list[bytes]
     if unkeyed == n:
-        fields = values  # type: ignore[assignment]  # no None among them (checked above)
+        fields = values
     elif unkeyed == 0:
         fields = [b""] * (2 * n)
-        fields[0::2] = keys  # type: ignore[assignment]  # none is None
-        fields[1::2] = values  # type: ignore[assignment]
+        fields[0::2] = keys
+        fields[1::2] = values
     else:
         return None
     runs = [(len(list(group)), ts) for ts, group in groupby(stamps)]
-    return pack_fields(fields), _run_headers(unkeyed == 0, runs)
+    return _column_runs(unkeyed == 0, runs, fields)
 
 
 def _mixed_runs(records: Sequence[RecordLike]) -> list[Any]:

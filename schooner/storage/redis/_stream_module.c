@@ -1,19 +1,12 @@
-/* A Redis module with one command: SCHOONER.XADDPACKED, many stream entries of one shape in one call.
+/* A Redis module with one command: SCHOONER.XADDRUN, many stream entries of one shape in one call.
  *
- *   SCHOONER.XADDPACKED key ms seq count offset packed spec name [value] ...
+ *   SCHOONER.XADDRUN key ms seq spec name [value] ... record-values ...
  *
- * Adds `count` entries with the IDs ms-seq, ms-(seq+1), ... One character of `spec` per field, in the entries'
+ * Adds entries with the IDs ms-seq, ms-(seq+1), ... One character of `spec` per field, in the entries'
  * field order: 'c' for a field whose value is the same in every entry (given right after its name), 'r'
- * for a field whose value each record brings. The records' values are in `packed`, from byte `offset` on:
- * record by record, one per 'r', each as a MessagePack str 32 (the byte 0xdb, a 4-byte big-endian length,
- * that many bytes). Replies with the number of entries added and the offset after the last one's values.
- * The first ID must be above the stream's last one, and the count's values must all be in `packed`; nothing
- * is added when either is not.
- *
- * Why packed: each argument of a call costs Redis an object when it reads the command, a Lua string when
- * the append script gets it and another object when the script passes it on; for a 100-byte record that
- * was most of what the append cost Redis. The script passes one string for the whole batch instead. Why
- * MessagePack: where the module is missing, the script's cmsgpack.unpack reads the same string in one call.
+ * for a field whose value each record brings. The record values follow the names, record by record, one
+ * per 'r'. Replies with the number of entries added. The first ID must be above the stream's last one;
+ * nothing is added when it is not.
  *
  * Replicas and the AOF receive the call as an EVAL of REPLAY below, a plain Lua loop of XADDs with the same
  * IDs, so neither needs the module. One propagated command per call: propagating one XADD per entry
@@ -32,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The packed lengths are read a byte at a time: nothing here depends on the CPU's byte order. */
+/* Nothing here reads bytes as numbers: Redis parses the arguments, so the CPU's byte order does not matter. */
 
 typedef struct RedisModuleCtx RedisModuleCtx;
 typedef struct RedisModuleString RedisModuleString;
@@ -49,7 +42,6 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *, RedisModuleString **, int);
 #define KEYTYPE_EMPTY 0
 #define KEYTYPE_STREAM 7
 #define MAX_FIELDS 8
-#define SPEC_AT 7
 
 static int (*GetApi)(const char *, void *);
 static void (*SetModuleAttribs)(RedisModuleCtx *, const char *, int, int);
@@ -64,9 +56,6 @@ static int (*WrongArity)(RedisModuleCtx *);
 static int (*StringToLongLong)(const RedisModuleString *, long long *);
 static const char *(*StringPtrLen)(const RedisModuleString *, size_t *);
 static int (*Replicate)(RedisModuleCtx *, const char *, const char *, ...);
-static RedisModuleString *(*CreateString)(RedisModuleCtx *, const char *, size_t);
-static void (*FreeString)(RedisModuleCtx *, RedisModuleString *);
-static int (*ReplyWithArray)(RedisModuleCtx *, long);
 
 /* The entry's fields as XADD takes them (name, value, name, value, ...), and where each record's values go. */
 typedef struct {
@@ -76,46 +65,27 @@ typedef struct {
     int nrecord;
 } Shape;
 
-/* Reads `spec` and the names and constants after it, which must end the call; 0 when they do not fit. */
+/* Reads `spec` and the names and constants after it; returns the index of the first record value, or -1. */
 static int read_shape(RedisModuleString **argv, int argc, Shape *shape) {
     size_t n;
-    const char *spec = StringPtrLen(argv[SPEC_AT], &n);
-    if (n == 0 || n > MAX_FIELDS) return 0;
-    int at = SPEC_AT + 1;
+    const char *spec = StringPtrLen(argv[4], &n);
+    if (n == 0 || n > MAX_FIELDS) return -1;
+    int at = 5;
     shape->nfields = (int)n;
     shape->nrecord = 0;
     for (size_t f = 0; f < n; f++) {
-        if (at >= argc) return 0;
+        if (at >= argc) return -1;
         shape->fields[2 * f] = argv[at++];
         if (spec[f] == 'c') {
-            if (at >= argc) return 0;
+            if (at >= argc) return -1;
             shape->fields[2 * f + 1] = argv[at++];
         } else if (spec[f] == 'r') {
             shape->record_slots[shape->nrecord++] = (int)(2 * f + 1);
         } else {
-            return 0;
+            return -1;
         }
     }
-    return shape->nrecord > 0 && at == argc;
-}
-
-#define STR32 0xdb
-#define STR32_HEADER 5
-
-/* The length of the str 32 at p (its tag checked by the caller). */
-static size_t str32_length(const unsigned char *p) {
-    return ((size_t)p[1] << 24) | ((size_t)p[2] << 16) | ((size_t)p[3] << 8) | p[4];
-}
-
-/* The end of `values` packed values from `at` on, or (size_t)-1 when one is not a str 32 or runs past `len`. */
-static size_t packed_end(const unsigned char *p, size_t len, size_t at, long long values) {
-    for (long long v = 0; v < values; v++) {
-        if (len - at < STR32_HEADER || p[at] != STR32) return (size_t)-1;
-        size_t n = str32_length(p + at);
-        at += STR32_HEADER;
-        if (len - at < n) return (size_t)-1;
-        at += n;
-    }
+    if (shape->nrecord == 0 || at >= argc || (argc - at) % shape->nrecord != 0) return -1;
     return at;
 }
 
@@ -124,36 +94,31 @@ static size_t packed_end(const unsigned char *p, size_t len, size_t at, long lon
  * added: the same IDs as on the primary. Lua numbers are doubles, so seq + n computed in Lua would lose the low
  * digits of a sequence above 2^53 and give replicas other IDs. */
 static const char REPLAY[] =
-    "local key, ms, count, packed, spec = KEYS[1], ARGV[1], tonumber(ARGV[3]), ARGV[4], ARGV[5]\n"
-    "local fields, slots, at = {}, {}, 6\n"
+    "local key, ms, spec = KEYS[1], ARGV[1], ARGV[3]\n"
+    "local fields, slots, at = {}, {}, 4\n"
     "for f = 1, #spec do\n"
     "  fields[#fields + 1] = ARGV[at]; at = at + 1\n"
     "  if string.sub(spec, f, f) == 'c' then fields[#fields + 1] = ARGV[at]; at = at + 1\n"
     "  else fields[#fields + 1] = ''; slots[#slots + 1] = #fields end\n"
     "end\n"
-    "local id, pos = ms .. '-' .. ARGV[2], 1\n"
-    "for _ = 1, count do\n"
-    "  for _, s in ipairs(slots) do _, fields[s], pos = struct.unpack('>BI4c0', packed, pos) end\n"
+    "local id, added = ms .. '-' .. ARGV[2], 0\n"
+    "while at <= #ARGV do\n"
+    "  for _, s in ipairs(slots) do fields[s] = ARGV[at]; at = at + 1 end\n"
     "  redis.call('XADD', key, id, unpack(fields))\n"
-    "  id = ms .. '-*'\n"
+    "  id, added = ms .. '-*', added + 1\n"
     "end\n"
-    "return count\n";
+    "return added\n";
 
-static int xaddpacked(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-    if (argc < SPEC_AT + 2) return WrongArity(ctx);
-    long long ms, seq, count, offset;
-    if (StringToLongLong(argv[2], &ms) != MODULE_OK || StringToLongLong(argv[3], &seq) != MODULE_OK ||
-        StringToLongLong(argv[4], &count) != MODULE_OK || StringToLongLong(argv[5], &offset) != MODULE_OK ||
-        ms < 0 || seq < 0 || count < 1 || offset < 0)
-        return ReplyWithError(ctx, "ERR ms, seq and offset must be integers >= 0, count >= 1");
+static int xaddrun(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc < 7) return WrongArity(ctx);
+    long long ms, seq;
+    if (StringToLongLong(argv[2], &ms) != MODULE_OK || StringToLongLong(argv[3], &seq) != MODULE_OK || ms < 0 ||
+        seq < 0)
+        return ReplyWithError(ctx, "ERR ms and seq must be integers >= 0");
     Shape shape;
-    if (!read_shape(argv, argc, &shape))
-        return ReplyWithError(ctx, "ERR spec: one 'c' (name value) or 'r' (name) per field, and nothing after");
-    size_t len;
-    const unsigned char *packed = (const unsigned char *)StringPtrLen(argv[6], &len);
-    if ((unsigned long long)offset > len || count > (long long)(len / STR32_HEADER) ||
-        packed_end(packed, len, (size_t)offset, count * shape.nrecord) == (size_t)-1)
-        return ReplyWithError(ctx, "ERR packed: fewer values than count records need");
+    int at = read_shape(argv, argc, &shape);
+    if (at < 0) return ReplyWithError(ctx, "ERR spec: one 'c' (name value) or 'r' (name) per field, then records");
+    long long count = (argc - at) / shape.nrecord;
     RedisModuleKey *key = OpenKey(ctx, argv[1], OPEN_WRITE);
     int type = KeyType(key);
     if (type != KEYTYPE_EMPTY && type != KEYTYPE_STREAM) {
@@ -161,32 +126,18 @@ static int xaddpacked(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         return ReplyWithError(ctx, "WRONGTYPE Operation against a key holding the wrong kind of value");
     }
     long long added = 0;
-    size_t at = (size_t)offset;
+    int first = at;
     for (; added < count; added++) {
-        size_t next = at;
-        for (int r = 0; r < shape.nrecord; r++) {
-            size_t n = str32_length(packed + next);
-            shape.fields[shape.record_slots[r]] = CreateString(ctx, (const char *)packed + next + STR32_HEADER, n);
-            next += STR32_HEADER + n;
-        }
+        for (int r = 0; r < shape.nrecord; r++) shape.fields[shape.record_slots[r]] = argv[at++];
         RedisModuleStreamID id = {(uint64_t)ms, (uint64_t)seq + (uint64_t)added};
-        int failed = StreamAdd(key, 0, &id, shape.fields, shape.nfields) != MODULE_OK;
-        for (int r = 0; r < shape.nrecord; r++) FreeString(ctx, shape.fields[shape.record_slots[r]]);
-        if (failed) break;
-        at = next;
+        if (StreamAdd(key, 0, &id, shape.fields, shape.nfields) != MODULE_OK) break;
     }
     CloseKey(key);
     if (added == 0) return ReplyWithError(ctx, "ERR the ID is equal or smaller than the stream's last one");
     /* The entries added, which are all of them unless an ID ran out (Redis then refuses the rest). */
-    /* The values they took: the whole string when they took all of it (the common call), else a copy of theirs. */
-    RedisModuleString *taken = argv[6];
-    if (offset != 0 || at != len) taken = CreateString(ctx, (const char *)packed + offset, at - (size_t)offset);
-    Replicate(ctx, "EVAL", "clssslsv", REPLAY, 1LL, argv[1], argv[2], argv[3], added, taken, argv + SPEC_AT,
-              (size_t)(argc - SPEC_AT));
-    if (taken != argv[6]) FreeString(ctx, taken);
-    ReplyWithArray(ctx, 2);
-    ReplyWithLongLong(ctx, added);
-    return ReplyWithLongLong(ctx, (long long)at);
+    Replicate(ctx, "EVAL", "clsv", REPLAY, 1LL, argv[1], argv + 2,
+              (size_t)(first - 2 + added * shape.nrecord));
+    return ReplyWithLongLong(ctx, added);
 }
 
 #define FETCH(var, name) \
@@ -208,9 +159,6 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     FETCH(StringToLongLong, "StringToLongLong");
     FETCH(StringPtrLen, "StringPtrLen");
     FETCH(Replicate, "Replicate");
-    FETCH(CreateString, "CreateString");
-    FETCH(FreeString, "FreeString");
-    FETCH(ReplyWithArray, "ReplyWithArray");
     SetModuleAttribs(ctx, "schooner", 1, MODULE_API_VERSION);
-    return CreateCommand(ctx, "schooner.xaddpacked", xaddpacked, "write deny-oom", 1, 1, 1);
+    return CreateCommand(ctx, "schooner.xaddrun", xaddrun, "write deny-oom", 1, 1, 1);
 }

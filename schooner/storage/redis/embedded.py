@@ -168,7 +168,7 @@ class EmbeddedRedis:
     ) -> None:
         """password: True for the data folder's own (made on first start), a string for that one (a
         cluster's nodes share one), False for none. stream_module: load Schooner's module (its compiled
-        SCHOONER.XADDPACKED, which log_append.lua uses when the server has it) when it was built."""
+        SCHOONER.XADDRUN, which log_append.lua uses when the server has it) when it was built."""
         # Absolute: redis-server changes into --dir before it opens its log file, so a relative path
         # given for either would be resolved twice.
         self.data_dir = Path(data_dir).absolute()

@@ -41,9 +41,7 @@ class NodeFacts:
     appendfsync: str | None  # None: CONFIG GET refused
     save: str | None  # the RDB snapshot rules ("" for none); None: CONFIG GET refused
     rdb_saves: int  # snapshots since start (INFO persistence), a hint when `save` is unknown
-    stream_module: bool | None = (
-        None  # SCHOONER.XADDPACKED is there (redis/_stream_module.c); None: not asked
-    )
+    stream_module: bool | None = None  # SCHOONER.XADDRUN is there (redis/_stream_module.c); None: not asked
 
 
 @dataclass(frozen=True)
@@ -89,7 +87,7 @@ def _node(client: BlockingRedis, address: str) -> NodeFacts:
             _config("appendfsync"),
             _config("save"),
             command(
-                "COMMAND", "INFO", "schooner.xaddpacked",
+                "COMMAND", "INFO", "schooner.xaddrun",
                 parse=lambda reply: bool(reply and any(reply)), on_error=lambda _: None,
             ),
         ],

@@ -15,14 +15,11 @@
 -- ARGV[17] '1' to SPUBLISH on ARGV[11] (a Redis Cluster: that channel carries the partition's hash
 --          tag, so it is in this script's slot); '0' to PUBLISH (one Redis)
 -- ARGV[18] the codec the producer compressed the batch with (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)
--- ARGV[19] '1' to use SCHOONER.XADDPACKED where the server has it, '0' never (SCHOONER_COMPILED=0)
--- ARGV[20] the records' fields packed, or '' when they come one per argument: for a batch whose runs all
---          have shape 2 or 3, each record's key (shape 3) then value, as a MessagePack array 32 of str 32
---          (storage/log/append.py's pack_fields); the runs then carry no fields of their own
+-- ARGV[19] '1' to use SCHOONER.XADDRUN where the server has it, '0' never (SCHOONER_COMPILED=0)
 -- KEYS[12] codec runs: a new entry at the batch's first ID when its codec differs from the last batch's
 -- then the records in runs of one shape and timestamp: a count k, the shape (bit 1 key, 2 value,
--- 4 headers), the timestamp, then (unless ARGV[20] has them) for each of the k records the key if bit 1,
--- the value if bit 2 and the encoded headers if bit 4.
+-- 4 headers), the timestamp, then for each of the k records the key if bit 1, the value if bit 2 and
+-- the encoded headers if bit 4.
 -- Returns {status, base_ms, base_seq, last_ms, last_seq, append_ms, start_ms, start_seq, foreign, open}
 --   (open, the partition's open transactions after the append, only when appended):
 --   status 0 appended; 1 duplicate of a recent batch (the IDs are that batch's);
@@ -116,44 +113,18 @@ local txn = nil
 if ARGV[16] ~= '' then txn = ARGV[3] .. ':' .. ARGV[4] end
 local now_text = tostring(now)
 
--- Packed fields (ARGV[20]): where the server has Schooner's stream module (redis/_stream_module.c), a run
--- of values, or of keys and values, is one SCHOONER.XADDPACKED, which reads them from the packed string
--- (pos: where the next record's start, 1-based), instead of one redis.call per record, which costs Redis
--- twice a bare XADD. Without the module, cmsgpack unpacks them all at once (vals; f: the last one taken).
-local packed = ARGV[20] ~= ''
-local xaddpacked = false
-if n > 1 and packed and ARGV[19] == '1' then
-  local found, allowed = pcall(redis.acl_check_cmd, 'schooner.xaddpacked', stream)
-  xaddpacked = found and allowed
-end
-local FIRST_FIELD = 6 -- after the array's header
-local pos, vals, f = FIRST_FIELD, nil, 0
-if packed and not xaddpacked then vals = cmsgpack.unpack(ARGV[20]) end
-
--- A record's next field: from the packed fields, or the argument at `at`; and where the next one is.
-local function take(at)
-  if not packed then return ARGV[at], at + 1 end
-  if vals then
-    f = f + 1
-    return vals[f], at
-  end
-  local _, v
-  _, v, pos = struct.unpack('>BI4c0', ARGV[20], pos)
-  return v, at
-end
-
 -- One XADD of any shape (bit 1 key, 2 value, 4 headers) at `at`; returns where the next record starts.
 -- Field names are constants here rather than arguments: fewer bytes to send and to convert.
 local function add(id, shape, ts, at)
   local fields = {'timestamp', ts}
   if shape % 2 == 1 then
-    fields[#fields + 1] = 'key'; fields[#fields + 1], at = take(at)
+    fields[#fields + 1] = 'key'; fields[#fields + 1] = ARGV[at]; at = at + 1
   end
   if shape % 4 >= 2 then
-    fields[#fields + 1] = 'value'; fields[#fields + 1], at = take(at)
+    fields[#fields + 1] = 'value'; fields[#fields + 1] = ARGV[at]; at = at + 1
   end
   if shape >= 4 then
-    fields[#fields + 1] = 'headers'; fields[#fields + 1], at = take(at)
+    fields[#fields + 1] = 'headers'; fields[#fields + 1] = ARGV[at]; at = at + 1
   end
   if txn then
     fields[#fields + 1] = 'txn'; fields[#fields + 1] = txn
@@ -163,7 +134,7 @@ local function add(id, shape, ts, at)
 end
 
 -- The records come in runs: a count, a shape and a timestamp, then that many records' fields.
-local i = 21
+local i = 20
 local run_left, run_shape, run_ts = 0, 0, now_text
 local function next_run()
   run_left, run_shape = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
@@ -177,7 +148,6 @@ next_run()
 -- The rest run without pcall, which costs.
 local ok, after_first = pcall(add, ms .. '-' .. seq, run_shape, run_ts, i)
 if not ok then
-  pos, f = FIRST_FIELD, 0
   local info = redis.call('XINFO', 'STREAM', stream)
   local gen_ms, gen_seq = 0, 0
   for k = 1, #info, 2 do
@@ -209,23 +179,39 @@ local star = ms .. '-*'
 local room = mask - seq -- records that still fit in this ms before the sequence carries
 local next_seq = seq + 1
 
-local function add_packed(k)
-  local reply
-  if run_shape == 2 and txn then
-    reply = redis.call('SCHOONER.XADDPACKED', stream, ms, next_seq, k, pos - 1, ARGV[20], 'crc',
-      'timestamp', run_ts, 'value', 'txn', txn)
-  elseif run_shape == 2 then
-    reply = redis.call('SCHOONER.XADDPACKED', stream, ms, next_seq, k, pos - 1, ARGV[20], 'cr',
-      'timestamp', run_ts, 'value')
-  elseif txn then
-    reply = redis.call('SCHOONER.XADDPACKED', stream, ms, next_seq, k, pos - 1, ARGV[20], 'crrc',
-      'timestamp', run_ts, 'key', 'value', 'txn', txn)
-  else
-    reply = redis.call('SCHOONER.XADDPACKED', stream, ms, next_seq, k, pos - 1, ARGV[20], 'crr',
-      'timestamp', run_ts, 'key', 'value')
+-- Where the server has Schooner's stream module (redis/_stream_module.c), a run of values, or of keys and
+-- values, is one SCHOONER.XADDRUN per chunk instead of one redis.call per record, which costs Redis twice
+-- a bare XADD. The chunk stays well under what Lua's unpack can return (about 8,000 values).
+local RUN_CHUNK = 1000
+local xaddrun = false
+if n > 2 and ARGV[19] == '1' then
+  local found, allowed = pcall(redis.acl_check_cmd, 'schooner.xaddrun', stream)
+  xaddrun = found and allowed
+end
+local function add_run(k, width)
+  local left, from = k, next_seq
+  while left > 0 do
+    local c = math.min(left, RUN_CHUNK)
+    local last = i + c * width - 1
+    local added
+    if width == 1 and txn then
+      added = redis.call('SCHOONER.XADDRUN', stream, ms, from, 'crc', 'timestamp', run_ts, 'value', 'txn', txn,
+        unpack(ARGV, i, last))
+    elseif width == 1 then
+      added = redis.call('SCHOONER.XADDRUN', stream, ms, from, 'cr', 'timestamp', run_ts, 'value',
+        unpack(ARGV, i, last))
+    elseif txn then
+      added = redis.call('SCHOONER.XADDRUN', stream, ms, from, 'crrc', 'timestamp', run_ts, 'key', 'value', 'txn',
+        txn, unpack(ARGV, i, last))
+    else
+      added = redis.call('SCHOONER.XADDRUN', stream, ms, from, 'crr', 'timestamp', run_ts, 'key', 'value',
+        unpack(ARGV, i, last))
+    end
+    if added ~= c then error('SCHOONER.XADDRUN added ' .. added .. ' of ' .. c) end
+    from = from + c
+    i = last + 1
+    left = left - c
   end
-  if reply[1] ~= k then error('SCHOONER.XADDPACKED added ' .. reply[1] .. ' of ' .. k) end
-  pos = reply[2] + 1
 end
 
 local done = 1
@@ -238,28 +224,36 @@ while done < n do
   -- Up to the run's end, or to a carry, all with one ID pattern.
   local k = run_left
   if room < k then k = room end
-  if xaddpacked then
-    add_packed(k)
-  elseif vals and run_shape == 2 then
-    for _ = 1, k do
-      f = f + 1
-      if txn then
-        redis.call('XADD', stream, star, 'timestamp', run_ts, 'value', vals[f], 'txn', txn)
-      else
-        redis.call('XADD', stream, star, 'timestamp', run_ts, 'value', vals[f])
+  if xaddrun and (run_shape == 2 or run_shape == 3) then
+    add_run(k, run_shape - 1)
+  elseif txn then
+    if run_shape == 2 then
+      for a = i, i + k - 1 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'value', ARGV[a], 'txn', txn)
       end
-    end
-  elseif vals and run_shape == 3 then
-    for _ = 1, k do
-      if txn then
-        redis.call('XADD', stream, star, 'timestamp', run_ts, 'key', vals[f + 1], 'value', vals[f + 2], 'txn', txn)
-      else
-        redis.call('XADD', stream, star, 'timestamp', run_ts, 'key', vals[f + 1], 'value', vals[f + 2])
+      i = i + k
+    elseif run_shape == 3 then
+      for a = i, i + 2 * k - 2, 2 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'key', ARGV[a], 'value', ARGV[a + 1], 'txn', txn)
       end
-      f = f + 2
+      i = i + 2 * k
+    else
+      for _ = 1, k do i = add(star, run_shape, run_ts, i) end
     end
   else
-    for _ = 1, k do i = add(star, run_shape, run_ts, i) end
+    if run_shape == 2 then
+      for a = i, i + k - 1 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'value', ARGV[a])
+      end
+      i = i + k
+    elseif run_shape == 3 then
+      for a = i, i + 2 * k - 2, 2 do
+        redis.call('XADD', stream, star, 'timestamp', run_ts, 'key', ARGV[a], 'value', ARGV[a + 1])
+      end
+      i = i + 2 * k
+    else
+      for _ = 1, k do i = add(star, run_shape, run_ts, i) end
+    end
   end
   next_seq = next_seq + k
   room = room - k

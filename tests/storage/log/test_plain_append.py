@@ -67,14 +67,3 @@ def test_plain_and_general_batches_store_the_same_entries(run) -> None:
         assert entries[0] == entries[1]
 
     run(body)
-
-
-def test_packed_fields_are_a_messagepack_array_of_str32() -> None:
-    """What the stream module and the script's cmsgpack.unpack both read (log_append.lua's ARGV[20])."""
-    assert log_append.pack_fields([b"k", b"", b"\xff" * 3]) == (
-        b"\xdd\x00\x00\x00\x03"
-        + b"\xdb\x00\x00\x00\x01k"
-        + b"\xdb\x00\x00\x00\x00"
-        + b"\xdb\x00\x00\x00\x03\xff\xff\xff"
-    )
-    assert log_append.pack_fields([]) == b"\xdd\x00\x00\x00\x00"

@@ -1,4 +1,4 @@
-"""Schooner's Redis module (storage/redis/_stream_module.c): SCHOONER.XADDPACKED, the entries it adds, its
+"""Schooner's Redis module (storage/redis/_stream_module.c): SCHOONER.XADDRUN, the entries it adds, its
 errors, what replicas and the AOF receive, and log_append.lua storing the same entries with and without it.
 
 With SCHOONER_COMPILED=0 the embedded server loads no module: these tests are skipped then, and the
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
-from schooner.storage.log.append import APPENDED, RecordBatch, pack_fields
+from schooner.storage.log.append import APPENDED, RecordBatch
 from schooner.storage.log.entry import Record
 from schooner.storage.redis import calls, client
 from schooner.storage.redis.embedded import EmbeddedRedis, stream_module_path
@@ -32,26 +32,19 @@ TS = 1_700_000_000_000
 BIG_SEQ = 2**53 + 1  # a Lua number (a double) cannot hold it: the replay must not compute IDs in Lua
 
 
-def packed(*values: str | bytes) -> bytes:
-    """Record values as the command takes them: each a MessagePack str 32 (0xdb, a 4-byte big-endian
-    length, the bytes)."""
-    raw = [v.encode() if isinstance(v, str) else v for v in values]
-    return b"".join(b"\xdb" + len(v).to_bytes(4, "big") + v for v in raw)
-
-
 def test_the_module_is_built_and_the_embedded_server_loads_it(redis_client: Any) -> None:
     assert stream_module_path() is not None
     names = [m[b"name"] for m in redis_client.execute_command("MODULE", "LIST")]
     assert b"schooner" in names
 
 
-def test_xaddpacked_adds_entries_of_one_shape_with_consecutive_ids(redis_client: Any, keyspace: str) -> None:
+def test_xaddrun_adds_entries_of_one_shape_with_consecutive_ids(redis_client: Any, keyspace: str) -> None:
     key = f"{keyspace}:s"
-    values = packed("k1", "v1", "k2", "", "k3", "v3")
-    reply = redis_client.execute_command(
-        "SCHOONER.XADDPACKED", key, 0, 4, 3, 0, values, "crrc", "timestamp", "7", "key", "value", "txn", "9:0"
-    )
-    assert reply == [3, len(values)]
+    added = redis_client.execute_command(
+        "SCHOONER.XADDRUN", key, 0, 4, "crrc", "timestamp", "7", "key", "value", "txn", "9:0",
+        "k1", "v1", "k2", "", "k3", "v3",
+    )  # fmt: skip
+    assert added == 3
     assert redis_client.xrange(key) == [
         (b"0-4", {b"timestamp": b"7", b"key": b"k1", b"value": b"v1", b"txn": b"9:0"}),
         (b"0-5", {b"timestamp": b"7", b"key": b"k2", b"value": b"", b"txn": b"9:0"}),
@@ -61,82 +54,44 @@ def test_xaddpacked_adds_entries_of_one_shape_with_consecutive_ids(redis_client:
     assert list(redis_client.xrange(key, "0-4", "0-4")[0][1]) == [b"timestamp", b"key", b"value", b"txn"]
 
 
-def test_xaddpacked_starts_at_the_offset_and_answers_where_it_stopped(
-    redis_client: Any, keyspace: str
-) -> None:
-    key = f"{keyspace}:s"
-    values = packed("a", "bc", "def", "g")
-    first = redis_client.execute_command("SCHOONER.XADDPACKED", key, 3, 0, 2, 0, values, "r", "value")
-    assert first == [2, 5 + 1 + 5 + 2]
-    assert redis_client.execute_command(
-        "SCHOONER.XADDPACKED", key, 3, 2, 2, first[1], values, "r", "value"
-    ) == [
-        2,
-        len(values),
-    ]
-    assert [(i, f[b"value"]) for i, f in redis_client.xrange(key)] == [
-        (b"3-0", b"a"), (b"3-1", b"bc"), (b"3-2", b"def"), (b"3-3", b"g"),
-    ]  # fmt: skip
-
-
-V = packed("v")
-VW = packed("v", "w")
-
-
 @pytest.mark.parametrize(
     "args, error",
     [
-        (("0", "9", "1", "0", V, "cr"), "wrong number of arguments"),  # no field names
-        (("0", "9", "1", "0", V, "cx", "timestamp", "1", "value"), "spec"),
-        (("0", "9", "1", "0", V, "cc", "a", "1", "b", "2"), "spec"),  # no field for a record's value
-        (("0", "9", "1", "0", V, "r", "value", "extra"), "spec"),  # arguments after the names
-        (("0", "9", "1", "0", V, "r" * 9, *["f"] * 9), "spec"),  # more than 8 fields
-        (("0", "9", "1", "0", V, "", "value", "x"), "spec"),
-        (("-1", "9", "1", "0", V, "r", "value"), "integers"),
-        (("0", "x", "1", "0", V, "r", "value"), "integers"),
-        (
-            ("0", str(2**63), "1", "0", V, "r", "value"),
-            "integers",
-        ),  # XADD takes it; the module stops at int64
-        (("0", " 9", "1", "0", V, "r", "value"), "integers"),
-        (("0", "+9", "1", "0", V, "r", "value"), "integers"),
-        (("0", "9", "0", "0", V, "r", "value"), "integers"),  # no record
-        (("0", "9", "-1", "0", V, "r", "value"), "integers"),
-        (("0", "9", "1", "-1", V, "r", "value"), "integers"),
-        (("0", "9", "1", str(len(V) + 1), V, "r", "value"), "packed"),  # the offset past the end
-        (("0", "9", "2", "0", V, "r", "value"), "packed"),  # fewer values than records
-        (("0", "9", "1", "0", V, "rr", "key", "value"), "packed"),  # records do not fill the fields
-        (("0", "9", "2", "0", VW[:-1], "r", "value"), "packed"),  # the last value cut short
-        (("0", "9", "1", "0", b"\xdb\x00\x00\x00\x09ab", "r", "value"), "packed"),  # a length past the end
-        (("0", "9", "1", "0", b"\xdb\x00\x00", "r", "value"), "packed"),  # half a length
-        (("0", "9", "1", "0", b"\xc4\x01v", "r", "value"), "packed"),  # not a str 32
-        (("0", "9", "1", "0", b"\x00" + V[1:], "r", "value"), "packed"),
-        (("0", "9", "1", "0", b"", "r", "value"), "packed"),
-        (("0", "9", str(2**62), "0", V, "r", "value"), "packed"),  # a count no string could hold
-        (("0", "2", "2", "0", VW, "r", "value"), "smaller"),  # at or below the stream's last ID
+        (("0", "9", "cr", "value"), "wrong number of arguments"),  # no record
+        (("0", "9", "cx", "timestamp", "1", "value", "v"), "spec"),
+        (("0", "9", "rr", "key", "value", "only-a-key"), "spec"),  # records do not fill the fields
+        (("0", "9", "cc", "a", "1", "b", "2", "v"), "spec"),  # no field for a record's value
+        (("-1", "9", "r", "value", "v"), "integers"),
+        (("0", "x", "r", "value", "v"), "integers"),
+        (("0", str(2**63), "r", "value", "v"), "integers"),  # XADD takes it; the module stops at int64
+        (("0", " 9", "r", "value", "v"), "integers"),
+        (("0", "+9", "r", "value", "v"), "integers"),
+        (("0", "9", "r" * 9, *["f"] * 9, *["v"] * 9), "spec"),  # more than 8 fields
+        (("0", "9", "", "value", "v"), "spec"),
+        (("0", "2", "r", "value", "v", "w"), "smaller"),  # at or below the stream's last ID
     ],
 )
-def test_xaddpacked_refuses_bad_calls_and_adds_nothing(
-    redis_client: Any, keyspace: str, args: tuple[str | bytes, ...], error: str
+def test_xaddrun_refuses_bad_calls_and_adds_nothing(
+    redis_client: Any, keyspace: str, args: tuple[str, ...], error: str
 ) -> None:
     key = f"{keyspace}:s"
     redis_client.xadd(key, {"value": "first"}, id="0-2")
     with pytest.raises(redis.ResponseError, match=error):
-        redis_client.execute_command("SCHOONER.XADDPACKED", key, *args)
+        redis_client.execute_command("SCHOONER.XADDRUN", key, *args)
     assert redis_client.xrange(key) == [(b"0-2", {b"value": b"first"})]
 
 
-def test_xaddpacked_refuses_a_key_of_another_type(redis_client: Any, keyspace: str) -> None:
+def test_xaddrun_refuses_a_key_of_another_type(redis_client: Any, keyspace: str) -> None:
     key = f"{keyspace}:h"
     redis_client.hset(key, "f", "v")
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
-        redis_client.execute_command("SCHOONER.XADDPACKED", key, 0, 1, 1, 0, V, "r", "value")
+        redis_client.execute_command("SCHOONER.XADDRUN", key, 0, 1, "r", "value", "v")
     assert redis_client.hgetall(key) == {b"f": b"v"}
 
 
 APPEND_IN_SCRIPT = """redis.call('XADD', KEYS[1], '0-1', 'timestamp', '5', 'value', 'a')
-return redis.call('SCHOONER.XADDPACKED', KEYS[1], 0, 2, 2, 0, ARGV[1], 'crr', 'timestamp', '6', 'key',
-  'value')[1]"""
+return redis.call('SCHOONER.XADDRUN', KEYS[1], 0, 2, 'crr', 'timestamp', '6', 'key', 'value',
+  'k', 'b', 'l', 'c')"""
 
 
 def _wait_until(check: Any, timeout: float = 10.0) -> None:
@@ -161,17 +116,11 @@ def test_replicas_and_the_aof_get_the_entries_without_the_module(tmp_path: Path)
         with replica, redis.Redis.from_url(primary.url) as p, redis.Redis.from_url(replica.url) as r:
             assert b"schooner" not in [m[b"name"] for m in r.execute_command("MODULE", "LIST")]
             _wait_until(lambda: r.info("replication")["master_link_status"] == "up")
-            assert p.eval(APPEND_IN_SCRIPT, 1, "s", packed("k", "b", "l", "c")) == 2
-            de = packed("d", "e")
-            p.execute_command("SCHOONER.XADDPACKED", "s", 0, 4, 2, 0, de, "cr", "timestamp", "7", "value")
-            # From an offset, to the end or not: the replay gets the values taken, not the whole string.
-            fgh = packed("f", "g", "h")
-            p.execute_command("SCHOONER.XADDPACKED", "s", 0, 6, 1, 6, fgh, "cr", "timestamp", "8", "value")
-            p.execute_command("SCHOONER.XADDPACKED", "s", 0, 7, 1, 0, fgh, "cr", "timestamp", "9", "value")
+            assert p.eval(APPEND_IN_SCRIPT, 1, "s") == 2
+            p.execute_command("SCHOONER.XADDRUN", "s", 0, 4, "cr", "timestamp", "7", "value", "d", "e")
             written = p.xrange("s")
-            assert [i for i, _ in written] == [b"0-%d" % n for n in range(1, 8)]
-            assert [f[b"value"] for _, f in written[-2:]] == [b"g", b"f"]
-            p.execute_command("SCHOONER.XADDPACKED", "big", 0, BIG_SEQ, 3, 0, packed(*"abc"), "r", "value")
+            assert [i for i, _ in written] == [b"0-1", b"0-2", b"0-3", b"0-4", b"0-5"]
+            p.execute_command("SCHOONER.XADDRUN", "big", 0, BIG_SEQ, "r", "value", *"abc")
             big = p.xrange("big")
             assert [i for i, _ in big] == [b"0-%d" % (BIG_SEQ + n) for n in range(3)]
             assert p.wait(1, 5000) == 1
@@ -187,7 +136,7 @@ def test_replicas_and_the_aof_get_the_entries_without_the_module(tmp_path: Path)
 
 
 # log_append.lua with and without the module: every shape, a transactional batch, a timestamp topic's
-# sequence carry (a packed run that takes two calls), and a long run.
+# sequence carry, and a run longer than the script's chunk of 1,000 records.
 def _batches() -> list[tuple[dict[str, str], RecordBatch, str | None]]:
     dense: dict[str, str] = {"retention.ms": "-1"}
     carry = {**dense, "schooner.offset.encoding": "timestamp", "schooner.sequence.bits": "2"}
@@ -243,7 +192,7 @@ def _module_calls(server: Any) -> int:
     total = 0
     for node in getattr(server, "nodes", [server]):
         with redis.Redis.from_url(node.url) as r:
-            total += int(r.info("commandstats").get("cmdstat_schooner.xaddpacked", {}).get("calls", 0))
+            total += int(r.info("commandstats").get("cmdstat_schooner.xaddrun", {}).get("calls", 0))
     return total
 
 
@@ -273,10 +222,9 @@ def test_log_append_leaves_the_module_alone_when_told_to(
     assert with_module == without
 
 
-# SCHOONER.XADDPACKED against its twin, one XADD per entry with the IDs ms-seq, ms-(seq+1), ...: random
-# shapes and values, sequences where a double loses digits and at the end of int64, streams whose last ID is
-# at, above or below the first one asked for, values after other bytes, and packed values cut short. The
-# same entries, or both add nothing.
+# SCHOONER.XADDRUN against its twin, one XADD per entry with the IDs ms-seq, ms-(seq+1), ...: random
+# shapes and values, sequences where a double loses digits and at the end of int64, and streams whose
+# last ID is at, above or below the first one asked for. The same entries, or both add nothing.
 SEQS = st.sampled_from([0, 1, 7, 2**53 - 1, 2**53, 2**53 + 1, 2**63 - 8]) | st.integers(0, 2**63 - 8)
 _calls = itertools.count()
 
@@ -295,10 +243,8 @@ _calls = itertools.count()
     constants=st.lists(st.binary(max_size=5), min_size=8, max_size=8),
     records=st.lists(st.lists(st.binary(max_size=5), min_size=8, max_size=8), min_size=1, max_size=5),
     last=st.sampled_from([None, -1, 0, 1]),  # the stream's last entry: none, or relative to the first ID
-    before=st.binary(max_size=6),  # bytes ahead of the values: the call starts after them
-    cut=st.sampled_from([0, 0, 0, 1, 4, 5]),  # bytes cut from the end
 )
-def test_xaddpacked_adds_what_one_xadd_per_entry_adds(
+def test_xaddrun_adds_what_one_xadd_per_entry_adds(
     redis_client: Any,
     keyspace: str,
     ms: int,
@@ -307,36 +253,26 @@ def test_xaddpacked_adds_what_one_xadd_per_entry_adds(
     constants: list[bytes],
     records: list[list[bytes]],
     last: int | None,
-    before: bytes,
-    cut: int,
 ) -> None:
     n = next(_calls)
     run_key, twin_key = f"{keyspace}:{{x{n}}}:run", f"{keyspace}:{{x{n}}}:twin"
     if last is not None:
         at = seq + last
-        first = f"{ms}-{at}" if at >= 0 else (f"{ms - 1}-0" if ms else None)
-        if first is not None and first != "0-0":
+        before = f"{ms}-{at}" if at >= 0 else (f"{ms - 1}-0" if ms else None)
+        if before is not None and before != "0-0":
             for key in (run_key, twin_key):
-                redis_client.xadd(key, {"v": "before"}, id=first)
+                redis_client.xadd(key, {"v": "before"}, id=before)
     names = [b"f%d" % f for f in range(len(spec))]
     args: list[Any] = []
     for f, kind in enumerate(spec):
         args += [names[f], constants[f]] if kind == "c" else [names[f]]
-    fields = pack_fields([record[f] for record in records for f, kind in enumerate(spec) if kind == "r"])
-    values = before + fields[5:]  # without the array's header: the script's calls start after a field
-    values = values[: len(values) - cut]
+    values = [record[f] for record in records for f, kind in enumerate(spec) if kind == "r"]
     try:
-        reply = redis_client.execute_command(
-            "SCHOONER.XADDPACKED", run_key, ms, seq, len(records), len(before), values, spec, *args
-        )
-        added = reply[0]
-        assert reply[1] == len(values) or added < len(records)
+        added = redis_client.execute_command("SCHOONER.XADDRUN", run_key, ms, seq, spec, *args, *values)
     except redis.ResponseError:
         added = 0
     twin_added = 0
     for i, record in enumerate(records):
-        if cut:
-            break  # values cut short: nothing is added
         fields = [(names[f], constants[f] if kind == "c" else record[f]) for f, kind in enumerate(spec)]
         try:
             redis_client.execute_command("XADD", twin_key, f"{ms}-{seq + i}", *itertools.chain(*fields))
