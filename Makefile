@@ -61,6 +61,7 @@ FAST_PATH_TESTS = tests/protocol/test_plain_records.py tests/protocol/test_recor
   tests/protocol/test_properties.py tests/protocol/test_compress.py tests/protocol/test_legacy_produce.py \
   tests/broker/partitions tests/broker/handlers/test_produce.py tests/broker/handlers/test_fetch.py \
   tests/storage/redis/test_resp.py tests/storage/redis/test_lane.py tests/storage/redis/test_lane_drive.py \
+  tests/storage/redis/test_lane_raw.py \
   tests/storage/log
 
 test: install $(QUIX_VENV)/.installed test-system-deps

@@ -4,7 +4,9 @@
  * builds batches of plain (non-transactional) records. It stops at the first entry it does not handle
  * (a transactional record or marker, malformed headers, an odd timestamp, a header name that is not UTF-8, an
  * unexpected type), so that the Python encoder (schooner/broker/fetch_codec.py) takes that entry; the
- * output is byte for byte what the Python encoder builds for the same batches.
+ * output is byte for byte what the Python encoder builds for the same batches. encode_resp() does the same
+ * from the reply's RESP bytes as Redis sent them (the read lane hands a fetch's XRANGE reply on unparsed):
+ * making hiredis's objects of a reply and freeing them cost the broker three times the encoding.
  *
  * The entry layout is docs/key-layout.md's: fields key, value, timestamp (decimal ms) and headers (for
  * each header: uint32 BE name length, name, int32 BE value length or -1, value); other fields are skipped.
@@ -188,16 +190,11 @@ static unsigned char *put_headers(unsigned char *p, const Entry *e) {
 
 #define NAME_IS(s, n, lit) ((n) == (Py_ssize_t)sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
 
-/* 1: a plain entry, parsed; 0: not one this encoder takes. */
-static int parse_entry(PyObject *item, int bits, int64_t shift, Entry *e) {
-    if (!PyList_CheckExact(item) && !PyTuple_CheckExact(item)) return 0;
-    if (PySequence_Fast_GET_SIZE(item) != 2) return 0;
-    PyObject *id = PySequence_Fast_GET_ITEM(item, 0), *fields = PySequence_Fast_GET_ITEM(item, 1);
-    if (!PyBytes_CheckExact(id) || (!PyList_CheckExact(fields) && !PyTuple_CheckExact(fields))) return 0;
-    const char *s = PyBytes_AS_STRING(id), *dash = memchr(s, '-', PyBytes_GET_SIZE(id));
+/* The offset of entry ID s[0..n) ("ms-seq") into e, its ms in *ms_out; 0 if it is not one this encoder takes. */
+static int take_id(const char *s, Py_ssize_t len, int bits, int64_t shift, Entry *e, uint64_t *ms_out) {
+    const char *dash = memchr(s, '-', (size_t)len);
     uint64_t ms, seq;
-    if (!dash || !parse_u64(s, dash - s, &ms) || !parse_u64(dash + 1, PyBytes_GET_SIZE(id) - (dash - s) - 1, &seq))
-        return 0;
+    if (!dash || !parse_u64(s, dash - s, &ms) || !parse_u64(dash + 1, len - (dash - s) - 1, &seq)) return 0;
     uint64_t n;
     if (bits >= 64) {
         if (ms != 0) return 0;
@@ -214,35 +211,130 @@ static int parse_entry(PyObject *item, int bits, int64_t shift, Entry *e) {
     e->key = e->value = e->headers = NULL;
     e->key_len = e->value_len = e->headers_len = -1;
     e->header_count = e->headers_out = 0;
+    *ms_out = ms;
+    return 1;
+}
+
+/* One field of the entry; 0 if the entry is not one this encoder takes. */
+static int take_field(Entry *e, const char *ns, Py_ssize_t nl, const char *vs, Py_ssize_t vl) {
+    if (NAME_IS(ns, nl, "value")) {
+        e->value = vs;
+        e->value_len = vl;
+    } else if (NAME_IS(ns, nl, "key")) {
+        e->key = vs;
+        e->key_len = vl;
+    } else if (NAME_IS(ns, nl, "timestamp")) {
+        uint64_t ts;
+        if (!parse_u64(vs, vl, &ts) || ts > (uint64_t)INT64_MAX) return 0; /* negative: Python's path */
+        e->timestamp = (int64_t)ts;
+    } else if (NAME_IS(ns, nl, "headers")) {
+        e->headers = vs;
+        e->headers_len = vl;
+    } else if (NAME_IS(ns, nl, "txn") || NAME_IS(ns, nl, "control")) {
+        return 0;
+    }
+    return 1;
+}
+
+static int finish_entry(Entry *e, uint64_t ms) {
+    if (e->timestamp < 0) e->timestamp = (int64_t)ms; /* no timestamp field: the ID's ms */
+    return !e->headers || scan_headers(e);
+}
+
+/* 1: a plain entry of a list as hiredis gives it, parsed; 0: not one this encoder takes. */
+static int parse_entry(PyObject *item, int bits, int64_t shift, Entry *e) {
+    if (!PyList_CheckExact(item) && !PyTuple_CheckExact(item)) return 0;
+    if (PySequence_Fast_GET_SIZE(item) != 2) return 0;
+    PyObject *id = PySequence_Fast_GET_ITEM(item, 0), *fields = PySequence_Fast_GET_ITEM(item, 1);
+    if (!PyBytes_CheckExact(id) || (!PyList_CheckExact(fields) && !PyTuple_CheckExact(fields))) return 0;
+    uint64_t ms;
+    if (!take_id(PyBytes_AS_STRING(id), PyBytes_GET_SIZE(id), bits, shift, e, &ms)) return 0;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(fields);
     PyObject **items = PySequence_Fast_ITEMS(fields);
     for (Py_ssize_t i = 0; i + 1 < count; i += 2) {
         PyObject *name = items[i], *val = items[i + 1];
         if (!PyBytes_CheckExact(name) || !PyBytes_CheckExact(val)) return 0;
-        const char *ns = PyBytes_AS_STRING(name);
-        Py_ssize_t nl = PyBytes_GET_SIZE(name);
-        if (NAME_IS(ns, nl, "value")) {
-            e->value = PyBytes_AS_STRING(val);
-            e->value_len = PyBytes_GET_SIZE(val);
-        } else if (NAME_IS(ns, nl, "key")) {
-            e->key = PyBytes_AS_STRING(val);
-            e->key_len = PyBytes_GET_SIZE(val);
-        } else if (NAME_IS(ns, nl, "timestamp")) {
-            const char *t = PyBytes_AS_STRING(val);
-            Py_ssize_t tl = PyBytes_GET_SIZE(val);
-            uint64_t ts;
-            if (!parse_u64(t, tl, &ts) || ts > (uint64_t)INT64_MAX) return 0; /* negative: Python's path */
-            e->timestamp = (int64_t)ts;
-        } else if (NAME_IS(ns, nl, "headers")) {
-            e->headers = PyBytes_AS_STRING(val);
-            e->headers_len = PyBytes_GET_SIZE(val);
-        } else if (NAME_IS(ns, nl, "txn") || NAME_IS(ns, nl, "control")) {
+        if (!take_field(e, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name), PyBytes_AS_STRING(val),
+                        PyBytes_GET_SIZE(val)))
             return 0;
-        }
     }
-    if (e->timestamp < 0) e->timestamp = (int64_t)ms; /* no timestamp field: the ID's ms */
-    if (e->headers && !scan_headers(e)) return 0;
+    return finish_entry(e, ms);
+}
+
+/* ---- an entry of an XRANGE reply's RESP bytes: every length is checked against the buffer ---- */
+
+/* The number of "<kind>N\r\n" at *p (N >= 0, up to 18 digits), *p moved past it; -1 if it is not one. */
+static long long resp_count(const char *buf, Py_ssize_t n, Py_ssize_t *p, char kind) {
+    Py_ssize_t at = *p;
+    if (at >= n || buf[at] != kind) return -1;
+    long long v = 0;
+    Py_ssize_t i = at + 1, digits = 0;
+    for (; i < n && buf[i] >= '0' && buf[i] <= '9'; i++, digits++) {
+        if (digits == 18) return -1;
+        v = v * 10 + (buf[i] - '0');
+    }
+    if (digits == 0 || n - i < 2 || buf[i] != '\r' || buf[i + 1] != '\n') return -1;
+    *p = i + 2;
+    return v;
+}
+
+static int resp_bulk(const char *buf, Py_ssize_t n, Py_ssize_t *p, const char **s, Py_ssize_t *len) {
+    Py_ssize_t at = *p;
+    long long size = resp_count(buf, n, &at, '$');
+    if (size < 0 || size > n - at || n - at - size < 2 || buf[at + size] != '\r' || buf[at + size + 1] != '\n')
+        return 0;
+    *s = buf + at;
+    *len = (Py_ssize_t)size;
+    *p = at + (Py_ssize_t)size + 2;
     return 1;
+}
+
+/* 1: the plain entry at *p parsed, *next after it; 0: not one this encoder takes (or not RESP). */
+static int parse_resp_entry(const char *buf, Py_ssize_t n, Py_ssize_t p, int bits, int64_t shift, Entry *e,
+                            Py_ssize_t *next, const char **id_out, Py_ssize_t *id_len_out) {
+    const char *id, *ns, *vs;
+    Py_ssize_t id_len, nl, vl;
+    uint64_t ms;
+    if (resp_count(buf, n, &p, '*') != 2 || !resp_bulk(buf, n, &p, &id, &id_len)) return 0;
+    long long fields = resp_count(buf, n, &p, '*');
+    if (fields < 0 || !take_id(id, id_len, bits, shift, e, &ms)) return 0;
+    for (long long f = 0; f + 1 < fields; f += 2) {
+        if (!resp_bulk(buf, n, &p, &ns, &nl) || !resp_bulk(buf, n, &p, &vs, &vl) || !take_field(e, ns, nl, vs, vl))
+            return 0;
+    }
+    if (fields % 2 && !resp_bulk(buf, n, &p, &ns, &nl)) return 0; /* an odd field out, as the list path skips it */
+    *next = p;
+    *id_out = id;
+    *id_len_out = id_len;
+    return finish_entry(e, ms);
+}
+
+/* Where the entries come from: a list (hiredis's objects) or the reply's RESP bytes. */
+typedef struct {
+    PyObject *list; /* NULL: the bytes */
+    const char *buf;
+    Py_ssize_t len;
+    Py_ssize_t index;  /* of the next entry */
+    Py_ssize_t count;  /* entries in all */
+    Py_ssize_t pos;    /* of the next entry in the bytes */
+    Py_ssize_t next;   /* after the entry just parsed */
+    const char *id;    /* its ID, in the bytes */
+    Py_ssize_t id_len;
+    const char *last_id; /* the ID of the last entry taken (NULL: none yet) */
+    Py_ssize_t last_id_len;
+} Source;
+
+static int source_entry(Source *src, int bits, int64_t shift, Entry *e) {
+    if (src->index >= src->count) return 0;
+    if (src->list) return parse_entry(PyList_GET_ITEM(src->list, src->index), bits, shift, e);
+    return parse_resp_entry(src->buf, src->len, src->pos, bits, shift, e, &src->next, &src->id, &src->id_len);
+}
+
+static void source_advance(Source *src) {
+    src->index++;
+    src->pos = src->next;
+    src->last_id = src->id;
+    src->last_id_len = src->id_len;
 }
 
 /* ---- the batch being built ---- */
@@ -272,37 +364,17 @@ static void close_batch(Buf *b, Batch *t, int timestamp_type) {
     put_be(crc_at, crc32c(h + 21, size - 21), 4);
 }
 
-/* encode_plain(entries, start, bits, shift, log_append_time, max_bytes, used, counted, batch_target)
- *   -> (bytes, next index, records, payload, used, full)
- * used: the estimated bytes the response holds (fetch_codec.py's budget rule: a record costs
- * RECORD_OVERHEAD plus its key and value, a batch HEADER_SIZE more); counted: its records;
- * full: stopped because max_bytes would be passed. */
-static PyObject *encode_plain(PyObject *self, PyObject *args) {
-    PyObject *entries;
-    Py_ssize_t start;
-    int bits, log_append_time;
-    long long shift, max_bytes, used, counted, batch_target;
-    if (!PyArg_ParseTuple(args, "O!niLpLLLL", &PyList_Type, &entries, &start, &bits, &shift, &log_append_time,
-                          &max_bytes, &used, &counted, &batch_target))
-        return NULL;
-    /* A negative start would read before the list, and a negative bits shift by more than 63 (undefined): both
-     * refused, as the Python encoder refuses a negative shift count. */
-    if (start < 0) {
-        PyErr_SetString(PyExc_IndexError, "start is negative");
-        return NULL;
-    }
-    if (bits < 0) {
-        PyErr_SetString(PyExc_ValueError, "negative shift count");
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(entries), i = start;
+/* The batches of the entries of src, from its index on; see encode_plain for the arguments. Returns
+ * (bytes, records, payload, used, full), src left at the first entry not taken. */
+static PyObject *encode_from(Source *src, int bits, long long shift, int log_append_time, long long max_bytes,
+                             long long used, long long counted, long long batch_target) {
     Buf b = {NULL, 0, 0};
     Batch t = {0, 0, 0, 0, 0, 0};
     int open = 0, full = 0;
     long long batch_size = 0, payload = 0, count = 0;
     Entry e;
-    for (; i < n; i++) {
-        if (!parse_entry(PyList_GET_ITEM(entries, i), bits, (int64_t)shift, &e)) break;
+    for (;; source_advance(src)) {
+        if (!source_entry(src, bits, (int64_t)shift, &e)) break;
         /* XRANGE gives ascending IDs. An entry at or below the last one (a hostile reply) is left to Python, so
          * that here an offset delta is never negative and e.offset - t.base cannot overflow. */
         if (open && e.offset <= t.base + t.last_delta) break;
@@ -368,10 +440,78 @@ static PyObject *encode_plain(PyObject *self, PyObject *args) {
     PyObject *out = PyBytes_FromStringAndSize((const char *)b.data, (Py_ssize_t)b.len);
     PyMem_Free(b.data);
     if (!out) return NULL;
-    return Py_BuildValue("NnLLLO", out, i, count, payload, used, full ? Py_True : Py_False);
+    return Py_BuildValue("NLLLO", out, count, payload, used, full ? Py_True : Py_False);
 fail:
     PyMem_Free(b.data);
     return NULL;
+}
+
+/* encode_plain(entries, start, bits, shift, log_append_time, max_bytes, used, counted, batch_target)
+ *   -> (bytes, next index, records, payload, used, full)
+ * entries: a raw XRANGE reply as hiredis parses it. used: the estimated bytes the response holds
+ * (fetch_codec.py's budget rule: a record costs RECORD_OVERHEAD plus its key and value, a batch HEADER_SIZE
+ * more); counted: its records; full: stopped because max_bytes would be passed. */
+static PyObject *encode_plain(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *entries;
+    Py_ssize_t start;
+    int bits, log_append_time;
+    long long shift, max_bytes, used, counted, batch_target;
+    if (!PyArg_ParseTuple(args, "O!niLpLLLL", &PyList_Type, &entries, &start, &bits, &shift, &log_append_time,
+                          &max_bytes, &used, &counted, &batch_target))
+        return NULL;
+    /* A negative start would read before the list, and a negative bits shift by more than 63 (undefined): both
+     * refused, as the Python encoder refuses a negative shift count. */
+    if (start < 0) {
+        PyErr_SetString(PyExc_IndexError, "start is negative");
+        return NULL;
+    }
+    if (bits < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative shift count");
+        return NULL;
+    }
+    Source src = {.list = entries, .index = start, .count = PyList_GET_SIZE(entries)};
+    PyObject *r = encode_from(&src, bits, shift, log_append_time, max_bytes, used, counted, batch_target);
+    if (!r) return NULL;
+    PyObject *out = Py_BuildValue("OnOOOO", PyTuple_GET_ITEM(r, 0), src.index, PyTuple_GET_ITEM(r, 1),
+                                  PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3), PyTuple_GET_ITEM(r, 4));
+    Py_DECREF(r);
+    return out;
+}
+
+/* encode_resp(reply, pos, index, count, bits, shift, log_append_time, max_bytes, used, counted, batch_target)
+ *   -> (bytes, next pos, next index, records, payload, used, full, ID of the last entry taken or None)
+ * reply: an XRANGE reply's RESP bytes (count entries), pos the byte position of entry `index` in it; the rest as
+ * encode_plain. Stops at the first entry it does not take, as encode_plain, and at bytes that are not an entry. */
+static PyObject *encode_resp(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t pos, index, count;
+    int bits, log_append_time;
+    long long shift, max_bytes, used, counted, batch_target;
+    if (!PyArg_ParseTuple(args, "y*nnniLpLLLL", &view, &pos, &index, &count, &bits, &shift, &log_append_time,
+                          &max_bytes, &used, &counted, &batch_target))
+        return NULL;
+    PyObject *out = NULL;
+    if (pos < 0 || pos > view.len || index < 0 || count < index) {
+        PyErr_SetString(PyExc_IndexError, "position or index outside the reply");
+        goto done;
+    }
+    if (bits < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative shift count");
+        goto done;
+    }
+    Source src = {.buf = view.buf, .len = view.len, .index = index, .count = count, .pos = pos, .next = pos};
+    PyObject *r = encode_from(&src, bits, shift, log_append_time, max_bytes, used, counted, batch_target);
+    if (!r) goto done;
+    PyObject *last = src.last_id ? PyBytes_FromStringAndSize(src.last_id, src.last_id_len) : Py_NewRef(Py_None);
+    if (last)
+        out = Py_BuildValue("OnnOOOON", PyTuple_GET_ITEM(r, 0), src.pos, src.index, PyTuple_GET_ITEM(r, 1),
+                            PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3), PyTuple_GET_ITEM(r, 4), last);
+    Py_DECREF(r);
+done:
+    PyBuffer_Release(&view);
+    return out;
 }
 
 static PyObject *py_crc32c(PyObject *self, PyObject *arg) {
@@ -384,6 +524,7 @@ static PyObject *py_crc32c(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"encode_plain", encode_plain, METH_VARARGS, "Plain stream entries -> uncompressed v2 record batches."},
+    {"encode_resp", encode_resp, METH_VARARGS, "encode_plain of an XRANGE reply's RESP bytes."},
     {"crc32c", py_crc32c, METH_O, "CRC-32C of a buffer."},
     {NULL, NULL, 0, NULL},
 };

@@ -28,7 +28,8 @@ if compiled_enabled():
         _produce = None
 
 encode_plain = _batch.encode_plain if _batch is not None else None
+encode_resp = _batch.encode_resp if _batch is not None else None
 crc32c = _batch.crc32c if _batch is not None else None
 plain_records = _produce.plain_records if _produce is not None else None
 
-__all__ = ["crc32c", "encode_plain", "plain_records"]
+__all__ = ["crc32c", "encode_plain", "encode_resp", "plain_records"]

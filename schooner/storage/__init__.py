@@ -18,7 +18,8 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
              append.py, read.py, lookup.py (by time), retention.py, producers.py (idempotent
              producers' state: DescribeProducers and expiry), sizes.py (DescribeLogDirs),
              repair.py (offsets for a dense partition's `XADD *` entries), compaction.py
-             (cleanup.policy compact: the claimed, stepped compactor)
+             (cleanup.policy compact: the claimed, stepped compactor), raw_entries.py (a Fetch's
+             XRANGE reply kept as its RESP bytes)
   groups/    Kafka consumer groups: state.py (the group hash, owner-fenced), commits.py, lag.py,
              configs.py (group configs)
   transactions/ the transaction coordinator's state (state.py) and transactional offsets (offsets.py)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...protocol.batch_c import encode_plain
+from ...protocol.batch_c import encode_plain, encode_resp
 from ...protocol.compress import compress_batches
 from ...protocol.records import (
     CODEC_BY_NAME,
@@ -19,6 +19,7 @@ from ...protocol.records import (
     control_batch,
 )
 from ...storage.log.entry import KEY, TIMESTAMP, VALUE, parse_fields
+from ...storage.log.raw_entries import RawEntries, listed
 from ...storage.log.transactions import COMMIT, CONTROL, TXN
 from ...storage.offsets import OffsetCodec
 
@@ -54,7 +55,7 @@ def _producer(txn: bytes) -> tuple[int, int]:
 
 
 def encode_entries(
-    entries: list[Any],
+    entries: Sequence[Any],
     offsets: OffsetCodec,
     codec: int,
     log_append_time: bool,
@@ -71,13 +72,17 @@ def encode_entries(
 
     Uncompressed runs of plain records go through the compiled encoder (schooner.protocol.batch_c),
     which stops at any entry it does not take; the Python encoder below takes that entry and those
-    after it up to the next plain one. Both build the same bytes for the same batches.
+    after it up to the next plain one. Both build the same bytes for the same batches. A raw reply
+    (RawEntries) goes to the compiled encoder as its bytes, and is parsed only if it stops early.
     """
     if not any(c for _, c in codec_runs):
-        state = _encode(entries, offsets, codec, log_append_time, max_bytes, _State())
+        if type(entries) is RawEntries:
+            state = _encode_raw(entries, offsets, codec, log_append_time, max_bytes)
+        else:
+            state = _encode(listed(entries), offsets, codec, log_append_time, max_bytes, _State())
         return b"".join(state.out), state.count, state.payload
     state = _State()
-    for part, part_codec in _by_codec(entries, offsets, codec, codec_runs):
+    for part, part_codec in _by_codec(listed(entries), offsets, codec, codec_runs):
         built = len(state.out)
         state = _encode(part, offsets, CODEC_NONE, log_append_time, max_bytes, state)
         if part_codec != CODEC_NONE and len(state.out) > built:
@@ -108,6 +113,34 @@ def _by_codec(
     return parts
 
 
+def _encode_raw(
+    entries: RawEntries, offsets: OffsetCodec, codec: int, log_append_time: bool, max_bytes: int
+) -> _State:
+    """encode_entries of a raw reply with no codec runs: the compiled encoder reads its bytes up to the
+    first entry it does not take; from there the parsed entries go the list's way."""
+    state = _State()
+    if encode_resp is None or codec != CODEC_NONE:
+        return _encode(entries.parsed(), offsets, codec, log_append_time, max_bytes, state)
+    chunk, _, i, count, payload, state.used, full, last_id = encode_resp(
+        entries.raw, entries.body, 0, entries.length, offsets.bits, offsets.shift, log_append_time, max_bytes,
+        0, 0, BATCH_TARGET_BYTES,
+    )  # fmt: skip
+    if chunk:
+        state.out.append(chunk)
+    state.count, state.payload = count, payload
+    if i >= entries.length and last_id is not None:
+        entries.note_last_id(last_id)  # what the fetch asks next, without another pass
+    if full or i >= entries.length:
+        state.full = full
+        return state
+    # As _encode goes on when encode_plain stops: Python up to the next plain entry, then the list's way.
+    parsed = entries.parsed()
+    state = _encode_python(parsed, i, offsets, codec, log_append_time, max_bytes, state, True)
+    if state.full:
+        return state
+    return _encode(parsed, offsets, codec, log_append_time, max_bytes, state, state.next)
+
+
 def _encode(
     entries: list[Any],
     offsets: OffsetCodec,
@@ -115,11 +148,13 @@ def _encode(
     log_append_time: bool,
     max_bytes: int,
     state: _State,
+    start: int = 0,
 ) -> _State:
-    """encode_entries' work for one codec, added to state (which says what the response holds so far)."""
+    """encode_entries' work for one codec from entry `start`, added to state (which says what the
+    response holds so far)."""
     if encode_plain is None or codec != CODEC_NONE or type(entries) is not list:
-        return _encode_python(entries, 0, offsets, codec, log_append_time, max_bytes, state, False)
-    i, n = 0, len(entries)
+        return _encode_python(entries, start, offsets, codec, log_append_time, max_bytes, state, False)
+    i, n = start, len(entries)
     while i < n:
         chunk, i, count, payload, state.used, full = encode_plain(
             entries, i, offsets.bits, offsets.shift, log_append_time, max_bytes, state.used, state.count,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from kio.schema.errors import ErrorCode
 
 from ...storage.cold.errors import ColdStoreError
+from ...storage.log.raw_entries import last_entry_id
 from ...storage.log.read import PartitionRead
 from ...storage.log.transactions import AbortedTransaction
 from ...storage.store import Store
@@ -360,8 +361,10 @@ def _keep_end(
     if not read.entries:
         ends.put(topic, request.partition, max(request.fetch_offset, 0), now, mark, read)
         return
-    end = topic.offsets.offset_of_id(read.entries[-1][0]) + 1
-    if sent == len(read.entries) and end == read.high_watermark and read.last_stable_offset >= end:
+    if sent != len(read.entries):
+        return  # the response was full before the read's end
+    end = topic.offsets.offset_of_id(last_entry_id(read.entries)) + 1
+    if end == read.high_watermark and read.last_stable_offset >= end:
         ends.put_end(
             topic, request.partition, end, now, mark, read.log_start_offset, read.first_valid_offset,
             read.last_stable_offset,

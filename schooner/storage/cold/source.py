@@ -19,6 +19,7 @@ from typing import Any
 
 from ..keys import Keyspace
 from ..log import read
+from ..log.raw_entries import listed
 from ..log.transactions import ABORT, CONTROL, TXN, AbortedTransaction
 from ..offsets import OffsetCodec
 from ..redis.calls import Steps
@@ -53,7 +54,7 @@ def archive_slice(
         want = min(READ_CHUNK, max_records - len(entries))
         found = yield from read.read(ks, topic, partition, at, want, committed=True)
         first = first or found
-        got, got_aborted = settle(found.entries, topic.offsets, found.aborted)
+        got, got_aborted = settle(listed(found.entries), topic.offsets, found.aborted)
         entries += got
         aborted += [a for a in got_aborted if a not in aborted]
         if got:

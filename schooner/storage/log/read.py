@@ -13,9 +13,10 @@ from typing import Any
 
 from ..keys import Keyspace
 from ..offsets import LAST_DENSE_ID, OffsetCodec
-from ..redis.calls import Call, Steps, command, parallel, script
+from ..redis.calls import Call, Steps, command, parallel, raw_command, script
 from ..topics.metadata import Topic
 from . import entry, transactions
+from .raw_entries import RAW_READS, entries_of, last_entry_id
 from .transactions import AbortedTransaction
 
 # The compression.type under which Fetch compresses each batch as its producer did (codec runs).
@@ -33,7 +34,8 @@ class PartitionBounds:
 
 @dataclass(frozen=True, slots=True)
 class PartitionRead:
-    entries: list[Any]  # raw XRANGE reply: [[id, [field, value, ...]], ...]
+    # The XRANGE reply, [[id, [field, value, ...]], ...]: hiredis's list, or RawEntries (its RESP bytes).
+    entries: Sequence[Any]
     log_start_offset: int
     high_watermark: int
     first_valid_offset: int
@@ -132,12 +134,19 @@ def tip(ks: Keyspace, topic: str, partition: int) -> Call[bytes | None]:
 
 
 def read_calls(
-    ks: Keyspace, topic: Topic, partition: int, offset: int, max_entries: int, committed: bool = False
+    ks: Keyspace,
+    topic: Topic,
+    partition: int,
+    offset: int,
+    max_entries: int,
+    committed: bool = False,
+    raw: bool = False,
 ) -> list[Call[Any]]:
     """read()'s two commands: XRANGE from the offset's ID, then the bounds and the open transactions
     (the LSO) in log_read_marks.lua, read after the entries so that a trim which removed entries the
     read missed shows in them. A Fetch of many partitions sends these for each partition, so two
-    commands rather than four or five keep its cost per partition down."""
+    commands rather than four or five keep its cost per partition down. raw: the entries may come as
+    RawEntries (their RESP bytes, on the read lane), for the fetch encoder, which reads them unparsed."""
     keys = [
         ks.stream(topic.name, partition),
         ks.partition_state(topic.name, partition),
@@ -150,10 +159,9 @@ def read_calls(
         transactions.ABORTED_READ_LIMIT,
         topic.offsets.id_text(offset) if topic.compression_type == PRODUCER_CODECS else "",
     ]
+    xrange = ("XRANGE", keys[0], topic.offsets.id_text(offset), topic.offsets.last_id, "COUNT", max_entries)
     return [
-        command(
-            "XRANGE", keys[0], topic.offsets.id_text(offset), topic.offsets.last_id, "COUNT", max_entries
-        ),
+        raw_command(*xrange, parse=entries_of) if raw and RAW_READS else command(*xrange),
         script("log_read_marks", keys, marks),
     ]
 
@@ -176,7 +184,7 @@ def read_many(
     """read() of many (topic, partition, offset, max_entries) side by side: one round trip for all (and
     _dense_state's). The replies are read without a procedure per partition (read()'s generator costs
     as much as its parsing), for a Fetch of many partitions on the read lane."""
-    replies = yield [c for t, p, offset, n in reads for c in read_calls(ks, t, p, offset, n, committed)]
+    replies = yield [c for t, p, offset, n in reads for c in read_calls(ks, t, p, offset, n, committed, True)]
     found = [
         read_from_replies(t, offset, committed, replies[2 * i], replies[2 * i + 1])
         for i, (t, _, offset, _) in enumerate(reads)
@@ -218,10 +226,12 @@ def _partition_read(
     aborted: tuple[AbortedTransaction, ...] = ()
     if committed:
         offsets = topic.offsets
-        if entries and offsets.offset_of_id(entries[-1][0]) >= stable:
+        # Every entry is below the high watermark: with no open transaction below it, none is cut (and a
+        # raw reply's last ID need not be read).
+        if entries and stable < b.high_watermark and offsets.offset_of_id(last_entry_id(entries)) >= stable:
             entries = [e for e in entries if offsets.offset_of_id(e[0]) < stable]
-        if entries:
-            end = offsets.offset_of_id(entries[-1][0]) + 1
+        if entries and members:
+            end = offsets.offset_of_id(last_entry_id(entries)) + 1
             aborted = tuple(transactions.aborted_overlapping(members, offsets, offset, end))
     codecs = tuple((topic.offsets.offset_of_id(runs[i]), int(runs[i + 1])) for i in range(0, len(runs), 2))
     return PartitionRead(

@@ -72,6 +72,8 @@ class Call(Generic[T]):
     keys: tuple[str, ...] = ()
     on_error: Callable[[Exception], T] | None = None  # a reply for a Redis error (e.g. no such key)
     options: tuple[tuple[str, Any], ...] = ()  # redis-py reply options (e.g. parse_detail for XPENDING)
+    # The read lane may hand parse the reply's RESP bytes rather than parsing it (lane.py): parse takes both.
+    raw: bool = False
 
 
 def command(
@@ -81,6 +83,11 @@ def command(
     **options: Any,
 ) -> Call[T]:
     return Call(args, parse, on_error=on_error, options=tuple(options.items()))
+
+
+def raw_command(*args: Any, parse: Callable[[Any], T]) -> Call[T]:
+    """A command whose reply may reach parse as its RESP bytes (on the read lane) or parsed (elsewhere)."""
+    return Call(args, parse, raw=True)
 
 
 def script(name: str, keys: Sequence[str], args: Sequence[Any], parse: Callable[[Any], T] = _same) -> Call[T]:

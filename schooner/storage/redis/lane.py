@@ -11,6 +11,11 @@ the next command opens a new connection.
 Once connected, the lane reads its transport itself (a protocol of its own, not redis-py's stream
 reader): each chunk is parsed where it arrives and each caller's future settled there, with its call's
 parser, so a reply reaches its caller in the next turn of the event loop rather than three turns later.
+
+A call marked raw (a fetch's XRANGE) gets its reply as the RESP bytes it came in, found by resp.reply_scan
+without making objects of it: while one is owed, chunks are kept and cut into replies, and only the
+others go to hiredis. Raw is a wish, not a promise: a reply hiredis had begun before the raw call was
+sent reaches it parsed, and its parser takes both.
 """
 
 from __future__ import annotations
@@ -51,7 +56,10 @@ class _Link:
     """One connection of the lane and the replies it still owes, oldest first, with their send times.
     Kept per connection, so that an old connection's ending never touches its replacement."""
 
-    __slots__ = ("connection", "transport", "waiting", "timer", "scripts", "unsent", "parser")
+    __slots__ = (
+        "connection", "transport", "waiting", "timer", "scripts", "unsent", "parser", "raw_owed", "pending",
+        "scan_at", "scan_stack",
+    )  # fmt: skip
 
     def __init__(self, connection: Any, transport: asyncio.Transport) -> None:
         self.connection = connection
@@ -62,6 +70,12 @@ class _Link:
         # Commands issued in this turn of the event loop, written together at its end (see send).
         self.unsent: list[bytes] = []
         self.parser = hiredis.Reader(replyError=ResponseError)
+        self.raw_owed = 0  # raw calls among those waiting
+        # While raw_owed: the bytes received and not yet cut into replies, the first reply's from 0, and
+        # how far reply_scan has read it (its position and the counts still owed at each level).
+        self.pending = bytearray()
+        self.scan_at = 0
+        self.scan_stack = [1]
 
 
 class _Replies(asyncio.Protocol):
@@ -137,26 +151,65 @@ class PipelinedLane:
 
     def _received(self, link: _Link, data: bytes) -> None:
         """Parses a chunk and settles what it answers, in order."""
+        if link.raw_owed and not link.pending and link.parser.has_data():
+            pass  # hiredis holds the start of a reply: it reads on (a raw call then gets a parsed reply)
+        elif link.raw_owed or link.pending:
+            self._cut(link, data)
+            return
         parser = link.parser
         try:
             parser.feed(data)
             observer = self.observer
             now = asyncio.get_running_loop().time() if observer is not None else 0.0
             while (reply := parser.gets()) is not False:
-                future, sent, call = link.waiting.popleft()
-                if observer is not None:  # one clock read per chunk of replies, not per reply
-                    observer(now - sent, not _failure(reply))
-                if future.done():
-                    continue  # its caller was cancelled (its client left, or the broker stops)
-                if isinstance(reply, ResponseError):
-                    # redis-py's classes: NoScriptError, and on a cluster MovedError, AskError...
-                    self._refused(future, call, redis_internals.parse_error(str(reply)))
-                elif call is None:
-                    future.set_result(reply)
-                else:
-                    _settle(future, call, reply)
+                self._answer(link, reply, now)
         except (hiredis.ProtocolError, IndexError) as exc:  # bytes that are not RESP, or a reply unasked
             self._drop(link, RedisConnectionError(f"bad reply from Redis: {exc!r}"))
+
+    def _answer(self, link: _Link, reply: Any, now: float) -> None:
+        """Settles the oldest waiting call with its reply."""
+        future, sent, call = link.waiting.popleft()
+        if call is not None and call.raw:
+            link.raw_owed -= 1
+        if self.observer is not None:  # one clock read per chunk of replies, not per reply
+            self.observer(now - sent, not _failure(reply))
+        if future.done():
+            return  # its caller was cancelled (its client left, or the broker stops)
+        if isinstance(reply, ResponseError):
+            # redis-py's classes: NoScriptError, and on a cluster MovedError, AskError...
+            self._refused(future, call, redis_internals.parse_error(str(reply)))
+        elif call is None:
+            future.set_result(reply)
+        else:
+            _settle(future, call, reply)
+
+    def _cut(self, link: _Link, data: bytes) -> None:
+        """_received while a raw call is owed: the chunk is cut into whole replies; a raw call's is
+        handed on as bytes, the others (and errors) parsed by hiredis."""
+        buf = link.pending
+        buf += data
+        start, at, stack = 0, link.scan_at, link.scan_stack
+        now = asyncio.get_running_loop().time() if self.observer is not None else 0.0
+        try:
+            while start < len(buf):
+                at = resp.reply_scan(buf, at, stack)
+                if stack:
+                    break  # the rest of this reply is still to come
+                if not link.waiting:
+                    raise IndexError("a reply nobody asked for")
+                call = link.waiting[0][2]
+                if call is not None and call.raw and buf[start] != ord("-"):
+                    self._answer(link, buf[start:at], now)
+                else:
+                    link.parser.feed(buf, start, at - start)  # type: ignore[arg-type]  # any buffer
+                    self._answer(link, link.parser.gets(), now)
+                start = at
+                stack.append(1)
+        except (ValueError, hiredis.ProtocolError, IndexError) as exc:
+            self._drop(link, RedisConnectionError(f"bad reply from Redis: {exc!r}"))
+            return
+        del buf[:start]
+        link.scan_at, link.scan_stack = at - start, stack
 
     def _refused(self, future: asyncio.Future[Any], call: Call[Any] | None, exc: Exception) -> None:
         if isinstance(exc, NoScriptError) and call is not None and call.script:
@@ -207,6 +260,8 @@ class PipelinedLane:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         link.waiting.append((future, loop.time(), call))
+        if call is not None and call.raw:
+            link.raw_owed += 1
         if not link.unsent:
             loop.call_soon(self._flush, link)
         link.unsent.append(packed)
