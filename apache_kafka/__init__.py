@@ -4,7 +4,8 @@ The jars come from Maven Central through `mvn dependency:build-classpath`, once 
 kept in .cache/apache-kafka, the jars in Maven's local repository); nothing is built. A broker is
 `kafka-storage format` then `kafka.Kafka`, on free ports, its data in a folder of the caller's, stopped
 with it. The benchmarks measure it side by side with Schooner and the conformance tests take its answers as
-the specification.
+the specification. Java programs of the tests (Kafka's clients driven from Java) are compiled against
+the same jars with the JDK's javac (compiled_classes), kept by the hash of their sources.
 """
 
 from __future__ import annotations
@@ -109,17 +110,39 @@ def java() -> str:
     return found
 
 
-def java_command(main_class: str, *args: str, heap: str = "512m") -> list[str]:
+def java_command(main_class: str, *args: str, heap: str = "512m", classes: Path | None = None) -> list[str]:
+    """The command that runs main_class on the release's jars (and a folder of compiled classes)."""
+    path = classpath() if classes is None else f"{classes}{os.pathsep}{classpath()}"
     return [
         java(),
         f"-Xmx{heap}",
         "-XX:+UseG1GC",
         f"-Dlog4j2.configurationFile={LOG_CONFIG}",
         "-cp",
-        classpath(),
+        path,
         main_class,
         *args,
     ]
+
+
+def compiled_classes(*sources: Path) -> Path:
+    """The Java sources compiled against the release's jars, once per content (parallel test workers
+    compile once between them); returns the folder of their classes."""
+    jars = classpath()
+    digest = hashlib.sha256(jars.encode() + b"".join(s.read_bytes() for s in sources)).hexdigest()[:16]
+    out = CACHE / f"classes-{digest}"
+    with open(CACHE / "compile.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out / ".done").exists():
+            return out
+        home = os.environ.get("JAVA_HOME")
+        javac = str(Path(home) / "bin" / "javac") if home else shutil.which("javac")
+        if not javac:
+            raise RuntimeError("javac (a JDK 17 or later) is needed to compile the Java clients' programs")
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([javac, "-cp", jars, "-d", str(out), *map(str, sources)], check=True, timeout=300)
+        (out / ".done").touch()
+        return out
 
 
 def run_tool(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
