@@ -17,7 +17,7 @@ from schooner.protocol import batch_c
 from schooner.protocol.records import CODEC_NONE
 from schooner.storage.log.raw_entries import RAW_READS, RawEntries, entries_of, last_entry_id
 from schooner.storage.offsets import DENSE_OFFSETS, OffsetCodec
-from tests.broker.partitions.test_fetch_codec import CI, HOSTILE, _outcome, decode, hostile_logs, logs
+from tests.broker.partitions.fetch_logs import CI, HOSTILE, decode, hostile_logs, logs, outcome
 from tests.compiled import ON, needs_compiled
 
 
@@ -99,8 +99,8 @@ def test_hostile_raw_replies_are_encoded_as_their_lists(
     assume(ready is not None)
     assert ready is not None
     raw = entries_of(to_resp(ready))
-    got = _outcome(lambda: encode_entries(raw, offsets, CODEC_NONE, lat, max_bytes))
-    want = _outcome(lambda: encode_entries(ready, offsets, CODEC_NONE, lat, max_bytes))
+    got = outcome(lambda: encode_entries(raw, offsets, CODEC_NONE, lat, max_bytes))
+    want = outcome(lambda: encode_entries(ready, offsets, CODEC_NONE, lat, max_bytes))
     if isinstance(got, type) and isinstance(want, type):
         return  # both refuse (perhaps with other exceptions, as test_fetch_codec.py says)
     assert got == want
