@@ -96,8 +96,9 @@ def _written(log: Log) -> int:
 
 
 # Three pipelines, each its own JVM: on a busy machine (parallel workers, other runs) each may take
-# minutes to start, so the deadlines are generous; they cost nothing when the pipeline is quick.
-@pytest.mark.timeout(900)
+# minutes to start (one took 3 min 14 s to its first write on a slow day, in a full make test), so the
+# deadlines are generous; they cost nothing when the pipeline is quick.
+@pytest.mark.timeout(1800)
 def test_a_pipeline_killed_again_and_again_writes_every_record_exactly_once(log: Log, tmp_path: Path) -> None:
     log.topic("events", 3)
     log.topic("events-upper", 3)
@@ -107,7 +108,7 @@ def test_a_pipeline_killed_again_and_again_writes_every_record_exactly_once(log:
     for kill_after in (1, 150):  # records in the output topic when the process group is killed
         proc = _run_pipeline(log, checkpoint, output)
         try:
-            deadline = time.monotonic() + 240
+            deadline = time.monotonic() + 480
             while _written(log) < kill_after and proc.poll() is None:
                 assert time.monotonic() < deadline, output.read_text()
                 time.sleep(0.02)
@@ -119,6 +120,6 @@ def test_a_pipeline_killed_again_and_again_writes_every_record_exactly_once(log:
             proc.wait(30)
     assert kills >= 2, "the pipeline was killed mid-run"
     final = _run_pipeline(log, checkpoint, output)
-    assert final.wait(300) == 0, output.read_text()
+    assert final.wait(600) == 0, output.read_text()
     written = collections.Counter(s.value for s in log.read("events-upper"))
     assert written == collections.Counter(v.upper() for v in values)
