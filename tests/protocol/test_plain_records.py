@@ -26,6 +26,7 @@ from schooner.protocol.records import (
     read_batches,
 )
 from tests.compiled import ON, needs_compiled
+from tests.strategies import RARELY, mostly
 
 CI = settings(
     derandomize=True,
@@ -183,19 +184,6 @@ RAW_VARINTS = [
     b"\x80\x00",  # zero, not in its shortest form
     b"\x80",  # cut short
 ]
-
-
-RARELY = st.integers(0, 19).map(lambda n: n == 0)  # true one time in twenty
-
-
-@st.composite
-def _either(draw: st.DrawFn, usual: st.SearchStrategy[Any], other: st.SearchStrategy[Any]) -> Any:
-    return draw(other) if draw(RARELY) else draw(usual)
-
-
-def mostly(usual: st.SearchStrategy[Any], *others: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """`usual` 19 times in 20, else one of `others`: many batches stay well formed but for a field or two."""
-    return _either(usual, st.one_of(*others))
 
 
 # How a varint departs from the value it should hold, if it does: by one, to an extreme or any int64,

@@ -12,6 +12,7 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from schooner.storage.log.entry import encode_headers
 from schooner.storage.offsets import DENSE_OFFSETS, OffsetCodec, timestamp_offsets
+from tests.strategies import mostly
 
 CI = settings(derandomize=True, deadline=None, max_examples=300)
 
@@ -117,19 +118,6 @@ HOSTILE_HEADERS = [
     b"\x00\x00",
     encode_headers([("h", b"x"), ("", None)]),
 ]
-
-
-RARELY = st.integers(0, 19).map(lambda n: n == 0)  # true one time in twenty
-
-
-@st.composite
-def _either(draw: st.DrawFn, usual: st.SearchStrategy[Any], other: st.SearchStrategy[Any]) -> Any:
-    return draw(other) if draw(RARELY) else draw(usual)
-
-
-def mostly(usual: st.SearchStrategy[Any], *others: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """`usual` 19 times in 20, else one of `others`."""
-    return _either(usual, st.one_of(*others))
 
 
 STAMPS = st.integers(0, 2**41).map(lambda n: b"%d" % n)
