@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
 
 import apache_kafka
+from tests.java.topics import T, create, read_all
 
 SOURCE = Path(__file__).parent / "clients" / "Scenarios.java"
-T = 60
 
 
 def scenario(name: str, bootstrap: str, *args: str) -> Any:
@@ -29,35 +28,11 @@ def scenario(name: str, bootstrap: str, *args: str) -> Any:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def create(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(T)
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted") -> list[Any]:
-    """Every record of the topic, (partition, offset, value), through confluent-kafka."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "isolation.level": isolation,
-                         "enable.partition.eof": True, "enable.auto.commit": False})  # fmt: skip
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        found, ended = [], set()
-        while len(ended) < partitions:
-            message = consumer.poll(T)
-            assert message is not None, "no record within the timeout"
-            if message.error():
-                ended.add(message.partition())
-                continue
-            found.append((message.partition(), message.offset(), message.value().decode()))
-        return sorted(found)
-    finally:
-        consumer.close()
-
-
 def test_the_idempotent_producer_gets_each_record_acknowledged_where_it_is(broker: Any) -> None:
     create(broker.bootstrap, "java-p", 3)
     acked = scenario("produce", broker.bootstrap, "java-p", "300")["acked"]
     assert len(acked) == 300
-    stored = read_all(broker.bootstrap, "java-p", 3)
+    stored = [(p, o, v) for p, o, _, v in read_all(broker.bootstrap, "java-p", 3)]
     assert sorted((p, o, v) for v, p, o in acked) == stored
     assert {p for p, _, _ in stored} == {0, 1, 2}  # keys spread over the partitions
 
@@ -68,8 +43,8 @@ def test_transactions_commit_and_abort_as_read_committed_sees_them(broker: Any) 
     committed = [f"c{i}" for i in range(10)] + [f"d{i}" for i in range(3)]
     read = scenario("consume", broker.bootstrap, "java-t", "java-t-g", "classic", "read_committed", "13")
     assert read["values"] == committed
-    assert [v for _, _, v in read_all(broker.bootstrap, "java-t", 1, "read_committed")] == committed
-    everything = [v for _, _, v in read_all(broker.bootstrap, "java-t", 1)]
+    assert [v for _, _, _, v in read_all(broker.bootstrap, "java-t", 1, "read_committed")] == committed
+    everything = [v for _, _, _, v in read_all(broker.bootstrap, "java-t", 1)]
     assert everything == committed[:10] + [f"a{i}" for i in range(5)] + committed[10:]
 
 
@@ -84,7 +59,7 @@ def test_a_group_member_reads_and_commits_everything(broker: Any, protocol: str)
     read = scenario("consume", broker.bootstrap, topic, f"{topic}-group", protocol, "read_uncommitted", "90")
     assert sorted(read["values"]) == sorted(f"v{i}" for i in range(90))
     ends: dict[int, int] = {}
-    for p, o, _ in read_all(broker.bootstrap, topic, 3):
+    for p, o, _, _ in read_all(broker.bootstrap, topic, 3):
         ends[p] = max(ends.get(p, 0), o + 1)
     assert {int(p): o for p, o in read["committed"].items()} == ends
 
