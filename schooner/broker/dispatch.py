@@ -55,6 +55,7 @@ from .handlers.groups.classic import (
 from .handlers.groups.consumer import handle_consumer_group_describe, handle_consumer_group_heartbeat
 from .handlers.groups.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
 from .handlers.groups.share import handle_share_group_describe, handle_share_group_heartbeat
+from .handlers.groups.streams import handle_streams_group_describe, handle_streams_group_heartbeat
 from .handlers.list_offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from .handlers.metadata import handle_metadata
 from .handlers.produce import handle_produce
@@ -146,6 +147,8 @@ HANDLERS: dict[int, Handler[Any]] = {
     ApiKey.SHARE_ACKNOWLEDGE: handle_share_acknowledge,
     ApiKey.SHARE_GROUP_HEARTBEAT: handle_share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: handle_share_group_describe,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: handle_streams_group_heartbeat,
+    ApiKey.STREAMS_GROUP_DESCRIBE: handle_streams_group_describe,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: handle_describe_share_group_offsets,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: handle_alter_share_group_offsets,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: handle_delete_share_group_offsets,

@@ -277,6 +277,10 @@ from kio.schema.share_fetch.v1.request import ShareFetchRequest as ShareFetchV1
 from kio.schema.share_fetch.v2.request import ShareFetchRequest as ShareFetchV2
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest as ShareGroupDescribeV1
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest as ShareGroupHeartbeatV1
+from kio.schema.streams_group_describe.v0.request import StreamsGroupDescribeRequest as StreamsGroupDescribeV0
+from kio.schema.streams_group_heartbeat.v0.request import (
+    StreamsGroupHeartbeatRequest as StreamsGroupHeartbeatV0,
+)
 from kio.schema.sync_group.v0.request import SyncGroupRequest as SyncGroupV0
 from kio.schema.sync_group.v1.request import SyncGroupRequest as SyncGroupV1
 from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupV2
@@ -495,6 +499,8 @@ ShareFetchRequest: TypeAlias = ShareFetchV1 | ShareFetchV2
 ShareAcknowledgeRequest: TypeAlias = ShareAcknowledgeV1 | ShareAcknowledgeV2
 ShareGroupHeartbeatRequest: TypeAlias = ShareGroupHeartbeatV1
 ShareGroupDescribeRequest: TypeAlias = ShareGroupDescribeV1
+StreamsGroupHeartbeatRequest: TypeAlias = StreamsGroupHeartbeatV0
+StreamsGroupDescribeRequest: TypeAlias = StreamsGroupDescribeV0
 DescribeShareGroupOffsetsRequest: TypeAlias = DescribeShareGroupOffsetsV0 | DescribeShareGroupOffsetsV1
 AlterShareGroupOffsetsRequest: TypeAlias = AlterShareGroupOffsetsV0
 DeleteShareGroupOffsetsRequest: TypeAlias = DeleteShareGroupOffsetsV0

@@ -284,6 +284,12 @@ from kio.schema.share_fetch.v1.response import ShareFetchResponse as ShareFetchV
 from kio.schema.share_fetch.v2.response import ShareFetchResponse as ShareFetchV2
 from kio.schema.share_group_describe.v1.response import ShareGroupDescribeResponse as ShareGroupDescribeV1
 from kio.schema.share_group_heartbeat.v1.response import ShareGroupHeartbeatResponse as ShareGroupHeartbeatV1
+from kio.schema.streams_group_describe.v0.response import (
+    StreamsGroupDescribeResponse as StreamsGroupDescribeV0,
+)
+from kio.schema.streams_group_heartbeat.v0.response import (
+    StreamsGroupHeartbeatResponse as StreamsGroupHeartbeatV0,
+)
 from kio.schema.sync_group.v0.response import SyncGroupResponse as SyncGroupV0
 from kio.schema.sync_group.v1.response import SyncGroupResponse as SyncGroupV1
 from kio.schema.sync_group.v2.response import SyncGroupResponse as SyncGroupV2
@@ -360,6 +366,8 @@ from .request_types import (
     ShareFetchRequest,
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
+    StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
     UpdateFeaturesRequest,
@@ -563,6 +571,8 @@ ShareFetchResponse: TypeAlias = ShareFetchV1 | ShareFetchV2
 ShareAcknowledgeResponse: TypeAlias = ShareAcknowledgeV1 | ShareAcknowledgeV2
 ShareGroupHeartbeatResponse: TypeAlias = ShareGroupHeartbeatV1
 ShareGroupDescribeResponse: TypeAlias = ShareGroupDescribeV1
+StreamsGroupHeartbeatResponse: TypeAlias = StreamsGroupHeartbeatV0
+StreamsGroupDescribeResponse: TypeAlias = StreamsGroupDescribeV0
 DescribeShareGroupOffsetsResponse: TypeAlias = DescribeShareGroupOffsetsV0 | DescribeShareGroupOffsetsV1
 AlterShareGroupOffsetsResponse: TypeAlias = AlterShareGroupOffsetsV0
 DeleteShareGroupOffsetsResponse: TypeAlias = DeleteShareGroupOffsetsV0
@@ -674,6 +684,10 @@ def response_for(request: ShareAcknowledgeRequest) -> type[ShareAcknowledgeRespo
 def response_for(request: ShareGroupHeartbeatRequest) -> type[ShareGroupHeartbeatResponse]: ...
 @overload
 def response_for(request: ShareGroupDescribeRequest) -> type[ShareGroupDescribeResponse]: ...
+@overload
+def response_for(request: StreamsGroupHeartbeatRequest) -> type[StreamsGroupHeartbeatResponse]: ...
+@overload
+def response_for(request: StreamsGroupDescribeRequest) -> type[StreamsGroupDescribeResponse]: ...
 @overload
 def response_for(request: DescribeShareGroupOffsetsRequest) -> type[DescribeShareGroupOffsetsResponse]: ...
 @overload

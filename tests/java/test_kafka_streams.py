@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,11 @@ def order(i: int) -> tuple[str, str, int]:
     return f"o{i}", f"c{i % CUSTOMERS},{i % 50 + 1}", BASE + i * 1000
 
 
-def run_and_kill_midway(bootstrap: str, state_dir: Path, protocol: str) -> None:
+def run_and_kill_midway(
+    bootstrap: str, state_dir: Path, protocol: str, while_running: Callable[[], None] = lambda: None
+) -> None:
+    """The application on its input, SIGKILLed halfway and started again; `while_running` is called
+    once the restarted one has caught up."""
     for topic in ("orders", "customers", "totals", "regions", "windows"):
         create(bootstrap, topic, 3)
     # Kafka's partitioner (murmur2), as the repartition's: the table must be co-partitioned with it.
@@ -99,6 +104,7 @@ def run_and_kill_midway(bootstrap: str, state_dir: Path, protocol: str) -> None:
             assert time.monotonic() < deadline, "the restarted application did not catch up"
             time.sleep(1)
         time.sleep(2)  # anything written twice would show up by now
+        while_running()
     finally:
         second.kill()
 
@@ -133,3 +139,29 @@ def check_outputs(bootstrap: str) -> None:
 def test_a_stateful_exactly_once_topology_survives_a_sigkill(broker: Any, tmp_path: Path) -> None:
     run_and_kill_midway(broker.bootstrap, tmp_path / "state", "classic")
     check_outputs(broker.bootstrap)
+
+
+def test_the_same_topology_on_the_streams_rebalance_protocol(broker: Any, tmp_path: Path) -> None:
+    """KIP-1071 (group.protocol=streams): the broker creates the internal topics and assigns the tasks;
+    kafka-streams-groups sees the group and its member."""
+    seen: dict[str, str] = {}
+
+    def tools() -> None:
+        for what, args in {
+            "list": ["--list"],
+            "members": ["--describe", "--group", "order-totals", "--members", "--verbose"],
+            "state": ["--describe", "--group", "order-totals", "--state"],
+        }.items():
+            done = apache_kafka.run_tool(
+                "kafka-streams-groups", "--bootstrap-server", broker.bootstrap, *args
+            )
+            assert done.returncode == 0, done.stderr[-2000:]
+            seen[what] = done.stdout
+
+    run_and_kill_midway(broker.bootstrap, tmp_path / "state", "streams", tools)
+    check_outputs(broker.bootstrap)
+    assert "order-totals" in seen["list"].split()
+    (member,) = [line for line in seen["members"].splitlines() if line.startswith("order-totals ")]
+    # Both subtopologies' three tasks on the one member left, its epoch at the target's.
+    assert " streams " in member and "ACTIVE: 0:[0,1,2]; 1:[0,1,2];" in member
+    assert seen["state"].split()[-2:] == ["Stable", "1"]

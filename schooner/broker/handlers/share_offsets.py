@@ -57,7 +57,7 @@ async def _other_kind(ctx: BrokerContext, group_id: str) -> str | None:
     id has committed offsets, which only classic and consumer groups have."""
     held = ctx.groups.loaded(group_id)
     if isinstance(held, ConsumerGroup):
-        return "consumer"
+        return held.KIND  # "consumer", or "streams" (a StreamsGroup is a ConsumerGroup)
     if isinstance(held, Group) and (held.members or held.generation):
         return "classic"
     kind = (await ctx.store.group_states([group_id]))[group_id].get("type")

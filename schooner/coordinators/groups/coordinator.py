@@ -5,7 +5,8 @@ It composes the three parts and routes each request to the right one:
   and fenced saves;
 - ClassicCoordinator (classic/coordinator.py): JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
 - ConsumerGroupCoordinator (consumer/coordinator.py): KIP-848 ConsumerGroupHeartbeat;
-- ShareGroupCoordinator (share/coordinator.py): KIP-932 ShareGroupHeartbeat.
+- ShareGroupCoordinator (share/coordinator.py): KIP-932 ShareGroupHeartbeat;
+- StreamsGroupCoordinator (streams/coordinator.py): KIP-1071 StreamsGroupHeartbeat.
 Offset checks are the group's own (the classic coordinator's, or an epoch-based group's); session
 expiry is the classic coordinator's or modern/coordinator.py's, shared by both epoch-based kinds.
 """
@@ -28,6 +29,7 @@ from .modern.coordinator import expire
 from .modern.group import EpochGroup
 from .ownership import AnyGroup, GroupOwnership, NotCoordinator
 from .share.coordinator import ShareGroupCoordinator
+from .streams.coordinator import StreamsGroupCoordinator
 
 __all__ = ["GroupCoordinator", "GroupSettings", "JoinRequest", "NotCoordinator"]
 
@@ -63,6 +65,7 @@ class GroupCoordinator:
         self.classic = ClassicCoordinator(self.ownership, settings)
         self.consumer = ConsumerGroupCoordinator(self.ownership)
         self.share = ShareGroupCoordinator(self.ownership)
+        self.streams = StreamsGroupCoordinator(self.ownership)
         self.redis_health: StorageHealth = health or _NeverInTrouble()
 
     # -- which groups, where ----------------------------------------------------------------------

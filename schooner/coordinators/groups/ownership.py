@@ -32,12 +32,13 @@ from .classic.model import Group
 from .consumer.group import ConsumerGroup
 from .modern.group import EpochGroup
 from .share.group import ShareGroup
+from .streams.group import StreamsGroup
 
 log = logging.getLogger(__name__)
 
-AnyGroup = Group | ConsumerGroup | ShareGroup
+AnyGroup = Group | ConsumerGroup | ShareGroup  # a StreamsGroup is a ConsumerGroup
 EPOCH_KINDS: dict[str, type[ConsumerGroup] | type[ShareGroup]] = {
-    kind.KIND: kind for kind in (ConsumerGroup, ShareGroup)
+    kind.KIND: kind for kind in (ConsumerGroup, ShareGroup, StreamsGroup)
 }  # the saved `type` of an epoch-based group -> its class
 Owned = Group | EpochGroup[Any]  # any group, as the parts that do not care about its kind see it
 # How long a broker remembers letting a group go: longer than any request waits to be served.

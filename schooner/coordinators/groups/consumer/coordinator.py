@@ -34,9 +34,8 @@ from ..modern.coordinator import (
     fenced,
     unknown_member,
 )
-from ..modern.group import JOIN_EPOCH, LEAVE_EPOCH, Assignment
+from ..modern.group import JOIN_EPOCH, LEAVE_EPOCH, Assignment, EpochGroup
 from ..ownership import GroupOwnership
-from ..share.group import ShareGroup
 from .assignors import ASSIGNORS
 from .group import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember, MemberState, is_subset
 
@@ -114,34 +113,48 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember, H
     def __init__(self, ownership: GroupOwnership) -> None:
         super().__init__(ownership, UNLIMITED_MEMBERS)
 
+    GROUP: ClassVar[type[ConsumerGroup]] = ConsumerGroup  # the kind served (streams/ serves a subclass)
+
+    def _new_member(self, member_id: str) -> ConsumerMember:
+        return ConsumerMember(member_id)
+
     # -- lookups ----------------------------------------------------------------------------------
     async def find(self, group_id: str) -> ConsumerGroup | Refusal:
         """The consumer group to describe, or why not (GROUP_ID_NOT_FOUND). Raises NotCoordinator."""
         group = await self.ownership.find(group_id)
         if group is None:
             return Refusal(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
-        if not isinstance(group, ConsumerGroup):
-            return Refusal(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        if type(group) is not self.GROUP:
+            return Refusal(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a {self.GROUP.KIND} group."
+            )
+        assert isinstance(group, ConsumerGroup)
         return group
 
     async def _group(self, group_id: str, create: bool) -> ConsumerGroup | Refusal:
         group = await self.ownership.group(group_id)
-        if isinstance(group, ConsumerGroup):
+        if type(group) is self.GROUP:
+            assert isinstance(group, ConsumerGroup)
             return group
-        if isinstance(group, ShareGroup) or group.members or group.pending:
-            return Refusal(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        if isinstance(group, EpochGroup) or group.members or group.pending:
+            return Refusal(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a {self.GROUP.KIND} group."
+            )
         if not create:
-            return Refusal(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
-        # An empty classic group (or none at all) becomes a consumer group; its offsets stay.
+            kind = self.GROUP.KIND.capitalize()
+            return Refusal(ErrorCode.group_id_not_found, f"{kind} group {group_id} not found.")
+        # An empty classic group (or none at all) becomes a group of this kind; its offsets stay.
         async with group.lock:
             if not group.members and not group.pending:
-                self.ownership.replace(group, ConsumerGroup(group_id, owner_epoch=group.owner_epoch))
+                self.ownership.replace(group, self.GROUP(group_id, owner_epoch=group.owner_epoch))
         return await self._group(group_id, create)
 
     async def _group_to_leave(self, group_id: str) -> ConsumerGroup | Refusal:
         group = await self.ownership.group(group_id)
-        if not isinstance(group, ConsumerGroup):
-            return Refusal(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+        if type(group) is not self.GROUP:
+            kind = self.GROUP.KIND.capitalize()
+            return Refusal(ErrorCode.group_id_not_found, f"{kind} group {group_id} not found.")
+        assert isinstance(group, ConsumerGroup)
         return group
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------------
@@ -189,7 +202,7 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember, H
                     return group.replace(holder, hb.member_id), False
             member = group.members.get(hb.member_id)
             if member is None:
-                return self._joined(group, hb, ConsumerMember(hb.member_id))
+                return self._joined(group, hb, self._new_member(hb.member_id))
             # Epoch 0 from a known member: it has given up all its partitions and starts over.
             member.assigned, member.revoking, member.state = {}, {}, MemberState.STABLE
             member.epoch, member.previous_epoch, member.revoke_deadline = JOIN_EPOCH, LEAVE_EPOCH, None

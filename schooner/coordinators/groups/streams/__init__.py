@@ -1,0 +1,1 @@
+"""KIP-1071 streams groups: Kafka Streams applications coordinated by the broker (group.protocol=streams)."""
