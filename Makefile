@@ -4,7 +4,7 @@ QUIX_VENV ?= .venv-quix
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps test-system-deps kafka-deps broker test test-cluster lint bench chaos
+.PHONY: install system-deps test-system-deps kafka-deps broker test test-apps test-cluster lint bench chaos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,8 +67,13 @@ FAST_PATH_TESTS = tests/protocol/test_plain_records.py tests/protocol/test_recor
 test: install $(QUIX_VENV)/.installed test-system-deps
 	$(VENV)/bin/ruff check schooner tests bench examples chaos apache_kafka
 	$(VENV)/bin/mypy schooner chaos apache_kafka
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -m "not application"
 	SCHOONER_COMPILED=0 $(VENV)/bin/pytest -q -m "not needs_compiled" $(FAST_PATH_TESTS)
+
+# Whole Java applications on a broker (Kafka Streams, Kafka Connect, MirrorMaker 2, Spark's Kafka
+# connector): minutes each, so beside make test rather than in it; .ci/run runs both.
+test-apps: install test-system-deps
+	$(VENV)/bin/pytest -q -m application
 
 # The whole suite on a Redis Cluster of 3 primaries and 3 replicas instead of one redis-server.
 test-cluster: install $(QUIX_VENV)/.installed test-system-deps

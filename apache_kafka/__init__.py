@@ -29,6 +29,7 @@ from schooner.storage.redis.embedded import free_port
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
+CONNECT_POM = HERE / "connect" / "pom.xml"  # Kafka Connect and MirrorMaker 2, of an older release
 LOG_CONFIG = HERE / "log4j2.xml"
 CACHE = HERE.parent / ".cache" / "apache-kafka"
 
@@ -80,9 +81,9 @@ def version() -> str:
     return found.text
 
 
-def classpath() -> str:
-    """The jars of the pinned release, resolved by Maven the first time (for this pom) and kept."""
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
+def classpath(pom: Path = POM) -> str:
+    """The jars of the pom's release, resolved by Maven the first time (for this pom) and kept."""
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
     CACHE.mkdir(parents=True, exist_ok=True)
     kept = CACHE / f"classpath-{digest}.txt"
     with open(CACHE / "resolve.lock", "w") as lock:
@@ -94,7 +95,7 @@ def classpath() -> str:
             raise RuntimeError("Maven is missing: `make test-system-deps` installs it")
         partial = kept.with_suffix(".partial")
         subprocess.run(
-            [mvn, "-q", "-B", "-f", str(POM), "dependency:build-classpath", f"-Dmdep.outputFile={partial}"],
+            [mvn, "-q", "-B", "-f", str(pom), "dependency:build-classpath", f"-Dmdep.outputFile={partial}"],
             check=True,
             timeout=900,
         )
@@ -110,9 +111,11 @@ def java() -> str:
     return found
 
 
-def java_command(main_class: str, *args: str, heap: str = "512m", classes: Path | None = None) -> list[str]:
+def java_command(
+    main_class: str, *args: str, heap: str = "512m", classes: Path | None = None, pom: Path = POM
+) -> list[str]:
     """The command that runs main_class on the release's jars (and a folder of compiled classes)."""
-    path = classpath() if classes is None else f"{classes}{os.pathsep}{classpath()}"
+    path = classpath(pom) if classes is None else f"{classes}{os.pathsep}{classpath(pom)}"
     return [
         java(),
         f"-Xmx{heap}",

@@ -15,10 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Producer
 
 import apache_kafka
 from tests.java.topics import T, create, read_all
+
+pytestmark = pytest.mark.application
 
 SOURCE = Path(__file__).parent / "streams" / "OrderTotals.java"
 ORDERS, CUSTOMERS, BASE = 400, 10, 1_700_000_000_000
