@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -30,6 +31,7 @@ from schooner.storage.redis.embedded import free_port
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
 CONNECT_POM = HERE / "connect" / "pom.xml"  # Kafka Connect and MirrorMaker 2, of an older release
+SPARK_POM = HERE / "spark" / "pom.xml"  # Spark's Kafka connector, of the pinned PySpark's release
 LOG_CONFIG = HERE / "log4j2.xml"
 CACHE = HERE.parent / ".cache" / "apache-kafka"
 
@@ -101,6 +103,21 @@ def classpath(pom: Path = POM) -> str:
         )
         partial.replace(kept)
         return kept.read_text()
+
+
+def spark_connector_jars(provided: Path) -> list[str]:
+    """The jars of Spark's Kafka connector for spark.jars: those whose artifact the `provided` folder
+    (PySpark's jars) lacks, so that no second copy of a jar Spark has comes first."""
+    have = {re.sub(r"-\d[\w.\-]*\.jar$", "", jar.name) for jar in provided.glob("*.jar")}
+    jars = classpath(SPARK_POM).split(os.pathsep)
+    return [jar for jar in jars if Path(jar).parent.parent.name not in have]  # .../<artifact>/<version>/
+
+
+def spark_connector_version() -> str:
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    found = ET.parse(SPARK_POM).getroot().find("m:properties/m:spark.version", ns)
+    assert found is not None and found.text, "spark/pom.xml names no spark.version"
+    return found.text
 
 
 def java() -> str:

@@ -47,11 +47,19 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
         "--skip-setup", action="append", default=[], choices=[s for s in SETUPS if s != KAFKA],
         help="leave out a Schooner setup",
     )  # fmt: skip
+    parser.add_argument(
+        "--streams-records", type=int, default=defaults.streams_records,
+        help="orders through the Kafka Streams topology per run",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-applications", action="store_true",
+        help="leave out the Kafka Streams topology and the Spark read (minutes)",
+    )  # fmt: skip
     parser.add_argument("--output", type=Path, help="also write the results (every run) to this JSON file")
     args = parser.parse_args(argv)
     rates = tuple(args.latency_rate or defaults.latency_rates)
     lingers = tuple(args.linger or defaults.lingers)
-    if min(args.records, args.runs, args.partitions, *rates) < 1 or min(lingers) < 0:
+    if min(args.records, args.runs, args.partitions, args.streams_records, *rates) < 1 or min(lingers) < 0:
         parser.error("counts and rates must be positive")
     if args.latency_seconds <= 0 or args.idle_seconds <= 0 or args.quiet_wait < 0:
         parser.error("durations must be positive")
@@ -64,6 +72,8 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
         latency_seconds=args.latency_seconds,
         idle_seconds=args.idle_seconds,
         quiet_wait_seconds=args.quiet_wait,
+        applications=not args.no_applications,
+        streams_records=args.streams_records,
         setups=tuple(s for s in SETUPS if s not in args.skip_setup),
     )
     return opts, args.output

@@ -19,7 +19,7 @@ import apache_kafka
 
 from .. import report
 from ..servers import client_cpu_seconds, cpu_count, machine_busy_seconds
-from . import figures
+from . import applications, figures
 from .brokers import KAFKA, LABELS, SETUPS, Broker, started
 from .figures import Measured
 
@@ -47,6 +47,8 @@ class Options:
     latency_seconds: float = 2.0  # how long each latency run sends
     idle_seconds: float = 5.0  # the at-rest CPU window
     quiet_wait_seconds: float = 0.0  # before each run, wait up to this long for other processes to calm
+    applications: bool = True  # the Kafka Streams topology and the Spark read (minutes)
+    streams_records: int = 20_000  # orders through the Streams topology per run
     setups: tuple[str, ...] = SETUPS
 
 
@@ -184,6 +186,30 @@ def _throughput(brokers: dict[str, Broker], opts: Options) -> list[Figure]:
     return done
 
 
+def _applications(brokers: dict[str, Broker], opts: Options) -> list[Figure]:
+    """Whole applications: a Kafka Streams topology, and Spark's Kafka connector reading what the
+    produce figure wrote."""
+    if not opts.applications:
+        return []
+    n, orders = opts.records, opts.streams_records
+    jobs: list[tuple[str, str, Callable[[Broker, int], Measured]]] = [
+        ("streams_topology", "Kafka Streams topology (exactly_once_v2)",
+         lambda b, r: applications.streams_topology(b, r, orders)),
+        ("spark_read", 'Spark read, format("kafka")',
+         lambda b, r: applications.spark_read(b, f"vk-produce-{r}", n)),
+    ]  # fmt: skip
+    done = []
+    try:
+        for broker in brokers.values():  # untimed: Spark's first job on a session loads and compiles much
+            applications.spark_read(broker, "vk-warm-up", n)
+        for key, label, once in jobs:
+            _say(f"{label} ...")
+            done.append(in_turns(brokers, opts, Figure(key, label), once))
+    finally:
+        applications.stop()
+    return done
+
+
 def _warm_up(brokers: dict[str, Broker], opts: Options) -> None:
     """Untimed: each broker's produce, fetch and long-poll paths run once before the figures (Kafka's
     JIT compiles them; Schooner's Redis loads its scripts)."""
@@ -261,7 +287,7 @@ def run(opts: Options) -> dict[str, Any]:
         rest_cpu = _idle_cpu(brokers, opts.idle_seconds)
         rest_rss = _rss_mb(brokers)
         _warm_up(brokers, opts)
-        done = _throughput(brokers, opts) + _latency(brokers, opts)
+        done = _throughput(brokers, opts) + _latency(brokers, opts) + _applications(brokers, opts)
         peak_rss = _rss_mb(brokers, peak=True)
         after_rss = _rss_mb(brokers)
     rows = [

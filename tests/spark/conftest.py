@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import apache_kafka
 from schooner.spark import ensure_topic, register
 from schooner.storage.cold.location import ColdLocation
 from schooner.storage.cold.source import archive_slice
@@ -40,8 +41,11 @@ def spark() -> Iterator[Any]:
     # Python workers must run this interpreter, and import tests.* for the test-only data sources.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    import pyspark
     from pyspark.sql import SparkSession
 
+    # Spark's own Kafka connector (format("kafka")), its jars resolved by the project, not by Spark.
+    connector = apache_kafka.spark_connector_jars(Path(pyspark.__file__).parent / "jars")
     session = (
         SparkSession.builder.master("local[2]")
         .appName("schooner-tests")
@@ -56,6 +60,7 @@ def spark() -> Iterator[Any]:
         # failed to connect back ... Authentication failed" as another test's client, still retrying a
         # killed broker's port, could connect to a listener that took the freed port.
         .config("spark.python.unix.domain.socket.enabled", "true")
+        .config("spark.jars", ",".join(connector))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -1,13 +1,14 @@
 /* A stateful Kafka Streams application for tests/java/test_kafka_streams.py and bench/.
  *
- *   java -cp <kafka's jars>:<classes> OrderTotals <bootstrap> <application.id> <state dir> <classic|streams>
+ *   java -cp <kafka's jars>:<classes> OrderTotals <bootstrap> <application.id> <state dir> <classic|streams> [prefix]
  *
  * Orders ("o17" -> "c3,25": customer, amount) are re-keyed by customer through a repartition topic; from
  * there an aggregation keeps each customer's total in a state store (and its changelog) and writes it to
  * "totals", a stream-table join with the "customers" table ("c3" -> region) writes "o17:region" to
  * "regions", and a windowed count writes each customer's orders per minute to "windows". Processing is
  * exactly_once_v2 with a short commit interval and no cache, so every update reaches the outputs. The run
- * prints "state RUNNING" when its tasks are assigned and restored; it ends when killed.
+ * prints "state RUNNING" when its tasks are assigned and restored; it ends when killed. The topics' names
+ * may carry a prefix (the bench runs the topology afresh on new topics).
  */
 import java.time.Duration;
 import java.util.Properties;
@@ -30,6 +31,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
 public final class OrderTotals {
     public static void main(String[] args) {
         String bootstrap = args[0], applicationId = args[1], stateDir = args[2], protocol = args[3];
+        String prefix = args.length > 4 ? args[4] : "";
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -45,7 +47,7 @@ public final class OrderTotals {
         p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), "10000");
 
         StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, String> byCustomer = builder.<String, String>stream("orders")
+        KStream<String, String> byCustomer = builder.<String, String>stream(prefix + "orders")
                 .map((order, v) -> KeyValue.pair(v.split(",")[0], order + "," + v.split(",")[1]))
                 .repartition(Repartitioned.as("by-customer"));
 
@@ -55,11 +57,11 @@ public final class OrderTotals {
                                 .withValueSerde(Serdes.Long()))
                 .toStream()
                 .mapValues(total -> Long.toString(total))
-                .to("totals");
+                .to(prefix + "totals");
 
-        KTable<String, String> customers = builder.table("customers", Consumed.as("customers-source"),
+        KTable<String, String> customers = builder.table(prefix + "customers", Consumed.as("customers-source"),
                 Materialized.as("customers-store"));
-        byCustomer.join(customers, (v, region) -> v.split(",")[0] + ":" + region).to("regions");
+        byCustomer.join(customers, (v, region) -> v.split(",")[0] + ":" + region).to(prefix + "regions");
 
         byCustomer.groupByKey(Grouped.as("per-minute"))
                 .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(1), Duration.ofHours(1)))
@@ -67,7 +69,7 @@ public final class OrderTotals {
                 .toStream()
                 .map((window, count) -> KeyValue.pair(window.key() + "@" + window.window().start(),
                         Long.toString(count)))
-                .to("windows", Produced.as("windows-sink"));
+                .to(prefix + "windows", Produced.as("windows-sink"));
 
         KafkaStreams streams = new KafkaStreams(builder.build(), p);
         streams.setStateListener((now, before) -> {
