@@ -70,8 +70,8 @@ test: install $(QUIX_VENV)/.installed test-system-deps
 	$(VENV)/bin/pytest -q -m "not application"
 	SCHOONER_COMPILED=0 $(VENV)/bin/pytest -q -m "not needs_compiled" $(FAST_PATH_TESTS)
 
-# Whole Java applications on a broker (Kafka Streams, Kafka Connect, MirrorMaker 2): minutes each, so
-# beside make test rather than in it; .ci/run runs both.
+# Whole applications on a broker (Kafka Streams, Kafka Connect, MirrorMaker 2; franz-go's own tests, its
+# module from the Go proxy): minutes each, so beside make test rather than in it; .ci/run runs both.
 test-apps: install test-system-deps
 	$(VENV)/bin/pytest -q -m application
 
