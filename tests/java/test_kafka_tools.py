@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 import apache_kafka
 
@@ -186,3 +187,82 @@ def test_kafka_transactions_lists_and_describes_an_open_transaction(broker: Any)
         producer.commit_transaction(T)
     listed = tool("kafka-transactions", b, "list").stdout
     assert re.search(r"^tools-txn\s+\d+\s+\d+\s+CompleteCommit\s*$", listed, re.M), listed
+
+
+def _share_offsets(bootstrap: str, group: str) -> dict[int, tuple[int, int]]:
+    """kafka-share-groups --describe: partition -> (start offset, lag)."""
+    out = tool("kafka-share-groups", bootstrap, "--describe", "--group", group).stdout
+    rows = re.findall(rf"^{group}\s+\S+\s+(\d+)\s+(-?\d+)\s+(-?\d+)\s*$", out, re.M)
+    return {int(p): (int(start), int(lag)) for p, start, lag in rows}
+
+
+def test_kafka_share_groups_on_a_live_share_group(broker: Any) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("tools-s", 2, 1)])["tools-s"].result(T)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        producer.produce("tools-s", b"s%d" % i, partition=i % 2)
+    assert producer.flush(T) == 0
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "tools-sg"})
+    try:
+        consumer.subscribe(["tools-s"])
+        deadline = time.monotonic() + T
+        while _share_offsets(broker.bootstrap, "tools-sg") != {0: (10, 0), 1: (10, 0)}:
+            assert time.monotonic() < deadline, "the share consumer did not read and acknowledge everything"
+            consumer.poll(1.0)  # what it is given it accepts with the next fetch
+        assert "tools-sg" in tool("kafka-share-groups", broker.bootstrap, "--list").stdout.split()
+        members = tool(
+            "kafka-share-groups", broker.bootstrap, "--describe", "--group", "tools-sg", "--members"
+        )
+        (member,) = [line.split() for line in members.stdout.splitlines() if line.startswith("tools-sg ")]
+        assert member[-2:] == ["2", "tools-s:0,1"], "one member, both partitions"
+        state = tool("kafka-share-groups", broker.bootstrap, "--describe", "--group", "tools-sg", "--state")
+        assert state.stdout.split()[-2:] == ["Stable", "1"]
+        busy = tool("kafka-share-groups", broker.bootstrap, "--delete", "--group", "tools-sg", ok=False)
+        assert "tools-sg" in tool("kafka-share-groups", broker.bootstrap, "--list").stdout.split(), (
+            busy.stdout
+        )
+    finally:
+        consumer.close()
+    reset = tool("kafka-share-groups", broker.bootstrap, "--reset-offsets", "--group", "tools-sg",
+                 "--topic", "tools-s", "--to-earliest", "--execute")  # fmt: skip
+    assert sorted(re.findall(r"^tools-sg\s+tools-s\s+(\d)\s+(\d+)\s*$", reset.stdout, re.M)) == [
+        ("0", "0"),
+        ("1", "0"),
+    ]
+    assert _share_offsets(broker.bootstrap, "tools-sg") == {0: (0, 10), 1: (0, 10)}, (
+        "everything to read again"
+    )
+    tool(
+        "kafka-share-groups",
+        broker.bootstrap,
+        "--delete-offsets",
+        "--group",
+        "tools-sg",
+        "--topic",
+        "tools-s",
+    )
+    assert _share_offsets(broker.bootstrap, "tools-sg") == {}
+    deleted = tool("kafka-share-groups", broker.bootstrap, "--delete", "--group", "tools-sg")
+    assert "successful" in deleted.stdout
+    assert "tools-sg" not in tool("kafka-share-groups", broker.bootstrap, "--list").stdout.split()
+
+
+def test_the_console_producer_and_consumer(broker: Any) -> None:
+    lines = "".join(f"key{i}\tvalue {i}\n" for i in range(25))
+    produced = subprocess.run(
+        apache_kafka.java_command(
+            apache_kafka.TOOLS["kafka-console-producer"], "--bootstrap-server", broker.bootstrap, "--topic",
+            "tools-console", "--property", "parse.key=true", heap="256m",
+        ),
+        input=lines, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr[-2000:]
+    consumed = tool("kafka-console-consumer", broker.bootstrap, "--topic", "tools-console",
+                    "--from-beginning", "--max-messages", "25", "--formatter-property", "print.key=true",
+                    "--group", "tools-console-g")  # fmt: skip
+    assert consumed.stdout.splitlines() == lines.splitlines()
+    groups = tool(
+        "kafka-consumer-groups", broker.bootstrap, "--describe", "--group", "tools-console-g"
+    ).stdout
+    assert re.search(r"^tools-console-g\s+tools-console\s+0\s+25\s+25\s+0\b", groups, re.M), groups
