@@ -90,9 +90,13 @@ class StreamsGroupCoordinator(ConsumerGroupCoordinator):
     ) -> StreamsAnswer:
         answer = await super().heartbeat(hb, topics, timeouts)
         group = self.ownership.loaded(hb.group_id)
-        if answer.error != ErrorCode.none or hb.member_epoch in self.LEAVE_EPOCHS:
+        # A group let go since (another broker took it over) has nothing more to tell the member.
+        if (
+            answer.error != ErrorCode.none
+            or hb.member_epoch in self.LEAVE_EPOCHS
+            or not isinstance(group, StreamsGroup)
+        ):
             return StreamsAnswer(answer)
-        assert isinstance(group, StreamsGroup)
         member = group.members.get(answer.member_id or "")
         statuses = group.configured.statuses()
         if (
