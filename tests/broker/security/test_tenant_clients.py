@@ -145,10 +145,10 @@ def test_a_group_of_the_same_name_is_each_tenants_own(tenant_broker: Any) -> Non
         ).values()
         offsets = listed.result(20).topic_partitions
         assert [(tp.topic, tp.offset) for tp in offsets] == [("orders", committed)]
-        groups = client.list_consumer_groups().result(20).valid
+        groups = client.list_consumer_groups().result(60).valid
         assert [g.group_id for g in groups] == ["g"]
     assert "g" not in [
-        g.group_id for g in admin(tenant_broker, "admin").list_consumer_groups().result(20).valid
+        g.group_id for g in admin(tenant_broker, "admin").list_consumer_groups().result(60).valid
     ]
 
 
