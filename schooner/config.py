@@ -14,6 +14,7 @@ Config file (TOML), all keys optional:
     log_format = "text"            # or "json"
     listeners = ["SASL_SSL://0.0.0.0:9093"], ssl_*, sasl_*, authorizer, super_users (docs/security.md)
     metrics_port = 9404, metrics_host = "0.0.0.0" (Prometheus metrics; off unless metrics_port is set)
+    schema_registry_port = 8081, schema_registry_host (the schema registry; 0 turns it off)
     cold_store_url = "s3://bucket/prefix", cold_store_endpoint, cold_store_region,
     cold_store_access_key_id, cold_store_secret_access_key, cold_store_allow_http,
     archive_interval_ms = 5000, archive_batch_records = 50000, archive_concurrency = 4 (tiered storage)
@@ -162,6 +163,10 @@ class Settings:
     # metrics_port is unset or 0; metrics_host defaults to the host of the first listener.
     metrics_port: int | None = None
     metrics_host: str | None = None
+    # The schema registry (docs/schemas.md): Confluent's REST API on its own HTTP port, 0 for none; the
+    # host defaults to the first listener's, and it serves HTTPS when that listener is SSL or SASL_SSL.
+    schema_registry_port: int = 8081
+    schema_registry_host: str | None = None
     # Broker processes on this host (docs/operations.md, "Several processes on one host"): each its own
     # broker on the next port, over the same Redis; ops/processes.py starts and stops them together.
     processes: int = 1
@@ -227,6 +232,14 @@ class Settings:
             return None
         host = self.metrics_host if self.metrics_host is not None else self.listeners_in_force()[0].host
         return host, self.metrics_port
+
+    @property
+    def schema_registry_address(self) -> tuple[str, int] | None:
+        """Where the schema registry is served (host, port), or None when it is off."""
+        if not self.schema_registry_port:
+            return None
+        host = self.schema_registry_host
+        return (self.listeners_in_force()[0].host if host is None else host), self.schema_registry_port
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -259,6 +259,7 @@ def start_broker(redis_url: str, keyspace: str, **overrides: Any) -> RunningBrok
             "redis_url": redis_url,
             "keyspace": keyspace,
             "group_initial_rebalance_delay_ms": 100,
+            "schema_registry_port": 0,  # off: tests that use the registry give a free port
             **overrides,
         },
     )
@@ -315,6 +316,7 @@ def start_broker_process(redis_url: str, keyspace: str, log_path: Path, **env: s
         "SCHOONER_HEARTBEAT_MS": "300",
         "SCHOONER_SESSION_MS": "2000",
         "SCHOONER_GROUP_INITIAL_REBALANCE_DELAY_MS": "100",
+        "SCHOONER_SCHEMA_REGISTRY_PORT": "0",
         **env,
     }
     args = [sys.executable, "-m", "schooner.ops.entry", "broker", "--redis-url", redis_url,

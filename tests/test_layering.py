@@ -1,10 +1,10 @@
 """The layering of the whole package, pinned by reading every module's imports with `ast`.
 
-Layers, bottom to top: protocol, security, storage, coordinators, broker, mq, spark, ops. schooner/config.py
-(the settings) sits beside them: every layer may import it, and it imports no layer. A layer never imports one
-above it, and some import less than that (LAYER_RULES). Only storage talks to Redis, so only storage
-imports redis or hiredis. Within storage, the sub-packages have an order of their own (SUBPACKAGE_RULES), and
-so do coordinators' (COORDINATOR_RULES).
+Layers, bottom to top: protocol, security, schemas, storage, coordinators, registry, broker, mq, spark, ops.
+schooner/config.py (the settings) sits beside them: every layer may import it, and it imports no layer. A
+layer never imports one above it, and some import less than that (LAYER_RULES). Only storage talks to
+Redis, so only storage imports redis or hiredis. Within storage, the sub-packages have an order of their
+own (SUBPACKAGE_RULES), and so do coordinators' (COORDINATOR_RULES).
 
 Every import counts: at the top of a module, inside a function, or under TYPE_CHECKING. Relative imports
 are resolved to absolute names, and `from a import b` is read as an import of `a.b`. A rule forbids
@@ -31,7 +31,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "schooner"
-LAYERS = ("protocol", "security", "storage", "coordinators", "broker", "mq", "spark", "ops")  # bottom to top
+# bottom to top; schemas (pure parsers) sits beside protocol and security, registry (the schema registry's
+# service and HTTP API) on storage, below the broker that serves it
+LAYERS = (
+    "protocol", "security", "schemas", "storage", "coordinators", "registry", "broker", "mq", "spark", "ops"
+)  # fmt: skip
 ANYONE = ("schooner.config",)  # importable from every layer
 TOP_LEVEL = ("schooner", "schooner.config")  # the modules that are in no layer
 
@@ -157,11 +161,14 @@ LAYER_RULES = [
     only("schooner.config"),  # the settings: every layer reads them, so they import none
     only("schooner.protocol"),  # the wire format stands alone
     only("schooner.security"),  # SASL, SCRAM, ACL matching and quota windows: pure, like the protocol
+    only("schooner.schemas"),  # Avro, JSON Schema and Protobuf parsers and compatibility: pure as well
+    # The registry is storage's state under Confluent's API: no broker, no coordinators, no protocol.
+    only("schooner.registry", "schooner.storage", "schooner.schemas"),
     # Storage needs not even the protocol (records reach it as bytes); it keeps SCRAM credentials and ACLs.
     only("schooner.storage", "schooner.security.scram", "schooner.security.acls"),
     only("schooner.coordinators", "schooner.storage", "schooner.protocol"),
     only("schooner.mq", "schooner.storage"),  # the MQ library runs without a broker
-    only("schooner.spark", "schooner.storage"),  # so does the Spark connector
+    only("schooner.spark", "schooner.storage", "schooner.schemas"),  # so does the Spark connector
     # Only storage talks to Redis.
     never("schooner", "redis", "hiredis", exempt=("schooner.storage",)),
     # Only the cold tier talks to the cold store.

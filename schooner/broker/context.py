@@ -29,6 +29,7 @@ from ..config import Settings
 from ..coordinators.groups.configs import GroupConfigs
 from ..coordinators.groups.coordinator import GroupCoordinator, GroupSettings
 from ..coordinators.transactions import TransactionCoordinator
+from ..registry.service import SchemaRegistry
 from ..storage.cluster import BrokerInfo
 from ..storage.keys import Keyspace
 from ..storage.store import Store
@@ -41,6 +42,7 @@ from .metadata.topic_cache import TopicCache
 from .partitions.data_path import DataPath, open_data_path
 from .partitions.fetch_sessions import FetchSessions
 from .partitions.share_sessions import ShareSessions
+from .schemas.validation import SchemaValidation
 from .tiering.tiering import Tiering, open_cold_store
 
 if TYPE_CHECKING:
@@ -78,6 +80,8 @@ class BrokerContext:
     tenant: str | None = None
     base: BrokerContext | None = None  # the deployment's context, on a tenant's; None on its own
     metrics: BrokerMetrics | None = None  # the broker's, shared by tenants; None when metrics are off
+    schemas: SchemaRegistry = field(init=False)  # the keyspace's schema registry (registry/)
+    schema_validation: SchemaValidation = field(init=False)  # produce's checks against it
 
     def __post_init__(self) -> None:
         self.fetch_sessions = FetchSessions(self.settings.fetch_session_cache_slots)
@@ -148,6 +152,8 @@ def open_context(
         base=base,
         metrics=metrics,
     )
+    ctx.schemas = SchemaRegistry(store)
+    ctx.schema_validation = SchemaValidation(ctx.schemas)
     ctx.groups = GroupCoordinator(
         store,
         me,

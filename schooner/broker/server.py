@@ -31,6 +31,7 @@ from .net.limits import ConnectionStats
 from .net.listener import ClientConnections
 from .net.session import RequestScope, Session
 from .net.tls import TlsSetupError, certificate_principals, handshake_timeout, server_contexts
+from .schemas.server import RegistryServer, open_registry_server
 from .tenants import REFRESH_SECONDS, Tenants
 from .upkeep import Upkeep
 
@@ -60,6 +61,7 @@ class Broker:
         # handlers and the storage observer, served by metrics_server.
         self.metrics: BrokerMetrics | None = None
         self.metrics_server: MetricsServer | None = None
+        self.registry_server: RegistryServer | None = None  # the schema registry's HTTP (broker/schemas/)
 
     @property
     def port(self) -> int:
@@ -162,6 +164,17 @@ class Broker:
         # per record. Collected every GC_YOUNG_THRESHOLD allocations, most are gone.
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self._serve_metrics()
+        first_tls = tls_contexts.get(listeners[0].protocol)
+        self.registry_server = open_registry_server(s, self.ctx, self.tenants.context, first_tls)
+        if self.registry_server is not None:
+            if self.metrics is not None:
+                requests = self.metrics.schema_registry_requests
+                self.registry_server.app.observers.append(
+                    lambda route, status: requests.labels(route, str(status)).inc()
+                )
+            self.registry_server.start()
+            log.info("schema registry at http://%s:%d", s.schema_registry_host or listeners[0].host,
+                     self.registry_server.port)  # fmt: skip
         for server in self.servers.values():
             await server.start_serving()
         for listener in listeners:
@@ -217,6 +230,8 @@ class Broker:
             server.close()  # no new connections
         if self.metrics_server is not None:
             await self.metrics_server.stop()
+        if self.registry_server is not None:
+            await self.registry_server.stop()
         # The heartbeat would register this broker again; the listeners stay up while draining, so
         # that long-polls in flight are still woken by new records, and topics stay fresh.
         for task in self._tasks:

@@ -69,6 +69,12 @@ def main() -> None:
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics at /metrics on this port [off].")
 @click.option("--metrics-host", help="Address of the metrics endpoint [the first listener's host].")
 @click.option(
+    "--schema-registry-port",
+    type=int,
+    help="Serve the schema registry's REST API on this port, 0 for none [8081].",
+)
+@click.option("--schema-registry-host", help="Address of the schema registry [the first listener's host].")
+@click.option(
     "--cold-store-url",
     help="Cold tier of tiered topics: a path, file:// or s3:// URL [<data-dir>/cold when Redis is embedded].",
 )

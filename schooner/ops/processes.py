@@ -80,6 +80,8 @@ def for_process(settings: Settings, index: int) -> Settings:
         advertised_listeners=_moved(settings.advertised_listeners, index),
         broker_id=None if settings.broker_id is None else settings.broker_id + index,
         metrics_port=settings.metrics_port + index if settings.metrics_port else settings.metrics_port,
+        # One registry for the group of processes, served by the first (they share its Redis).
+        schema_registry_port=0 if index else settings.schema_registry_port,
         topic_defaults=dict(settings.topic_defaults),
     )
 

@@ -273,6 +273,47 @@ class Keyspace:
         """Hash: quota key (producer_byte_rate, ...) -> value, as decimal text, of one entity."""
         return f"{self.prefix}:{{quotas}}:entity:{entity_id}"
 
+    # -- the schema registry: every key shares the tag {schemas}, so one script registers a version ---
+    @property
+    def schema_next_id(self) -> str:
+        """String: the last schema id handed out (INCR), so ids are never reused, not even after a delete."""
+        return f"{self.prefix}:{{schemas}}:next-id"
+
+    @property
+    def schema_texts(self) -> str:
+        """Hash: schema id -> JSON {"schemaType", "schema", "references"}; kept after its versions go."""
+        return f"{self.prefix}:{{schemas}}:by-id"
+
+    @property
+    def schema_fingerprints(self) -> str:
+        """Hash: fingerprint (sha256 of type, text and references) -> schema id: the same schema gets the
+        same id under every subject."""
+        return f"{self.prefix}:{{schemas}}:by-fingerprint"
+
+    @property
+    def schema_uses(self) -> str:
+        """Hash: schema id -> how many versions (soft-deleted ones included) hold it; 0 once all are gone."""
+        return f"{self.prefix}:{{schemas}}:uses"
+
+    @property
+    def schema_subjects(self) -> str:
+        """Set: every subject with a version, soft-deleted ones included."""
+        return f"{self.prefix}:{{schemas}}:subjects"
+
+    def schema_versions(self, subject: str) -> str:
+        """Hash: version -> schema id, with ":deleted" after it once soft-deleted."""
+        return f"{self.prefix}:{{schemas}}:versions:{subject}"
+
+    @property
+    def schema_configs(self) -> str:
+        """Hash: subject ("" for the global one) -> JSON config {"compatibilityLevel", "normalize"}."""
+        return f"{self.prefix}:{{schemas}}:config"
+
+    @property
+    def schema_modes(self) -> str:
+        """Hash: subject ("" for the global one) -> READWRITE, READONLY or IMPORT."""
+        return f"{self.prefix}:{{schemas}}:mode"
+
     # -- share groups (KIP-932): a share partition is the Redis consumer group named after the share group
     # on the partition's stream (its pending entries are the in-flight window), plus these keys.
     def share_partition(self, topic: str, partition: int, group: str) -> str:

@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 def _every_key(ks: Keyspace) -> list[str]:
     """Every key and channel the keyspace builds, with sample arguments."""
     samples = {"topic": "orders", "partition": 0, "name": "orders", "group_id": "g", "group": "g",
-               "transactional_id": "tx", "broker_id": 7, "entity_id": "user=alice",
+               "transactional_id": "tx", "broker_id": 7, "entity_id": "user=alice", "subject": "orders-value",
                "key": f"{ks.prefix}:offsets:{{g}}"}  # fmt: skip
     keys: list[str] = []
     for name, member in inspect.getmembers(Keyspace):

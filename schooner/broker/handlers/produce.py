@@ -30,6 +30,7 @@ from ..metadata.internal_topics import is_internal
 from ..net.refusals import refused
 from ..net.session import RequestScope
 from ..partitions.writer import NOT_REPLICATED, PartitionAppend, RecordError
+from ..schemas.validation import validated
 from .common import LOG_UNAVAILABLE, NO_THROTTLE, STORAGE_ERRORS, resolve_topic
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,8 @@ async def handle_produce(
             for pd in topic_data.partition_data
         ]  # fmt: skip
         for key, topic, batches in decoded:
+            if isinstance(topic, Topic) and isinstance(batches, list) and validated(topic):
+                batches = await _validate(ctx, scope, topic, key[1], batches)
             if isinstance(batches, PartitionAppend) and batches.record_errors:
                 assert isinstance(topic, Topic)
                 jobs[key] = writer.refuse_records(turns[key], topic, key[1], batches)
@@ -276,6 +279,22 @@ def _decode(
             errors = [RecordError(outside.index, outside.message)]
             return _refused(scope, topic, data.index, ErrorCode.invalid_timestamp, outside.message, errors)
     return batches
+
+
+async def _validate(
+    ctx: BrokerContext, scope: RequestScope, topic: Topic, partition: int, batches: list[ProducedBatch]
+) -> list[ProducedBatch] | PartitionAppend:
+    """The batches, or their refusal when a record fails the topic's schema validation (schemas/)."""
+    try:
+        refusal = await ctx.schema_validation.check(topic, batches)
+    except STORAGE_ERRORS:
+        return PartitionAppend(LOG_UNAVAILABLE)
+    if refusal is None:
+        return batches
+    if ctx.metrics is not None:
+        ctx.metrics.schema_refusals.labels(topic.name).inc(len(refusal.records))
+    errors = [RecordError(index, why) for index, why in refusal.records]
+    return _refused(scope, topic, partition, ErrorCode.invalid_record, refusal.message, errors)
 
 
 def _refused(

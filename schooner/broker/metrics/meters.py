@@ -157,6 +157,19 @@ class BrokerMetrics:
             "Throttle time given to producers of tiered topics while Redis memory nears the mark.",
             registry=r,
         )
+        # The schema registry (broker/schemas/): its requests, and records produce refused for their schema.
+        self.schema_registry_requests = Counter(
+            "schooner_schema_registry_requests",
+            "Schema registry HTTP requests, by route and HTTP status.",
+            ["route", "status"],
+            registry=r,
+        )
+        self.schema_refusals = Counter(
+            "schooner_schema_validation_refusals",
+            "Records refused on produce by schema validation (confluent.*.schema.validation), by topic.",
+            ["topic"],
+            registry=r,
+        )
         self.redis_memory_fill = Gauge(
             "schooner_redis_memory_fill",
             "Used memory over maxmemory of the fullest Redis, as Redis counts it to refuse writes (0: none).",

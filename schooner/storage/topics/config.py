@@ -21,6 +21,13 @@ REMOTE_STORAGE = "remote.storage.enable"
 LOCAL_RETENTION_MS = "local.retention.ms"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
 MAX_DECOMPRESSED_BYTES = "max.decompressed.message.bytes"
+# Confluent Server's broker-side schema validation (docs/schemas.md), by its names.
+KEY_SCHEMA_VALIDATION = "confluent.key.schema.validation"
+VALUE_SCHEMA_VALIDATION = "confluent.value.schema.validation"
+KEY_SUBJECT_STRATEGY = "confluent.key.subject.name.strategy"
+VALUE_SUBJECT_STRATEGY = "confluent.value.subject.name.strategy"
+_STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
+_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
 
 
 class InvalidConfig(ValueError):
@@ -361,6 +368,23 @@ _DEFS = [
     ConfigDef("remote.log.delete.on.disable", "false", _boolean, False, kind=ConfigType.BOOLEAN),
     ConfigDef("remote.copy.lag.ms", "0", _long(0), False, synonym="log.remote.copy.lag.ms"),
     ConfigDef("remote.copy.lag.bytes", "-1", _long(-1), False, synonym="log.remote.copy.lag.bytes"),
+    # Records checked against the schema registry on produce (broker/schemas/validation.py).
+    ConfigDef(KEY_SCHEMA_VALIDATION, "false", _boolean, True, kind=ConfigType.BOOLEAN),
+    ConfigDef(VALUE_SCHEMA_VALIDATION, "false", _boolean, True, kind=ConfigType.BOOLEAN),
+    ConfigDef(
+        KEY_SUBJECT_STRATEGY,
+        _STRATEGY_PACKAGE + "TopicNameStrategy",
+        _one_of(*_STRATEGIES, *(_STRATEGY_PACKAGE + s for s in _STRATEGIES)),
+        True,
+        kind=ConfigType.STRING,
+    ),
+    ConfigDef(
+        VALUE_SUBJECT_STRATEGY,
+        _STRATEGY_PACKAGE + "TopicNameStrategy",
+        _one_of(*_STRATEGIES, *(_STRATEGY_PACKAGE + s for s in _STRATEGIES)),
+        True,
+        kind=ConfigType.STRING,
+    ),
 ]
 
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
