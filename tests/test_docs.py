@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from schooner.protocol.apis import SUPPORTED_VERSIONS, ApiKey
 from schooner.storage.keys import Keyspace
@@ -87,6 +90,24 @@ def test_readme_share_consumer_tour_runs(broker, capsys) -> None:
     exec(compile(blocks[1], "README.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 10 and all(" 1 b'order " in line for line in lines), lines
+
+
+def test_readme_avro_tour_runs(registry_broker: Any, capsys: Any) -> None:
+    readme = (DOCS.parent / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "AvroSerializer" in b]
+    broker, url = registry_broker
+    tour = block.replace("127.0.0.1:9092", broker.bootstrap).replace("http://127.0.0.1:8081", url)
+    exec(compile(tour, "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["{'id': 0, 'amount': 0.0}", "{'id': 1, 'amount': 2.5}", "{'id': 2, 'amount': 5.0}"]
+
+
+@pytest.fixture
+def registry_broker(broker_factory: Any) -> tuple[Any, str]:
+    from schooner.storage.redis.embedded import free_port
+
+    port = free_port()
+    return broker_factory(schema_registry_port=port), f"http://127.0.0.1:{port}"
 
 
 def test_group_keys_are_documented() -> None:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..schemas import SCHEMA_TYPES, Dependency, ParsedSchema, SchemaError, compatibility, parse
 from ..storage.keys import Keyspace
-from ..storage.redis.calls import Call
+from ..storage.redis.calls import Call, Steps
 from ..storage.schemas import registry as state
 from ..storage.schemas.registry import Reference, StoredSchema, Version
 from . import errors
@@ -38,6 +38,8 @@ class Runs(Protocol):
     ks: Keyspace
 
     async def run(self, call: Call[T]) -> T: ...
+
+    async def drive(self, steps: Steps[T]) -> T: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,25 +201,16 @@ class SchemaRegistry:
         return found
 
     # -- parsing -----------------------------------------------------------------------------------
-    async def _dependencies(self, references: Sequence[Reference], seen: set[str]) -> list[Dependency]:
+    async def _dependencies(self, references: Sequence[Reference]) -> list[Dependency]:
         """The referenced schemas, dependencies first, each once."""
-        found: list[Dependency] = []
-        for ref in references:
-            if ref.name in seen:
-                continue
-            seen.add(ref.name)
-            try:
-                target = await self.version(ref.subject, ref.version, deleted=True)
-            except errors.RegistryError as e:
-                raise errors.invalid_schema(
-                    f"reference {ref.name!r} to subject {ref.subject!r} version {ref.version}: {e.message}"
-                ) from None
-            found += await self._dependencies(target.stored.references, seen)
-            found.append(Dependency(ref.name, target.stored.schema))
-        return found
+        try:
+            found = await self.store.drive(state.dependencies(self.ks, references))
+        except state.MissingReference as e:
+            raise errors.invalid_schema(f"a reference cannot be resolved: {e}") from None
+        return [Dependency(name, text) for name, text in found]
 
     async def _parse(self, stored: StoredSchema) -> ParsedSchema:
-        dependencies = await self._dependencies(stored.references, set())
+        dependencies = await self._dependencies(stored.references)
         try:
             # A parser may take milliseconds (protoc runs as a process): not on the event loop.
             return await asyncio.to_thread(parse, stored.schema_type, stored.schema, dependencies)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import Keyspace
-from ..redis.calls import Call, command, script, text
+from ..redis.calls import Call, Steps, command, script, text
 
 DELETED = ":deleted"
 
@@ -109,6 +109,36 @@ def all_schemas(ks: Keyspace) -> Call[dict[int, StoredSchema]]:
         return {int(k): decode_schema(v) for k, v in items}
 
     return command("HGETALL", ks.schema_texts, parse=parse)
+
+
+class MissingReference(LookupError):
+    """A reference names a subject version that does not exist."""
+
+
+def dependencies(ks: Keyspace, references: Sequence[Reference]) -> Steps[list[tuple[str, str]]]:
+    """The schemas the references name, transitively, as (reference name, schema text), dependencies first
+    and each once: what a parser needs beside the schema. Soft-deleted versions still count (a schema that
+    refers to one keeps reading). MissingReference for a version that is gone."""
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def walk(refs: Sequence[Reference]) -> Steps[None]:
+        for ref in refs:
+            if ref.name in seen:
+                continue
+            seen.add(ref.name)
+            (held,) = yield [versions(ks, ref.subject)]
+            chosen = next((v for v in held if v.version == ref.version), None)
+            stored = None
+            if chosen is not None:
+                (stored,) = yield [schema(ks, chosen.schema_id)]
+            if stored is None:
+                raise MissingReference(f"subject {ref.subject!r} has no version {ref.version}")
+            yield from walk(stored.references)
+            found.append((ref.name, stored.schema))
+
+    yield from walk(references)
+    return found
 
 
 def id_of(ks: Keyspace, fingerprint: str) -> Call[int | None]:
