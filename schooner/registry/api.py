@@ -15,9 +15,11 @@ from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..schemas import AVRO, SCHEMA_TYPES
 from ..storage.redis.calls import StorageError
@@ -76,7 +78,26 @@ def _answer(body: Any, status: int = 200) -> Response:
 
 
 def _error(e: RegistryError) -> Response:
-    return _answer({"error_code": e.error_code, "message": e.message}, e.status)
+    response = _answer({"error_code": e.error_code, "message": e.message}, e.status)
+    if e.status == 401:  # RFC 9110: a 401 names its scheme, as Confluent's (Jetty's Basic) does
+        response.headers["WWW-Authenticate"] = 'Basic realm="schema-registry"'
+    return response
+
+
+class _TrailingSlash:
+    """Confluent's registry (JAX-RS) serves /config/ as /config, and clients ask for it (the global config
+    of python-schema-registry-client): one trailing slash is dropped before routing, where Starlette would
+    answer a redirect. An encoded one (%2F, part of a subject) stays."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        raw = scope.get("raw_path") or path.encode()
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/") and raw.endswith(b"/"):
+            scope = {**scope, "path": path[:-1], "raw_path": raw[:-1]}
+        await self.app(scope, receive, send)
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -438,4 +459,8 @@ class RegistryApp:
         async def unexpected(request: Request, exc: Exception) -> Response:
             return _error(errors.store_error(str(exc) or type(exc).__name__))
 
-        return Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: unexpected})
+        return Starlette(
+            routes=routes,
+            middleware=[Middleware(_TrailingSlash)],
+            exception_handlers={HTTPException: http_error, Exception: unexpected},
+        )

@@ -123,13 +123,15 @@ class SchemaRegistry:
         return await self._run(state.max_id(self.ks))
 
     async def subjects(self, deleted: bool = False, prefix: str = "") -> list[str]:
-        found = []
-        for subject in await self._run(state.subjects(self.ks)):
-            if not subject.startswith(prefix):
-                continue
-            if deleted or any(not v.deleted for v in await self._versions(subject)):
-                found.append(subject)
-        return found
+        every = await self.store.drive(state.every_version(self.ks))
+        return [
+            subject
+            for subject, versions in sorted(every.items())
+            if subject.startswith(prefix) and (deleted or any(not v.deleted for v in versions))
+        ]
+
+    async def _schemas(self, ids: Sequence[int]) -> dict[int, StoredSchema]:
+        return await self._run(state.schemas(self.ks, ids)) if ids else {}
 
     async def _versions(self, subject: str) -> list[Version]:
         return await self._run(state.versions(self.ks, subject))
@@ -164,11 +166,13 @@ class SchemaRegistry:
 
     async def uses_of(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
         """(subject, version) of every version holding the schema."""
-        found = []
-        for subject in await self._run(state.subjects(self.ks)):
-            for v in await self._versions(subject):
-                if v.schema_id == schema_id and (deleted or not v.deleted):
-                    found.append((subject, v.version))
+        every = await self.store.drive(state.every_version(self.ks))
+        found = [
+            (subject, v.version)
+            for subject, versions in sorted(every.items())
+            for v in versions
+            if v.schema_id == schema_id and (deleted or not v.deleted)
+        ]
         if not found and not deleted:
             await self.schema(schema_id)  # 40403 for an id no version holds
         return found
@@ -176,29 +180,30 @@ class SchemaRegistry:
     async def referenced_by(self, subject: str, version: int | None) -> list[int]:
         """Ids of the live schemas whose references name this version."""
         target = await self.version(subject, version)
-        found = set()
-        for subject_name in await self._run(state.subjects(self.ks)):
-            for v in await self._versions(subject_name):
-                if v.deleted:
-                    continue
-                stored = await self._run(state.schema(self.ks, v.schema_id))
-                if stored and any(
-                    r.subject == target.subject and r.version == target.version for r in stored.references
-                ):
-                    found.add(v.schema_id)
-        return sorted(found)
+        every = await self.store.drive(state.every_version(self.ks))
+        live = {v.schema_id for versions in every.values() for v in versions if not v.deleted}
+        stored = await self._schemas(sorted(live))
+        return sorted(
+            schema_id
+            for schema_id, schema in stored.items()
+            if any(r.subject == target.subject and r.version == target.version for r in schema.references)
+        )
 
     async def every_schema(
         self, prefix: str = "", deleted: bool = False, latest_only: bool = False
     ) -> list[SubjectVersion]:
-        found = []
-        for subject in await self.subjects(deleted, prefix):
-            versions = [v for v in await self._versions(subject) if deleted or not v.deleted]
-            for v in versions[-1:] if latest_only else versions:
-                stored = await self._run(state.schema(self.ks, v.schema_id))
-                if stored is not None:
-                    found.append(SubjectVersion(subject, v.version, v.schema_id, stored, v.deleted))
-        return found
+        every = await self.store.drive(state.every_version(self.ks))
+        chosen: list[tuple[str, Version]] = []
+        for subject, versions in sorted(every.items()):
+            shown = [v for v in versions if deleted or not v.deleted]
+            if subject.startswith(prefix):
+                chosen += [(subject, v) for v in (shown[-1:] if latest_only else shown)]
+        stored = await self._schemas([v.schema_id for _, v in chosen])
+        return [
+            SubjectVersion(subject, v.version, v.schema_id, stored[v.schema_id], v.deleted)
+            for subject, v in chosen
+            if v.schema_id in stored
+        ]
 
     # -- parsing -----------------------------------------------------------------------------------
     async def _dependencies(self, references: Sequence[Reference]) -> list[Dependency]:

@@ -60,14 +60,23 @@ class SchemaValidation:
         self._ids[subject] = (now, ids)
         return ids
 
-    async def _allowed(self, subject: str, schema_id: int) -> bool:
-        return schema_id in await self._subject_ids(subject, False) or schema_id in await self._subject_ids(
-            subject, True
-        )
+    async def _allowed(self, subject: str, schema_id: int, refreshed: set[str]) -> bool:
+        """Whether the id is a live version of the subject; an id not among the kept ones is looked up again,
+        once per subject and request (a batch of bad records costs one read, not one per record)."""
+        if schema_id in await self._subject_ids(subject, False):
+            return True
+        if subject in refreshed:
+            return False
+        refreshed.add(subject)
+        return schema_id in await self._subject_ids(subject, True)
+
+    @staticmethod
+    def _strategy(topic: Topic, is_key: bool) -> str:
+        name = config.KEY_SUBJECT_STRATEGY if is_key else config.VALUE_SUBJECT_STRATEGY
+        return wire.strategy(topic.configs.get(name, wire.TOPIC_NAME))
 
     async def _subject(self, topic: Topic, is_key: bool, schema_id: int) -> str | None:
-        name = config.KEY_SUBJECT_STRATEGY if is_key else config.VALUE_SUBJECT_STRATEGY
-        strategy = wire.strategy(topic.configs.get(name, wire.TOPIC_NAME))
+        strategy = self._strategy(topic, is_key)
         if strategy == wire.TOPIC_NAME:
             return wire.topic_subject(topic.name, is_key)
         try:
@@ -76,7 +85,7 @@ class SchemaValidation:
             return None
         return wire.record_subject(strategy, topic.name, names[0]) if names else None
 
-    async def _why(self, topic: Topic, is_key: bool, data: bytes | None) -> str | None:
+    async def _why(self, topic: Topic, is_key: bool, data: bytes | None, refreshed: set[str]) -> str | None:
         part = "key" if is_key else "value"
         schema_id = wire.schema_id(data)
         if schema_id is None:
@@ -86,24 +95,36 @@ class SchemaValidation:
             return (
                 f"schema id {schema_id} of the record's {part} names no registered schema with a record name"
             )
-        if not await self._allowed(subject, schema_id):
+        if not await self._allowed(subject, schema_id, refreshed):
             return f"schema id {schema_id} of the record's {part} is not a version of subject {subject!r}"
         return None
 
     async def check(self, topic: Topic, batches: Sequence[ProducedBatch]) -> Refusal | None:
-        """Why the batches' records may not be stored, or None when every one may."""
-        keys = topic.configs.get(config.KEY_SCHEMA_VALIDATION) == "true"
-        values = topic.configs.get(config.VALUE_SCHEMA_VALIDATION) == "true"
-        refused: list[tuple[int, str]] = []
+        """Why the batches' records may not be stored, or None when every one may. The common case (every id
+        among the subject's kept ids, TopicNameStrategy) is one set lookup per record, no await."""
+        parts = [is_key for is_key, name in ((True, config.KEY_SCHEMA_VALIDATION),
+                 (False, config.VALUE_SCHEMA_VALIDATION)) if topic.configs.get(name) == "true"]  # fmt: skip
+        known: dict[bool, frozenset[int]] = {}
+        for is_key in parts:
+            if self._strategy(topic, is_key) == wire.TOPIC_NAME:
+                known[is_key] = await self._subject_ids(wire.topic_subject(topic.name, is_key), False)
+        doubtful: list[tuple[int, bool, bytes | None]] = []
         for batch in batches:
             for index, record in enumerate(batch.records):
-                why = (await self._why(topic, True, record.key)) if keys else None
-                if why is None and values:
-                    why = await self._why(topic, False, record.value)
+                for is_key in parts:
+                    data = record.key if is_key else record.value
+                    ids = known.get(is_key)
+                    if ids is None or wire.schema_id(data) not in ids:
+                        doubtful.append((index, is_key, data))
+        refused: dict[int, str] = {}
+        refreshed: set[str] = set()
+        for index, is_key, data in doubtful:
+            if index not in refused:
+                why = await self._why(topic, is_key, data, refreshed)
                 if why is not None:
-                    refused.append((index, why))
+                    refused[index] = why
         if not refused:
             return None
-        first = refused[0][1]
+        first = next(iter(refused.values()))
         message = f"{len(refused)} record(s) refused by schema validation; the first: {first}"
-        return Refusal(message, refused)
+        return Refusal(message, sorted(refused.items()))

@@ -88,6 +88,25 @@ def subjects(ks: Keyspace) -> Call[list[str]]:
     return command("SMEMBERS", ks.schema_subjects, parse=lambda reply: sorted(text(s) for s in reply))
 
 
+def every_version(ks: Keyspace) -> Steps[dict[str, list[Version]]]:
+    """Every subject's versions (soft-deleted ones included), in two round trips whatever their number."""
+    (names,) = yield [subjects(ks)]
+    if not names:
+        return {}
+    held = yield [versions(ks, name) for name in names]
+    return dict(zip(names, held, strict=True))
+
+
+def schemas(ks: Keyspace, ids: Sequence[int]) -> Call[dict[int, StoredSchema]]:
+    """The schemas of the ids that have one, in one round trip."""
+    wanted = list(dict.fromkeys(ids))
+
+    def parse(reply: Any) -> dict[int, StoredSchema]:
+        return {i: decode_schema(raw) for i, raw in zip(wanted, reply, strict=True) if raw is not None}
+
+    return command("HMGET", ks.schema_texts, *map(str, wanted), parse=parse)
+
+
 def schema(ks: Keyspace, schema_id: int) -> Call[StoredSchema | None]:
     return command(
         "HGET", ks.schema_texts, str(schema_id), parse=lambda raw: None if raw is None else decode_schema(raw)
