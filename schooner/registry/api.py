@@ -235,12 +235,18 @@ class RegistryApp:
         return _raw_schema(await caller.registry.schema(self._id(request)))
 
     async def schema_subjects(self, request: Request, caller: Caller) -> Response:
-        uses = await caller.registry.uses_of(self._id(request), _flag(request, "deleted"))
+        uses = await self._uses(request, caller)
         return _answer(sorted({subject for subject, _ in uses}))
 
     async def schema_versions(self, request: Request, caller: Caller) -> Response:
-        uses = await caller.registry.uses_of(self._id(request), _flag(request, "deleted"))
+        uses = await self._uses(request, caller)
         return _answer([{"subject": subject, "version": version} for subject, version in uses])
+
+    async def _uses(self, request: Request, caller: Caller) -> list[tuple[str, int]]:
+        """The versions holding the id, among the subjects the caller may read (as /subjects lists them)."""
+        uses = await caller.registry.uses_of(self._id(request), _flag(request, "deleted"))
+        readable = {s for s, _ in uses if await self.access.allowed(caller, request, READ, s)}
+        return [(subject, version) for subject, version in uses if subject in readable]
 
     @staticmethod
     def _id(request: Request) -> int:

@@ -62,41 +62,51 @@ too much, not too little.
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from jsonschema.protocols import Validator
 from referencing import Specification
 from referencing.exceptions import Unresolvable
 
-if TYPE_CHECKING:
-    from referencing._core import Resolver  # not exported by the package, but its lookups return it
+from .json_keywords import (
+    ALL_TYPES,
+    Case,
+    Issue,
+    Kind,
+    Node,
+    as_list,
+    as_mapping,
+    as_strings,
+    case_types,
+    content_difference,
+    content_kind,
+    covers,
+    declared_types,
+    escaped,
+    extra_governing,
+    item_form,
+    item_governing,
+    json_type,
+    max_issues,
+    min_issues,
+    number_issues,
+    pattern_governing,
+    prefixed,
+    product,
+    property_governing,
+    string_issues,
+)
 
-# A difference type and the JSON pointer, relative to the compared subschema, where it was found.
-Issue = tuple[str, str]
-# How a schema governs one property name (or array position): a subschema of its own, any value, a
-# catch-all schema (additionalProperties / patternProperties / additionalItems), or not at all.
-Kind = Literal["declared", "open", "partial", "closed"]
-Case = list["Node"]
+if TYPE_CHECKING:
+    pass  # not exported by the package, but its lookups return it
+
 # How one schema governs a given name or position: its kind and the subschemas that apply.
 Governing = Callable[[Any], tuple[Kind, list[Any]]]
 
-# "integer" is not listed: it is a part of "number".
-ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number"})
-MAX_CASES = 64
 MAX_DEPTH = 100
 DEPENDENCY_KEYWORDS = ("dependencies", "dependentRequired", "dependentSchemas")
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A subschema and the resolver its "$ref"s resolve with (its document and base URI)."""
-
-    schema: Any
-    resolver: Resolver[Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +167,7 @@ class _Checker:
     def _cases(self, wnodes: Sequence[Node]) -> list[Case]:
         cases: list[Case] = [[]]
         for n in wnodes:
-            cases = _product(cases, self._flatten(n, frozenset()))
+            cases = product(cases, self._flatten(n, frozenset()))
         return cases
 
     def _flatten(self, n: Node, seen: frozenset[int]) -> list[Case]:
@@ -178,15 +188,15 @@ class _Checker:
                 return parts[0] if parts else [[]]
         # The node itself carries its plain keywords; the checks below never read its combinators.
         parts.append([[n]])
-        for member in _list(s.get("allOf")):
+        for member in as_list(s.get("allOf")):
             parts.append(self._flatten(self._child(self.writer, n, member), seen))
         for keyword in ("anyOf", "oneOf"):
             if keyword in s:
-                branches = [self._flatten(self._child(self.writer, n, b), seen) for b in _list(s[keyword])]
+                branches = [self._flatten(self._child(self.writer, n, b), seen) for b in as_list(s[keyword])]
                 parts.append([case for cases in branches for case in cases])
         cases: list[Case] = [[]]
         for part in parts:
-            cases = _product(cases, part)
+            cases = product(cases, part)
         return cases
 
     def _case(self, case: Case, r: Node, depth: int) -> list[Issue]:
@@ -210,7 +220,7 @@ class _Checker:
                 candidates = list(n.schema["enum"])
                 break
         if candidates is None:
-            types = _case_types(case)
+            types = case_types(case)
             if types is None or not types or not types <= {"null", "boolean"}:
                 return None
             candidates = ([None] if "null" in types else []) + ([False, True] if "boolean" in types else [])
@@ -250,19 +260,19 @@ class _Checker:
         s = r.schema
         issues: list[Issue] = []
         # The writer's own combinations, as written, name the difference (the case is one branch of them).
-        w_product = max((len(_list(n.schema.get("allOf"))) for n in case), default=0)
-        w_sum = max((len(_list(n.schema.get(k))) for n in case for k in ("anyOf", "oneOf")), default=0)
-        members = _list(s.get("allOf"))
+        w_product = max((len(as_list(n.schema.get("allOf"))) for n in case), default=0)
+        w_sum = max((len(as_list(n.schema.get(k))) for n in case for k in ("anyOf", "oneOf")), default=0)
+        members = as_list(s.get("allOf"))
         for i, member in enumerate(members):
             sub = self._check(case, self._child(self.reader, r, member), depth, rseen, values)
             if sub and len(members) > w_product:
                 issues.append(("PRODUCT_TYPE_EXTENDED", "/allOf"))
                 break
-            issues.extend(_prefix(f"/allOf/{i}", sub))
+            issues.extend(prefixed(f"/allOf/{i}", sub))
         for keyword in ("anyOf", "oneOf"):
             if keyword not in s:
                 continue
-            branches = _list(s[keyword])
+            branches = as_list(s[keyword])
             results: list[list[Issue]] = []
             for b in branches:
                 results.append(self._check(case, self._child(self.reader, r, b), depth, rseen, values))
@@ -276,7 +286,7 @@ class _Checker:
                 issues.append(("COMBINED_TYPE_SUBSCHEMAS_CHANGED", f"/{keyword}"))
             else:
                 closest = min(range(len(results)), key=lambda j: len(results[j]))
-                issues.extend(_prefix(f"/{keyword}/{closest}", results[closest]))
+                issues.extend(prefixed(f"/{keyword}/{closest}", results[closest]))
         return issues
 
     def _not(self, case: Case, r: Node, depth: int) -> list[Issue]:
@@ -291,15 +301,15 @@ class _Checker:
 
     def _plain(self, case: Case, r: Node, depth: int, values: list[Any] | None) -> list[Issue]:
         s = r.schema
-        written = {_json_type(v) for v in values} if values is not None else _case_types(case)
+        written = {json_type(v) for v in values} if values is not None else case_types(case)
         if written is not None and not written:
             return []  # the case's types exclude each other: the writer writes nothing here
         written = written if written is not None else set(ALL_TYPES)
         issues: list[Issue] = []
         read = written
-        rtypes = _types(s)
+        rtypes = declared_types(s)
         if rtypes is not None:
-            lost = {t for t in written if not _covers(rtypes, t)}
+            lost = {t for t in written if not covers(rtypes, t)}
             if lost:
                 narrowed = lost != written or (written == {"number"} and "integer" in rtypes)
                 issues.append(("TYPE_NARROWED" if narrowed else "TYPE_CHANGED", ""))
@@ -309,9 +319,9 @@ class _Checker:
             if values is None or any(not listed.is_valid(v) for v in values):
                 issues.append(("ENUM_ARRAY_NARROWED", ""))
         if "string" in read:
-            issues.extend(_string_issues(case, s))
+            issues.extend(string_issues(case, s))
         if read & {"number", "integer"}:
-            issues.extend(_number_issues(case, s, integers_only=read <= {"integer"}))
+            issues.extend(number_issues(case, s, integers_only=read <= {"integer"}))
         if "object" in read:
             issues.extend(self._object_issues(case, r, depth))
         if "array" in read:
@@ -322,18 +332,18 @@ class _Checker:
 
     def _object_issues(self, case: Case, r: Node, depth: int) -> list[Issue]:
         s = r.schema
-        issues = _max_issues(case, s, "maxProperties", "MAX_PROPERTIES")
-        issues += _min_issues(case, s, "minProperties", "MIN_PROPERTIES")
-        w_required = {p for n in case for p in _strings(n.schema.get("required"))}
-        r_required = _strings(s.get("required"))
-        r_properties = _mapping(s.get("properties"))
+        issues = max_issues(case, s, "maxProperties", "MAX_PROPERTIES")
+        issues += min_issues(case, s, "minProperties", "MIN_PROPERTIES")
+        w_required = {p for n in case for p in as_strings(n.schema.get("required"))}
+        r_required = as_strings(s.get("required"))
+        r_properties = as_mapping(s.get("properties"))
         names = dict.fromkeys(
-            [*(p for n in case for p in _mapping(n.schema.get("properties"))), *r_properties, *r_required]
+            [*(p for n in case for p in as_mapping(n.schema.get("properties"))), *r_properties, *r_required]
         )
         for p in names:
-            at = "/properties/" + _escape(p)
-            wkind, wnodes = self._writer_governing(case, functools.partial(_property_governing, p=p))
-            rkind, rsubs = _property_governing(s, p)
+            at = "/properties/" + escaped(p)
+            wkind, wnodes = self._writer_governing(case, functools.partial(property_governing, p=p))
+            rkind, rsubs = property_governing(s, p)
             if p in r_required and p not in w_required:
                 declared = r_properties.get(p)
                 if isinstance(declared, Mapping) and "default" in declared:
@@ -348,44 +358,44 @@ class _Checker:
         issues += self._other_properties(case, r, depth)
         issues += self._dependency_issues(case, r, w_required, depth)
         names_schema = s.get("propertyNames")
-        if names_schema is not None and _content_kind(names_schema) != "open":
+        if names_schema is not None and content_kind(names_schema) != "open":
             wnames = [
                 self._child(self.writer, n, n.schema["propertyNames"])
                 for n in case
                 if "propertyNames" in n.schema
             ]
             sub = self.compare(wnames, self._child(self.reader, r, names_schema), depth + 1)
-            issues += _prefix("/propertyNames", sub)
+            issues += prefixed("/propertyNames", sub)
         return issues
 
     def _other_properties(self, case: Case, r: Node, depth: int) -> list[Issue]:
         """Property names neither side declares: patternProperties and additionalProperties."""
         s = r.schema
         issues: list[Issue] = []
-        r_patterns = _mapping(s.get("patternProperties"))
+        r_patterns = as_mapping(s.get("patternProperties"))
         r_extra = s.get("additionalProperties", True)
-        r_extra_kind = _content_kind(r_extra)
+        r_extra_kind = content_kind(r_extra)
         for pattern, sub_schema in r_patterns.items():
             # Names matching a reader pattern: governed in the writer by the same pattern, else by its
             # catch-all when it has no other pattern (patterns are compared as written, not by meaning).
             wkind, wnodes = self._writer_governing(
-                case, functools.partial(_pattern_governing, pattern=pattern)
+                case, functools.partial(pattern_governing, pattern=pattern)
             )
             if wkind == "closed":
                 continue
             sub = self.compare(wnodes, self._child(self.reader, r, sub_schema), depth + 1)
-            issues += _prefix("/patternProperties/" + _escape(pattern), sub)
+            issues += prefixed("/patternProperties/" + escaped(pattern), sub)
         if r_extra_kind == "open":
             return issues
         extra_node = self._child(self.reader, r, r_extra)
         name = f"ADDITIONAL_PROPERTIES_{'REMOVED' if r_extra_kind == 'closed' else 'NARROWED'}"
         for n in case:
-            for pattern, sub_schema in _mapping(n.schema.get("patternProperties")).items():
+            for pattern, sub_schema in as_mapping(n.schema.get("patternProperties")).items():
                 if pattern not in r_patterns:
                     wnode = self._child(self.writer, n, sub_schema)
                     if self.compare([wnode], extra_node, depth + 1):
                         issues.append((name, "/additionalProperties"))
-        wkind, wnodes = self._writer_governing(case, _extra_governing)
+        wkind, wnodes = self._writer_governing(case, extra_governing)
         if wkind != "closed" and self.compare(wnodes, extra_node, depth + 1):
             issues.append((name, "/additionalProperties"))
         return issues
@@ -393,21 +403,21 @@ class _Checker:
     def _dependency_issues(self, case: Case, r: Node, w_required: set[str], depth: int) -> list[Issue]:
         issues: list[Issue] = []
         for keyword in DEPENDENCY_KEYWORDS:
-            for p, dependency in _mapping(r.schema.get(keyword)).items():
-                wkind, _ = self._writer_governing(case, functools.partial(_property_governing, p=p))
+            for p, dependency in as_mapping(r.schema.get(keyword)).items():
+                wkind, _ = self._writer_governing(case, functools.partial(property_governing, p=p))
                 if wkind == "closed":
                     continue  # the writer never writes p: the dependency never applies
-                at = f"/{keyword}/{_escape(p)}"
+                at = f"/{keyword}/{escaped(p)}"
                 w_dependencies = [
-                    (n, _mapping(n.schema.get(k))[p])
+                    (n, as_mapping(n.schema.get(k))[p])
                     for n in case
                     for k in DEPENDENCY_KEYWORDS
-                    if p in _mapping(n.schema.get(k))
+                    if p in as_mapping(n.schema.get(k))
                 ]
-                w_arrays = [set(_strings(d)) for _, d in w_dependencies if isinstance(d, list)]
+                w_arrays = [set(as_strings(d)) for _, d in w_dependencies if isinstance(d, list)]
                 if isinstance(dependency, list):
                     guaranteed = w_required.union(*w_arrays)
-                    if any(q not in guaranteed for q in _strings(dependency)):
+                    if any(q not in guaranteed for q in as_strings(dependency)):
                         name = "DEPENDENCY_ARRAY_EXTENDED" if w_arrays else "DEPENDENCY_ARRAY_ADDED"
                         issues.append((name, at))
                     continue
@@ -416,25 +426,25 @@ class _Checker:
                 ]
                 sub = self.compare([*case, *w_schemas], self._child(self.reader, r, dependency), depth + 1)
                 if sub:
-                    issues += _prefix(at, sub) if w_schemas else [("DEPENDENCY_SCHEMA_ADDED", at)]
+                    issues += prefixed(at, sub) if w_schemas else [("DEPENDENCY_SCHEMA_ADDED", at)]
         return issues
 
     # Arrays.
 
     def _array_issues(self, case: Case, r: Node, depth: int) -> list[Issue]:
         s = r.schema
-        issues = _max_issues(case, s, "maxItems", "MAX_ITEMS")
-        issues += _min_issues(case, s, "minItems", "MIN_ITEMS")
+        issues = max_issues(case, s, "maxItems", "MAX_ITEMS")
+        issues += min_issues(case, s, "minItems", "MIN_ITEMS")
         if s.get("uniqueItems") is True and not any(n.schema.get("uniqueItems") is True for n in case):
             issues.append(("UNIQUE_ITEMS_ADDED", ""))
-        r_form = _item_form(s)
-        length = max([len(r_form.prefix), *(len(_item_form(n.schema).prefix) for n in case)])
+        r_form = item_form(s)
+        length = max([len(r_form.prefix), *(len(item_form(n.schema).prefix) for n in case)])
         positions: list[int | None] = [*range(length), None]
         for i in positions:
-            wkind, wnodes = self._writer_governing(case, functools.partial(_item_governing, i=i))
+            wkind, wnodes = self._writer_governing(case, functools.partial(item_governing, i=i))
             if wkind == "closed":
                 continue
-            rkind, rsubs = _item_governing(s, i)
+            rkind, rsubs = item_governing(s, i)
             declared = i is not None and i < len(r_form.prefix)
             at = f"/{r_form.prefix_keyword}/{i}" if declared else f"/{r_form.rest_keyword}"
             # Without tuples on either side "items" is simply a subschema: its own differences are named.
@@ -474,8 +484,8 @@ class _Checker:
         for sub_schema in rsubs:
             sub = self.compare(wnodes, self._child(self.reader, r, sub_schema), depth + 1)
             if sub:
-                name = _content_difference(noun, wkind, rkind) if noun else None
-                issues += [(name, at)] if name else _prefix(at, sub)
+                name = content_difference(noun, wkind, rkind) if noun else None
+                issues += [(name, at)] if name else prefixed(at, sub)
         return issues
 
     # Helpers bound to a side.
@@ -501,263 +511,3 @@ class _Checker:
             self._flipped = _Checker(self.reader, self.writer, self._memo, self._active, not self._forward)
             self._flipped._flipped = self
         return self._flipped
-
-
-def _content_difference(noun: str, wkind: Kind, rkind: Kind) -> str | None:
-    """The name of a difference in how the two sides govern a name or position, None for a nested one."""
-    extra = "ADDITIONAL_PROPERTIES" if noun == "PROPERTY" else "ADDITIONAL_ITEMS"
-    if wkind != "declared" and rkind != "declared":
-        return f"{extra}_REMOVED" if rkind == "closed" else f"{extra}_NARROWED"
-    if rkind == "closed":
-        return f"{noun}_REMOVED_FROM_CLOSED_CONTENT_MODEL"
-    if rkind == "partial" and wkind == "declared":
-        return f"{noun}_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-    if rkind == "declared" and wkind == "open":
-        return f"{noun}_ADDED_TO_OPEN_CONTENT_MODEL"
-    if rkind == "declared" and wkind == "partial":
-        return f"{noun}_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-    return None
-
-
-def _content_kind(extra: Any) -> Kind:
-    if extra is False:
-        return "closed"
-    if extra is True or extra == {}:
-        return "open"
-    return "partial"
-
-
-def _catch_all(extra: Any) -> tuple[Kind, list[Any]]:
-    kind = _content_kind(extra)
-    return kind, [] if kind == "open" else [extra]  # closed: [False], which rejects whatever comes
-
-
-def _property_governing(s: Any, p: str) -> tuple[Kind, list[Any]]:
-    if not isinstance(s, Mapping):
-        return _catch_all(s)
-    declared = _mapping(s.get("properties"))
-    matched = [v for pattern, v in _mapping(s.get("patternProperties")).items() if _search(pattern, p)]
-    if p in declared:
-        return "declared", [declared[p], *matched]
-    if matched:
-        return "partial", matched
-    return _catch_all(s.get("additionalProperties", True))
-
-
-def _pattern_governing(s: Any, pattern: str) -> tuple[Kind, list[Any]]:
-    if not isinstance(s, Mapping):
-        return _catch_all(s)
-    patterns = _mapping(s.get("patternProperties"))
-    if pattern in patterns:
-        return "declared", [patterns[pattern]]
-    if patterns:
-        return "open", []  # another pattern may match the same names: taken as allowing any value
-    return _catch_all(s.get("additionalProperties", True))
-
-
-def _extra_governing(s: Any) -> tuple[Kind, list[Any]]:
-    return _catch_all(s.get("additionalProperties", True) if isinstance(s, Mapping) else s)
-
-
-@dataclass(frozen=True, slots=True)
-class _ItemForm:
-    prefix: list[Any]  # the tuple's positions
-    rest: Any  # the schema of the items after them (of all items without a tuple)
-    prefix_keyword: str
-    rest_keyword: str
-
-
-def _item_form(s: Mapping[str, Any]) -> _ItemForm:
-    if "prefixItems" in s:
-        return _ItemForm(_list(s["prefixItems"]), s.get("items", True), "prefixItems", "items")
-    items = s.get("items", True)
-    if isinstance(items, list):
-        return _ItemForm(items, s.get("additionalItems", True), "items", "additionalItems")
-    return _ItemForm([], items, "items", "items")
-
-
-def _item_governing(s: Any, i: int | None) -> tuple[Kind, list[Any]]:
-    if not isinstance(s, Mapping):
-        return _catch_all(s)
-    form = _item_form(s)
-    if i is not None and i < len(form.prefix):
-        return "declared", [form.prefix[i]]
-    return _catch_all(form.rest)
-
-
-# Keyword-level checks: the case's tightest constraint against the reader's.
-
-
-def _types(s: Mapping[str, Any]) -> set[str] | None:
-    t = s.get("type")
-    if isinstance(t, str):
-        return {t}
-    if isinstance(t, list):
-        return {x for x in t if isinstance(x, str)}
-    return None
-
-
-def _case_types(case: Case) -> set[str] | None:
-    """The types a case writes (None: any), "integer" standing for the integers among numbers."""
-    result: set[str] | None = None
-    for n in case:
-        t = _types(n.schema)
-        if t is not None:
-            result = t if result is None else _meet(result, t)
-    return result
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _meet(a: set[str], b: set[str]) -> set[str]:
-    both = a & b
-    if ("integer" in a and "number" in b) or ("integer" in b and "number" in a):
-        both.add("integer")
-    return both
-
-
-def _covers(types: set[str], t: str) -> bool:
-    return t in types or (t == "integer" and "number" in types)
-
-
-def _string_issues(case: Case, s: Mapping[str, Any]) -> list[Issue]:
-    issues = _max_issues(case, s, "maxLength", "MAX_LENGTH")
-    issues += _min_issues(case, s, "minLength", "MIN_LENGTH")
-    pattern = s.get("pattern")
-    if isinstance(pattern, str):
-        written = {n.schema["pattern"] for n in case if isinstance(n.schema.get("pattern"), str)}
-        if pattern not in written:
-            issues.append(("PATTERN_CHANGED" if written else "PATTERN_ADDED", ""))
-    return issues
-
-
-def _max_issues(case: Case, s: Mapping[str, Any], keyword: str, name: str) -> list[Issue]:
-    limit = _number(s.get(keyword))
-    if limit is None:
-        return []
-    written = [v for n in case if (v := _number(n.schema.get(keyword))) is not None]
-    if not written:
-        return [(f"{name}_ADDED", "")]
-    return [(f"{name}_DECREASED", "")] if min(written) > limit else []
-
-
-def _min_issues(case: Case, s: Mapping[str, Any], keyword: str, name: str) -> list[Issue]:
-    limit = _number(s.get(keyword))
-    if limit is None or limit <= 0:
-        return []  # a count or length is at least 0 anyway
-    written = [v for n in case if (v := _number(n.schema.get(keyword))) is not None]
-    if not written:
-        return [(f"{name}_ADDED", "")]
-    return [(f"{name}_INCREASED", "")] if max(written) < limit else []
-
-
-Bound = tuple[float, bool, str]  # value, exclusive, the difference type's stem
-
-
-def _bounds(s: Mapping[str, Any], upper: bool) -> list[Bound]:
-    inclusive, exclusive = ("maximum", "exclusiveMaximum") if upper else ("minimum", "exclusiveMinimum")
-    stem = inclusive.upper()
-    out: list[Bound] = []
-    value = _number(s.get(inclusive))
-    if value is not None:
-        out.append((value, s.get(exclusive) is True, stem))  # draft 4: exclusiveMaximum is a flag
-    value = _number(s.get(exclusive))
-    if value is not None:
-        out.append((value, True, "EXCLUSIVE_" + stem))
-    return out
-
-
-def _implies(writer: Bound, reader: Bound, upper: bool) -> bool:
-    if writer[0] == reader[0]:
-        return writer[1] or not reader[1]
-    return writer[0] < reader[0] if upper else writer[0] > reader[0]
-
-
-def _number_issues(case: Case, s: Mapping[str, Any], integers_only: bool) -> list[Issue]:
-    issues: list[Issue] = []
-    for upper in (True, False):
-        written = [b for n in case for b in _bounds(n.schema, upper)]
-        for bound in _bounds(s, upper):
-            if not written:
-                issues.append((f"{bound[2]}_ADDED", ""))
-            elif not any(_implies(w, bound, upper) for w in written):
-                issues.append((f"{bound[2]}_{'DECREASED' if upper else 'INCREASED'}", ""))
-    step = _decimal(s.get("multipleOf"))
-    if step is not None:
-        steps = [d for n in case if (d := _decimal(n.schema.get("multipleOf"))) is not None]
-        # Integers are all multiples of 1, hence of any divisor of 1.
-        if not any(w % step == 0 for w in [*steps, *([Decimal(1)] if integers_only else [])]):
-            if not steps:
-                issues.append(("MULTIPLE_OF_ADDED", ""))
-            elif any(step % w == 0 for w in steps):
-                issues.append(("MULTIPLE_OF_EXPANDED", ""))
-            else:
-                issues.append(("MULTIPLE_OF_CHANGED", ""))
-    return issues
-
-
-# Small helpers.
-
-
-def _product(cases: list[Case], part: list[Case]) -> list[Case]:
-    if len(cases) * len(part) > MAX_CASES:
-        return cases  # too many cases: leave this writer constraint out (reports more, never less)
-    return [[*a, *b] for a in cases for b in part]
-
-
-def _prefix(at: str, issues: Iterable[Issue]) -> list[Issue]:
-    return [(name, at + path) for name, path in issues]
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def _number(x: Any) -> float | None:
-    return x if isinstance(x, int | float) and not isinstance(x, bool) else None
-
-
-def _decimal(x: Any) -> Decimal | None:
-    if _number(x) is None:
-        return None
-    try:
-        return Decimal(str(x))  # exact decimal arithmetic: 0.3 is a multiple of 0.1
-    except InvalidOperation:
-        return None
-
-
-def _mapping(x: Any) -> Mapping[str, Any]:
-    return x if isinstance(x, Mapping) else {}
-
-
-def _list(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else []
-
-
-def _strings(x: Any) -> list[str]:
-    return [p for p in x if isinstance(p, str)] if isinstance(x, list) else []
-
-
-@functools.lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None  # an ECMA 262 pattern Python's re cannot read: taken as matching nothing
-
-
-def _search(pattern: str, name: str) -> bool:
-    compiled = _compiled(pattern)
-    return compiled is not None and compiled.search(name) is not None
