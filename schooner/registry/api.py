@@ -101,15 +101,17 @@ class _TrailingSlash:
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    raw = b""
+    raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
         if len(raw) > MAX_BODY:
             raise errors.RegistryError(413, 413, f"Request body is larger than {MAX_BODY} bytes")
     try:
-        doc = json.loads(raw or b"{}")
+        doc = json.loads(bytes(raw) or b"{}")
     except (ValueError, UnicodeDecodeError) as e:
         raise errors.bad_request(f"The request body is not JSON: {e}") from None
+    except RecursionError:
+        raise errors.bad_request("The request body nests too deeply") from None
     if not isinstance(doc, dict):
         raise errors.unprocessable("The request body must be a JSON object")
     return doc

@@ -221,6 +221,8 @@ class SchemaRegistry:
             return await asyncio.to_thread(parse, stored.schema_type, stored.schema, dependencies)
         except SchemaError as e:
             raise errors.invalid_schema(str(e)) from None
+        except RecursionError:
+            raise errors.invalid_schema("the schema nests too deeply") from None
 
     async def parse_new(self, schema_type: str, text: str, references: Sequence[Reference]) -> ParsedSchema:
         if schema_type not in SCHEMA_TYPES:

@@ -260,6 +260,10 @@ def test_bad_input_gets_clear_errors_and_the_registry_keeps_serving(http: httpx.
         {"name": f"f{i}_" + "x" * 200, "type": "string"} for i in range(50_000)]})  # fmt: skip
     assert len(huge) > 8 * 1024 * 1024
     assert error(register(http, "s", huge)) == (413, 413)
+    deep = "[" * 100_000 + "]" * 100_000
+    assert error(http.post("/subjects/s/versions", content=deep.encode())) == (400, 400)
+    nested = '{"type": "array", "items": ' * 3000 + '"string"' + "}" * 3000  # deeper than the parser's stack
+    assert error(register(http, "s", nested)) == (422, 42201)
     # After all that, the registry still serves.
     assert register(http, "s", USER).status_code == 200
     assert http.get("/subjects").json() == ["s"]
