@@ -10,13 +10,18 @@ from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, Descr
 from tests.conformance.peers import Peer, create_topic, differences, plain, unique
 
 TOPIC = 2
-# Schooner's own topic configs (docs/configuration.md), and the one Kafka 4.0 dropped that it still
-# takes (docs/compatibility.md).
+# Schooner's own topic configs (docs/configuration.md), the one Kafka 4.0 dropped that it still takes
+# (docs/compatibility.md), and Confluent Server's schema validation (docs/schemas.md), which Apache Kafka
+# does not have.
 SCHOONER_ONLY = {
     "schooner.offset.encoding",
     "schooner.sequence.bits",
     "schooner.trim.approximate",
     "message.timestamp.difference.max.ms",
+    "confluent.key.schema.validation",
+    "confluent.value.schema.validation",
+    "confluent.key.subject.name.strategy",
+    "confluent.value.subject.name.strategy",
 }
 
 
@@ -54,7 +59,7 @@ BROKER = 4
 # Where the broker's description differs by design (docs/compatibility.md): Schooner's own settings keep
 # their names, Kafka 4.0 dropped the timestamp difference (Schooner still takes it), and Kafka leaves
 # log.retention.ms unset in favour of log.retention.hours.
-SCHOONER_BROKER_ONLY_PREFIXES = ("archive_", "cold_store_", "schooner.")
+SCHOONER_BROKER_ONLY_PREFIXES = ("archive_", "cold_store_", "schooner.", "confluent.")
 SCHOONER_BROKER_ONLY = {"log.message.timestamp.difference.max.ms", "remote.storage.enable"}
 # Set for the tests on one side and not the other: where they come from differs, not what they mean.
 SET_FOR_THE_TEST = {"advertised.listeners", "broker.id", "num.partitions", "log.retention.ms"}
