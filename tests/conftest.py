@@ -40,6 +40,10 @@ from schooner.storage.redis.embedded_cluster import EmbeddedCluster
 from tests.certs import Certs, make_certs
 from tests.s3 import S3Server, start_s3_server, stop_s3_server
 
+# Brokers the tests start as processes serve no schema registry unless a test asks (with a free port):
+# left on, each would try the default 8081, which the README's first-command test needs for itself.
+os.environ.setdefault("SCHOONER_SCHEMA_REGISTRY_PORT", "0")
+
 ON_CLUSTER = os.environ.get("SCHOONER_TEST_REDIS", "") == "cluster"
 CLUSTER_NODE_TIMEOUT_MS = 2000
 

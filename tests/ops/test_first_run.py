@@ -118,12 +118,15 @@ def test_first_command_as_written_then_the_tour_then_a_restart_keeps_the_data(ne
         assert consumed_by_schooner == consumed  # `schooner consume` formats as kcat does
         for value in (b"hello", b"streams", b"world"):
             assert value.decode() in from_redis
-        python_tour, share_tour, redis_tour = _readme_blocks("python")
+        python_tour, share_tour, redis_tour, avro_tour = _readme_blocks("python")
         lines = _run_python(python_tour, newcomer_dir).splitlines()
         assert len(lines) == 10 and all("order" in line for line in lines)
         lines = _run_python(share_tour, newcomer_dir).splitlines()
         assert len(lines) == 10 and all(" 1 b'order " in line for line in lines), lines  # delivery count 1
         _run_python(redis_tour, newcomer_dir)  # reads .data/redis/url relative to the folder
+        # the schema registry on its default port, 8081, beside the broker
+        lines = _run_python(avro_tour, newcomer_dir).splitlines()
+        assert lines == ["{'id': 0, 'amount': 0.0}", "{'id': 1, 'amount': 2.5}", "{'id': 2, 'amount': 5.0}"]
     finally:
         log = _stop(proc)
     data = newcomer_dir / ".data" / "redis"
