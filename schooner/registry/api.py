@@ -367,14 +367,20 @@ class RegistryApp:
             config = own
         else:
             config = await caller.registry.config(subject)
-        return _answer({"compatibilityLevel": config.compatibility, "normalize": config.normalize})
+        doc: dict[str, Any] = {"compatibilityLevel": config.compatibility}
+        if config.normalize:  # Confluent leaves unset fields out
+            doc["normalize"] = True
+        return _answer(doc)
 
     async def put_config(self, request: Request, caller: Caller) -> Response:
         subject = request.path_params.get("subject", GLOBAL)
         await self._need(caller, request, CONFIGURE, subject or None)
         doc = await _body(request)
         config = await caller.registry.set_config(subject, doc.get("compatibility"), doc.get("normalize"))
-        return _answer({"compatibility": config.compatibility, "normalize": config.normalize})
+        answer: dict[str, Any] = {"compatibility": config.compatibility}
+        if config.normalize:
+            answer["normalize"] = True
+        return _answer(answer)
 
     async def delete_config(self, request: Request, caller: Caller) -> Response:
         subject = request.path_params.get("subject", GLOBAL)

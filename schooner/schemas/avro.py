@@ -86,6 +86,31 @@ def _reason(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
+# The attribute order Avro's Java library writes a schema in (what Confluent's registry serves): the avro
+# package writes a field's "type" before its "name".
+_FIRST_KEYS = ("type", "name", "namespace", "doc", "fields", "symbols", "items", "values", "size")
+_FIELD_FIRST_KEYS = ("name", "type", "doc", "default")
+
+
+def _in_avro_order(tree: Any, field: bool = False) -> Any:
+    if isinstance(tree, list):
+        return [_in_avro_order(item) for item in tree]
+    if not isinstance(tree, dict):
+        return tree
+    first = _FIELD_FIRST_KEYS if field else _FIRST_KEYS
+    keys = [k for k in first if k in tree] + [k for k in tree if k not in first]
+    ordered = {}
+    for key in keys:
+        value = tree[key]
+        if key == "fields" and isinstance(value, list):
+            ordered[key] = [_in_avro_order(f, field=True) for f in value]
+        elif key in ("type", "items", "values") or (key == "fields"):
+            ordered[key] = _in_avro_order(value)
+        else:
+            ordered[key] = value  # defaults and custom properties are data, not schemas
+    return ordered
+
+
 class AvroSchema:
     """A parsed Avro schema (ParsedSchema), with the named types it takes from its references."""
 
@@ -97,7 +122,7 @@ class AvroSchema:
         # fastavro's compiled reader has no bound on nesting (it overflows the C stack) nor on items of no
         # bytes; avro's slower reader bounds both, so it reads the schemas where a payload can reach them.
         self._bounded = _risky(schema)
-        tree = self._render(referenced)
+        tree = _in_avro_order(self._render(referenced))
         self._canonical = json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
         self._normalized = json.dumps(tree, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
@@ -123,7 +148,7 @@ class AvroSchema:
     def formatted(self, fmt: str) -> str | None:
         if fmt != "resolved":
             return None
-        return json.dumps(self._render({}), separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(_in_avro_order(self._render({})), separators=(",", ":"), ensure_ascii=False)
 
     def decode(self, payload: bytes) -> object:
         buf = io.BytesIO(payload)

@@ -140,7 +140,7 @@ def test_references_chain_dependencies_first() -> None:
     place = record("geo.Place", {"name": "city", "type": "geo.City"})
     refs = [Dependency("geo.City", city), Dependency("geo.Place", place)]
     parsed = avro_format.parse(record("Trip", {"name": "to", "type": "geo.Place"}), refs)
-    assert parsed.canonical() == '{"type":"record","name":"Trip","fields":[{"type":"geo.Place","name":"to"}]}'
+    assert parsed.canonical() == '{"type":"record","name":"Trip","fields":[{"name":"to","type":"geo.Place"}]}'
     assert parsed.decode(b"\x02") == {"to": {"city": "PARIS"}}
 
 

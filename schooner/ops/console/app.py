@@ -18,10 +18,11 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from ..kafka import KafkaFailure
-from . import acls, groups, messages, mq, overview, sessions, topics
+from . import acls, groups, messages, mq, overview, schemas, sessions, topics
 from .context import Console, ConsoleSettings
 from .redis_data import RedisSide
-from .render import HERE, any_error, broker_error, http_error, page
+from .registry_data import RegistryFailure
+from .render import HERE, any_error, broker_error, http_error, page, registry_error
 from .sampler import Sampler
 
 
@@ -60,14 +61,19 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             console.close()
 
     routes = [
-        *sessions.routes, *overview.routes, *topics.routes, *messages.routes, *groups.routes, *mq.routes,
-        *acls.routes,
+        *sessions.routes, *overview.routes, *topics.routes, *messages.routes, *schemas.routes, *groups.routes,
+        *mq.routes, *acls.routes,
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]  # fmt: skip
     app = Starlette(
         routes=routes,
         middleware=[Middleware(BaseHTTPMiddleware, dispatch=gate)],
-        exception_handlers={KafkaFailure: broker_error, HTTPException: http_error, Exception: any_error},
+        exception_handlers={
+            KafkaFailure: broker_error,
+            RegistryFailure: registry_error,
+            HTTPException: http_error,
+            Exception: any_error,
+        },  # fmt: skip
         lifespan=lifespan,
     )
     app.state.console = console

@@ -49,13 +49,21 @@ def _redis_url(
     metavar="SECONDS",
     help="How often the charts' throughput and lag are sampled.",
 )
+@click.option(
+    "--schema-registry",
+    "schema_registry",
+    envvar="SCHOONER_SCHEMA_REGISTRY_URL",
+    metavar="URL",
+    help="The schema registry's REST API, for the Schemas pages and decoded messages "
+    "[http://<the bootstrap server's host>:8081].",
+)
 @click.option("--log-level", default="WARNING", show_default=True)
 @with_redis_options
 @with_client_options
 def console(port: int, host: str, config_file: str | None, redis_url: str | None, data_dir: str,
             keyspace: str, client: ClientSettings, read_only: bool, sample_interval: float,
-            log_level: str) -> None:  # fmt: skip
-    """The web console: brokers, topics, messages, groups, MQ dead letters, users and ACLs.
+            schema_registry: str | None, log_level: str) -> None:  # fmt: skip
+    """The web console: brokers, topics, messages, schemas, groups, MQ dead letters, users and ACLs.
 
     With SASL client settings and no --sasl-username, each user logs in with their own credentials.
     """
@@ -65,8 +73,11 @@ def console(port: int, host: str, config_file: str | None, redis_url: str | None
 
     if sample_interval <= 0:
         raise click.BadParameter("must be above 0", param_hint="--sample-interval")
+    if schema_registry is not None and not schema_registry.startswith(("http://", "https://")):
+        raise click.BadParameter("must be an http:// or https:// URL", param_hint="--schema-registry")
     url, keyspace = _redis_url(config_file, redis_url, data_dir, keyspace)
-    settings = ConsoleSettings(client, url, keyspace, read_only, sample_interval)
-    click.echo(f"schooner console on http://{host}:{port}/ (broker {client.bootstrap_servers}"
-               f"{', read-only' if read_only else ''})")  # fmt: skip
+    settings = ConsoleSettings(client, url, keyspace, read_only, sample_interval,
+                               schema_registry_url=schema_registry)  # fmt: skip
+    click.echo(f"schooner console on http://{host}:{port}/ (broker {client.bootstrap_servers}, schema "
+               f"registry {settings.registry_url}{', read-only' if read_only else ''})")  # fmt: skip
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level.lower())

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from ..client_options import ClientSettings
 from .kafka_data import KafkaSide
 from .redis_data import RedisSide
+from .registry_data import RegistrySide, default_url
 
 SESSION_COOKIE = "schooner_console"
 MAX_SESSIONS = 1000  # past this many logins the oldest session ends (each holds a Kafka client)
@@ -24,6 +25,11 @@ class ConsoleSettings:
     read_only: bool = False
     sample_interval_s: float = 5.0
     history: int = 360  # samples kept per chart (30 minutes at 5 s)
+    schema_registry_url: str | None = None  # None: http://<the bootstrap host>:8081
+
+    @property
+    def registry_url(self) -> str:
+        return (self.schema_registry_url or default_url(self.client.bootstrap_servers)).rstrip("/")
 
     @property
     def needs_login(self) -> bool:
@@ -39,6 +45,7 @@ class Console:
     redis: RedisSide | None
     _sides: dict[str, KafkaSide] = field(default_factory=dict)  # session token -> that user's clients
     _shared: KafkaSide | None = None  # the command line's identity, when it needs no login
+    _registries: dict[KafkaSide, RegistrySide] = field(default_factory=dict)  # per identity, as its side
     _lock: threading.Lock = field(default_factory=threading.Lock)
     last_login: str | None = None  # token of the latest login: the sampler's identity under logins
 
@@ -55,7 +62,7 @@ class Console:
             self.last_login = token
             ended = [self._sides.pop(t) for t in list(self._sides)[: max(len(self._sides) - MAX_SESSIONS, 0)]]
         for old in ended:
-            old.close()
+            self._close_side(old)
         return token
 
     def logout(self, token: str) -> None:
@@ -64,7 +71,25 @@ class Console:
             if self.last_login == token:
                 self.last_login = next(reversed(self._sides), None)
         if side is not None:
-            side.close()
+            self._close_side(side)
+
+    def _close_side(self, side: KafkaSide) -> None:
+        with self._lock:
+            registry = self._registries.pop(side, None)
+        side.close()
+        if registry is not None:
+            registry.close()
+
+    def registry_of(self, side: KafkaSide) -> RegistrySide:
+        """The schema registry as the side's user (their SASL credentials as HTTP Basic), made when first
+        asked for."""
+        with self._lock:
+            registry = self._registries.get(side)
+            if registry is None:
+                registry = RegistrySide(self.settings.registry_url, side.client)
+                if side is self._shared or side in self._sides.values():  # not one logged out meanwhile
+                    self._registries[side] = registry
+            return registry
 
     def side_of(self, token: str | None) -> KafkaSide | None:
         with self._lock:
@@ -81,8 +106,12 @@ class Console:
             sides = list(self._sides.values()) + ([self._shared] if self._shared else [])
             self._sides.clear()
             self._shared = None
+            registries = list(self._registries.values())
+            self._registries.clear()
         for side in sides:
             side.close()
+        for registry in registries:
+            registry.close()
         if self.redis is not None:
             self.redis.close()
 
@@ -100,3 +129,8 @@ def kafka(request: Request) -> KafkaSide:
     if side is None:  # the gate lets no such request through; this is for safety only
         raise PermissionError("not logged in")
     return side
+
+
+def registry(request: Request) -> RegistrySide:
+    """The schema registry as this request's user."""
+    return console_of(request).registry_of(kafka(request))

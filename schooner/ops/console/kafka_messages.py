@@ -9,9 +9,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, date, datetime
+from datetime import time as time_of_day
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
@@ -19,9 +23,13 @@ from confluent_kafka.admin import OffsetSpec
 from ..kafka import KafkaFailure, build, failure
 from ..kafka.consume import parse_timestamp
 from .kafka_data import TP, KafkaSide
+from .registry_data import Decoded
 
 KEY_WINDOW = 10_000  # a key search reads at most this many of the newest records per partition
 FORMATS = ("auto", "json", "text", "hex")
+DECODED_FORMATS = ("auto", "json")  # the formats in which a schema-encoded key or value is decoded
+
+Decoder = Callable[[bytes], Decoded | None]  # RegistrySide.decode: the wire format decoded, or None
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,8 @@ class Shown:
 
     kind: str  # json, text, hex or null
     text: str
+    schema_id: int | None = None  # decoded with this registry schema (Confluent's wire format)
+    schema_type: str | None = None  # AVRO, JSON or PROTOBUF
 
 
 @dataclass(frozen=True)
@@ -44,10 +54,31 @@ class Record:
     size: int
 
 
-def show(data: bytes | None, fmt: str = "auto") -> Shown:
-    """JSON pretty-printed when it parses, text when it is printable UTF-8, hex otherwise (or as asked)."""
+def _plain(value: object) -> object:
+    """What json.dumps cannot write itself, of what the decoders give (Avro bytes and logical types)."""
+    if isinstance(value, bytes):
+        return value.hex(" ")
+    if isinstance(value, datetime | date | time_of_day):
+        return value.isoformat()
+    if isinstance(value, Decimal | UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def show(data: bytes | None, fmt: str = "auto", decoder: Decoder | None = None) -> Shown:
+    """Decoded with its schema when it is in Confluent's wire format with an id the registry knows; else
+    JSON pretty-printed when it parses, text when it is printable UTF-8, hex otherwise (or as asked)."""
     if data is None:
         return Shown("null", "null")
+    if decoder is not None and fmt in DECODED_FORMATS:
+        decoded = decoder(data)
+        if decoded is not None:
+            try:
+                text = json.dumps(decoded.value, indent=2, ensure_ascii=False, default=_plain)
+            except (TypeError, ValueError):  # a value JSON cannot carry (NaN is written, a cycle is not)
+                text = None
+            if text is not None:
+                return Shown("json", text, decoded.schema_id, decoded.schema_type)
     if fmt == "hex":
         return Shown("hex", data.hex(" "))
     try:
@@ -64,26 +95,26 @@ def show(data: bytes | None, fmt: str = "auto") -> Shown:
     return Shown("hex", data.hex(" "))
 
 
-def _record(msg: Any, fmt: str) -> Record:
+def _record(msg: Any, fmt: str, decoder: Decoder | None) -> Record:
     key, value = msg.key(), msg.value()
     headers = [(name, show(v, fmt)) for name, v in (msg.headers() or [])]
     size = len(key or b"") + len(value or b"")
     _, ts = msg.timestamp()
-    return Record(
-        msg.topic(), msg.partition(), msg.offset(), ts, show(key, fmt), show(value, fmt), headers, size
-    )
+    return Record(msg.topic(), msg.partition(), msg.offset(), ts, show(key, fmt, decoder),
+                  show(value, fmt, decoder), headers, size)  # fmt: skip
 
 
 def _read(side: KafkaSide, starts: dict[TP, int], ends: dict[TP, int], limit: int, key: bytes | None,
-          fmt: str) -> list[Record]:  # fmt: skip
-    """Reads each partition from its start up to its end (exclusive); with `key`, keeps only its records."""
+          fmt: str, decoder: Decoder | None) -> list[Record]:  # fmt: skip
+    """Reads each partition from its start up to its end (exclusive); with `key`, keeps only its records.
+    They are shown (decoding may ask the registry) once the read is done, outside its deadline."""
     todo = {tp: start for tp, start in starts.items() if start < ends.get(tp, 0)}
     if not todo:
         return []
     conf = {**side.conf(), "group.id": f"schooner-console-{uuid.uuid4().hex}", "enable.auto.commit": False,
             "enable.partition.eof": True, "auto.offset.reset": "earliest"}  # fmt: skip
     consumer = build(Consumer, conf)
-    found: list[Record] = []
+    found: list[Any] = []
     deadline = time.monotonic() + side.timeout_s
     try:
         consumer.assign([TopicPartition(t, p, o) for (t, p), o in todo.items()])
@@ -103,17 +134,18 @@ def _read(side: KafkaSide, starts: dict[TP, int], ends: dict[TP, int], limit: in
                 if msg.offset() + 1 >= ends[tp]:
                     todo.pop(tp, None)
                 if msg.offset() < ends[tp] and (key is None or msg.key() == key):
-                    found.append(_record(msg, fmt))
+                    found.append(msg)
     finally:
         consumer.close()
-    found.sort(key=lambda r: (r.partition, r.offset))
-    return found[-limit:] if key is not None else found[:limit]
+    found.sort(key=lambda m: (m.partition(), m.offset()))
+    kept = found[-limit:] if key is not None else found[:limit]
+    return [_record(msg, fmt, decoder) for msg in kept]
 
 
 def browse(side: KafkaSide, topic: str, partition: int, start: str, value: str, limit: int,
-           fmt: str) -> list[Record]:  # fmt: skip
+           fmt: str, decoder: Decoder | None = None) -> list[Record]:  # fmt: skip
     """start: "offset" (from `value`), "timestamp" (ms or ISO datetime in `value`), "newest" (the last
-    `limit` records)."""
+    `limit` records). With a decoder, schema-encoded keys and values are shown decoded."""
     tp = (topic, partition)
     earliest, latest = side.earliest([tp])[tp], side.latest([tp])[tp]
     if start == "offset":
@@ -128,16 +160,16 @@ def browse(side: KafkaSide, topic: str, partition: int, start: str, value: str, 
             return []
     else:
         first = max(earliest, latest - limit)
-    return _read(side, {tp: first}, {tp: latest}, limit, None, fmt)
+    return _read(side, {tp: first}, {tp: latest}, limit, None, fmt, decoder)
 
 
 def search_key(side: KafkaSide, topic: str, partitions: list[int], key: str, limit: int,
-               fmt: str) -> list[Record]:  # fmt: skip
+               fmt: str, decoder: Decoder | None = None) -> list[Record]:  # fmt: skip
     """The newest records with this key (its UTF-8 bytes) among the last KEY_WINDOW of each partition."""
     tps = [(topic, p) for p in partitions]
     earliest, latest = side.earliest(tps), side.latest(tps)
     starts = {tp: max(earliest[tp], latest[tp] - KEY_WINDOW) for tp in tps}
-    return _read(side, starts, latest, limit, key.encode(), fmt)
+    return _read(side, starts, latest, limit, key.encode(), fmt, decoder)
 
 
 def parse_time_ms(value: str) -> int:

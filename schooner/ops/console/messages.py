@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from ..kafka import KafkaFailure
 from . import kafka_messages as km
-from .context import kafka
+from .context import kafka, registry
 from .render import done, number, page, shown, templates
 
 STARTS = ("newest", "offset", "timestamp", "key")
@@ -36,15 +36,16 @@ def _query(request: Request) -> dict[str, Any]:
 
 def _records(request: Request, q: dict[str, Any]) -> list[km.Record]:
     side = kafka(request)
+    decoder = registry(request).decode  # schema-encoded keys and values, decoded (raw when it cannot)
     limit = min(number(q["limit"], "limit", 1), MAX_LIMIT)
     topic = q["topic"]
     if q["start"] == "key":
         meta = side.topic(topic)
         everywhere = q["partition"] in ("", "all")
         parts = [p.id for p in meta.partitions] if everywhere else [number(q["partition"], "partition", 0)]
-        return km.search_key(side, topic, parts, q["key"], limit, q["format"])
+        return km.search_key(side, topic, parts, q["key"], limit, q["format"], decoder)
     partition = number(q["partition"] or "0", "partition", 0)
-    return km.browse(side, topic, partition, q["start"], q["value"], limit, q["format"])
+    return km.browse(side, topic, partition, q["start"], q["value"], limit, q["format"], decoder)
 
 
 async def browser(request: Request) -> Response:

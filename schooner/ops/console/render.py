@@ -15,6 +15,7 @@ from starlette.templating import Jinja2Templates
 
 from ..kafka import KafkaFailure
 from .context import console_of
+from .registry_data import RegistryFailure
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
@@ -89,6 +90,17 @@ def shown(exc: KafkaFailure) -> str:
     """The failure as a page says it: always naming Kafka's error, as the CLI's sentence may not."""
     text = str(exc)
     return text if not exc.code or text.startswith(exc.code) else f"{exc.code}: {text}"
+
+
+def registry_status(exc: RegistryFailure) -> int:
+    """A page's status for a registry failure: the registry's own refusal (404, 401, 403, ...) as it is,
+    502 when it cannot be reached or fails itself."""
+    return exc.status if 400 <= exc.status < 500 else 502
+
+
+async def registry_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RegistryFailure)
+    return page(request, "error.html", registry_status(exc), title="Schema registry", message=exc.message)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

@@ -10,7 +10,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..kafka import KafkaFailure
-from .context import console_of, kafka
+from .context import console_of, kafka, registry
+from .registry_data import RegistryFailure
 from .render import done, number, page, sampler_of
 
 
@@ -32,6 +33,14 @@ class PartitionRow:
 def _sizes(request: Request, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int] | None:
     redis = console_of(request).redis
     return redis.sizes(tps) if redis is not None else None
+
+
+def _schemas(request: Request, topic: str) -> tuple[list[str], str | None]:
+    """The topic's subjects in the schema registry, or why they cannot be shown (the page shows anyway)."""
+    try:
+        return registry(request).topic_subjects(topic), None
+    except RegistryFailure as exc:
+        return [], exc.message
 
 
 async def topic_list(request: Request) -> Response:
@@ -85,6 +94,7 @@ async def topic_page(request: Request) -> Response:
     tiered = any(c["name"] == "remote.storage.enable" and c["value"] == "true" for c in configs)
     ids = [p.id for p in meta.partitions]
     tiers = await run_in_threadpool(side.tiers, name, ids) if tiered else {}
+    subjects, registry_note = await run_in_threadpool(_schemas, request, name)
     rows = [
         PartitionRow(p.id, p.leader, earliest[(name, p.id)], latest[(name, p.id)],
                      sizes.get((name, p.id)) if sizes is not None else None,
@@ -93,7 +103,8 @@ async def topic_page(request: Request) -> Response:
     ]  # fmt: skip
     return page(
         request, "topic.html", title=f"Topic {name}", name=name, partitions=rows, configs=configs,
-        throughput=sampler_of(request).throughput(name), tiered=tiered,
+        throughput=sampler_of(request).throughput(name), tiered=tiered, subjects=subjects,
+        registry_note=registry_note,
     )  # fmt: skip
 
 
