@@ -36,6 +36,7 @@ SOURCE_OPTIONS = (
     "isolation.level", "kafka.isolation.level",
     "coldStore", "coldStore.endpoint", "coldStore.region", "coldStore.accessKeyId",
     "coldStore.secretAccessKey", "coldStore.allowHttp",
+    "keyFormat", "keySubject", "valueFormat", "valueSubject",
 )  # fmt: skip
 # The cold store options and the broker settings (SCHOONER_COLD_STORE_*) they default to, so a job
 # run beside a broker finds its cold tier as the broker does.
@@ -48,6 +49,8 @@ COLD_OPTIONS = {
     "coldstore.allowhttp": "allow_http",
 }
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+RAW = "raw"
+FORMATS = (RAW, "avro", "json")  # keyFormat / valueFormat
 
 
 class OptionError(ValueError):
@@ -98,6 +101,16 @@ class ColdOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class Decode:
+    """keyFormat / valueFormat other than raw: the key or value decoded with the schema registry, into a
+    column of the type the subject's latest version maps to (schooner/spark/decoding.py)."""
+
+    field: str  # "key" or "value"
+    format: str  # "avro" or "json"
+    subject: str
+
+
+@dataclass(frozen=True, slots=True)
 class SourceOptions:
     redis_url: str
     keyspace: str
@@ -114,6 +127,7 @@ class SourceOptions:
     timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy: "error" or "latest"
     committed: bool = True  # isolation.level read_committed: ends at the LSO, no aborted records
     cold: ColdOptions | None = None  # coldStore: offsets below Redis' start are read from there
+    decodes: tuple[Decode, ...] = ()  # keyFormat, valueFormat: key first
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +278,40 @@ def parse_cold(opts: Mapping[str, str]) -> ColdOptions | None:
     return ColdOptions(url, allow_http=allow_http, **given)
 
 
+def _topics_read(subscription: Subscription) -> set[str] | None:
+    """The topics a subscription reads, when they are known before planning (None for a pattern)."""
+    if subscription.pattern is not None:
+        return None
+    return set(subscription.topics) | {t for t, _ in subscription.assigned}
+
+
+def parse_decodes(options: Mapping[str, str]) -> tuple[Decode, ...]:
+    """keyFormat / valueFormat with their subjects (default "<topic>-key" / "<topic>-value", as Confluent's
+    TopicNameStrategy names them, which needs the query to read one topic)."""
+    opts = _lower(options)
+    found = []
+    for side in ("key", "value"):
+        fmt = opts.get(f"{side}format", RAW).strip().lower()
+        if fmt not in FORMATS:
+            raise OptionError(f"{side}Format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        subject = (opts.get(f"{side}subject") or "").strip()
+        if fmt == RAW:
+            if subject:
+                raise OptionError(f"{side}Subject needs {side}Format avro or json")
+            continue
+        if not subject:
+            topics = _topics_read(parse_subscription(opts))
+            if topics is None or len(topics) != 1:
+                which = "a pattern" if topics is None else f"several topics ({', '.join(sorted(topics))})"
+                raise OptionError(
+                    f"{side}Format={fmt} on {which}: set {side}Subject, the subject whose latest "
+                    f"version gives the {side}Decoded column its type"
+                )
+            subject = f"{topics.pop()}-{side}"
+        found.append(Decode(side, fmt, subject))
+    return tuple(found)
+
+
 def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     opts = _lower(options)
     url, keyspace = connection(opts)
@@ -293,6 +341,7 @@ def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         timestamp_strategy=strategy,
         committed=parse_isolation(opts),
         cold=parse_cold(opts),
+        decodes=parse_decodes(opts),
     )
 
 

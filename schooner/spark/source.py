@@ -23,7 +23,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from . import planning
-from .options import SourceOptions, parse_bool, parse_sink, parse_source
+from .decoded import ReaderSchema, decode_batches, resolve_all, row_schema
+from .options import SourceOptions, connection, parse_bool, parse_decodes, parse_sink, parse_source
 from .reading import log_for, read_partition
 from .schema import kafka_schema
 from .sink import SchoonerBatchWriter, SchoonerStreamWriter, check_sink_schema
@@ -33,8 +34,9 @@ from .stream_reader import SchoonerStreamReader
 class SchoonerBatchReader(DataSourceReader):
     """spark.read: the records between startingOffsets (default earliest) and endingOffsets (latest)."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, readers: tuple[ReaderSchema, ...] = ()) -> None:
         self.opts = opts
+        self.readers = readers  # the decoded columns' reader schemas (keyFormat, valueFormat)
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.opts
@@ -55,9 +57,10 @@ class SchoonerBatchReader(DataSourceReader):
         if not isinstance(partition, planning.RangePartition):
             return iter(())  # Spark plans one empty partition when there is nothing to read
         o = self.opts
-        return read_partition(
+        batches = read_partition(
             partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed, o.cold
         )
+        return decode_batches(batches, self.readers, o.redis_url, o.keyspace, o.include_headers)
 
 
 class SchoonerDataSource(DataSource):
@@ -67,13 +70,20 @@ class SchoonerDataSource(DataSource):
 
     def schema(self) -> StructType:
         opts = {str(k).lower(): str(v) for k, v in self.options.items()}
-        return kafka_schema(parse_bool("includeHeaders", opts.get("includeheaders"), False))
+        headers = parse_bool("includeHeaders", opts.get("includeheaders"), False)
+        decodes = parse_decodes(opts)
+        if not decodes:
+            return kafka_schema(headers)
+        # The decoded columns' types: the subjects' latest versions in the registry, now.
+        return row_schema(headers, resolve_all(*connection(opts), decodes))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SchoonerBatchReader(parse_source(self.options, streaming=False))
+        opts = parse_source(self.options, streaming=False)
+        return SchoonerBatchReader(opts, resolve_all(opts.redis_url, opts.keyspace, opts.decodes, schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return SchoonerStreamReader(parse_source(self.options, streaming=True))
+        opts = parse_source(self.options, streaming=True)
+        return SchoonerStreamReader(opts, resolve_all(opts.redis_url, opts.keyspace, opts.decodes, schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         check_sink_schema(schema, parse_sink(self.options))

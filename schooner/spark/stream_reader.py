@@ -24,6 +24,7 @@ from pyspark.sql.streaming.datasource import (
 from ..storage.log.read import PartitionBounds
 from ..storage.topics.metadata import Topic
 from . import planning
+from .decoded import ReaderSchema, decode_batches
 from .options import SourceOptions, TopicPartition
 from .planning import FROM_BEGINNING, DataLossError, RangePartition, data_loss_message
 from .reading import PAGE, log_for, read_partition
@@ -64,8 +65,9 @@ def take(store: PlanningLog, ranges: Sequence[Range], n: int) -> tuple[dict[Topi
 
 
 class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, readers: tuple[ReaderSchema, ...] = ()) -> None:
         self.opts = opts
+        self.readers = readers  # the decoded columns' reader schemas, resolved when the query started
         self._target: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow's end
         self._last_trigger = time.monotonic()  # for minOffsetsPerTrigger with maxTriggerDelay
 
@@ -196,6 +198,7 @@ class SchoonerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not isinstance(partition, RangePartition):
             return iter(())
         o = self.opts
-        return read_partition(
+        batches = read_partition(
             partition, o.redis_url, o.keyspace, o.include_headers, o.fail_on_data_loss, o.committed, o.cold
         )
+        return decode_batches(batches, self.readers, o.redis_url, o.keyspace, o.include_headers)
