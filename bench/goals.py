@@ -86,6 +86,18 @@ GOALS: tuple[Goal, ...] = (
         higher_is_better=False,
     ),
     Goal(
+        "schema validation: produce validated / unvalidated",
+        lambda r: r["schemas"]["produce_ratio"],
+        0.9,
+        note="confluent.value.schema.validation=true vs none, the same Avro records; paired",
+    ),
+    Goal(
+        "schema lookups by id per s",
+        lambda r: r["schemas"]["lookups_per_s"],
+        None,
+        note="GET /schemas/ids/{id}, one httpx client over keep-alive",
+    ),
+    Goal(
         "2 broker processes / 1, produce",
         lambda r: r["multiproc"]["produce_ratio"],
         None,

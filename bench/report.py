@@ -431,6 +431,9 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
     bp = results.get("backpressure")
     if bp and "error" not in bp:
         rows += backpressure_rows(bp)
+    sc = results.get("schemas")
+    if sc and "error" not in sc:
+        rows += schemas_rows(sc)
     vk = results.get("versus_kafka")
     if vk and "error" not in vk:
         from .versus_kafka import table as versus_kafka_table  # here: versus_kafka imports this module
@@ -452,6 +455,7 @@ def _extra_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]
         "tiering",
         "compression",
         "backpressure",
+        "schemas",
         "versus_kafka",
     ):
         figure = results.get(name)
@@ -687,3 +691,27 @@ def partitions_rows(pa: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         )
     )
     return rows
+
+
+def schemas_rows(sc: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Produce to a topic with schema validation against one without, and registry lookups by id
+    (bench/schemas.py)."""
+    target = sc["target_ratio"]
+    return [
+        (
+            "schemas: produce msgs/s, validated topic",
+            _num(sc["validated_msgs_per_s"]),
+            f"{_num(sc['unvalidated_msgs_per_s'])} (unvalidated)",
+            f"{sc['produce_ratio']:.3f}",
+            f">= {target} {_verdict(sc['produce_ratio'], target)}; paired; {sc['value_bytes']} B Avro "
+            f"records; broker us/record {sc['validated_broker_us_per_record']:.2f} vs "
+            f"{sc['unvalidated_broker_us_per_record']:.2f}",
+        ),
+        (
+            "schemas: GET /schemas/ids/{id} per s",
+            _num(sc["lookups_per_s"]),
+            "",
+            "",
+            f"one httpx client, keep-alive; broker {sc['lookup_broker_us']:.0f} us per lookup; no goal",
+        ),
+    ]

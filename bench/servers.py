@@ -41,6 +41,7 @@ class Endpoints:
     keyspace: Keyspace
     broker_pid: int
     redis_pid: int
+    schema_registry_port: int = 0  # the broker's schema registry (0: not known to be served)
 
     @property
     def bootstrap(self) -> str:
@@ -100,6 +101,7 @@ class BenchServers:
         server.start()
         self._stack.callback(server.stop)
         port = free_port()
+        registry_port = free_port()  # asked for, rather than the default 8081 another process may hold
         self.broker_log = tmp / "broker.log"
         log_file = self._stack.enter_context(self.broker_log.open("wb"))
         args = [
@@ -107,6 +109,7 @@ class BenchServers:
             "--redis-url", server.url,
             "--port", str(port),
             "--keyspace", self.keyspace,
+            "--schema-registry-port", str(registry_port),
             "--log-level", "WARNING",
         ]  # fmt: skip
         self._broker = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
@@ -118,7 +121,9 @@ class BenchServers:
             redis_pid = int(client.info("server")["process_id"])
         finally:
             client.close()
-        return Endpoints(server.url, server.port, port, Keyspace(self.keyspace), self._broker.pid, redis_pid)
+        return Endpoints(
+            server.url, server.port, port, Keyspace(self.keyspace), self._broker.pid, redis_pid, registry_port
+        )
 
     def _watch_broker(self) -> None:
         """Interrupts the main thread (as Ctrl-C would) when the broker dies, so no client waits forever."""

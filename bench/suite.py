@@ -40,7 +40,7 @@ class Options:
     extras: tuple[str, ...] = (
         "latency", "memory", "first_message", "rebalance", "mq", "spark", "transactions", "compaction",
         "share", "cluster", "security", "metrics", "multiproc", "partitions", "tiering", "compression",
-        "backpressure", "versus_kafka",
+        "backpressure", "schemas", "versus_kafka",
     )  # fmt: skip
     latency_rounds: int = latency.ROUNDS
 
@@ -363,6 +363,12 @@ def run_extras(ep: Endpoints, opts: Options) -> dict[str, Any]:
                 from . import compression
 
                 out[name] = compression.run(ep, min(opts.messages, compression.MESSAGES), opts.runs)
+            elif name == "schemas":  # on ep's broker: validated vs unvalidated produce, lookups by id
+                from . import schemas
+
+                out[name] = schemas.run(
+                    ep, min(opts.messages, schemas.MESSAGES), min(opts.runs, schemas.RUNS)
+                )
             elif name == "versus_kafka":  # its own brokers: Schooner on two Redis servers, and Apache Kafka
                 from . import versus_kafka
 

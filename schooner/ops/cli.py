@@ -22,6 +22,7 @@ from .kafka import KafkaFailure
 from .mq_cli import mq
 from .pipeline import pipeline
 from .produce_cli import produce
+from .schemas_cli import schemas
 from .topics_cli import topics
 from .users_cli import users
 
@@ -204,6 +205,7 @@ main.add_command(groups)
 main.add_command(topics)
 main.add_command(users)
 main.add_command(mq)
+main.add_command(schemas)
 
 # the web console (docs/console.md)
 from .console.command import console  # noqa: E402

@@ -70,7 +70,8 @@ def incompatible(messages: list[str]) -> RegistryError:
 
 
 def invalid_schema(reason: str) -> RegistryError:
-    return RegistryError(422, 42201, f"Invalid schema: {reason}")
+    # A parser's reason may say "Invalid schema: ..." itself: said once.
+    return RegistryError(422, 42201, f"Invalid schema: {reason.removeprefix('Invalid schema: ')}")
 
 
 def invalid_version(version: str) -> RegistryError:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..schemas import SCHEMA_TYPES, Dependency, ParsedSchema, SchemaError, compatibility, parse
 from ..storage.keys import Keyspace
-from ..storage.redis.calls import Call, Steps
+from ..storage.redis.calls import Call, Steps, together
 from ..storage.schemas import registry as state
 from ..storage.schemas.registry import Reference, StoredSchema, Version
 from . import errors
@@ -101,8 +101,9 @@ class SchemaRegistry:
         return await self.store.run(call)
 
     async def schema(self, schema_id: int) -> StoredSchema:
-        stored = await self._run(state.schema(self.ks, schema_id))
-        if stored is None or await self._run(state.uses(self.ks, schema_id)) <= 0:
+        calls: list[Call[Any]] = [state.schema(self.ks, schema_id), state.uses(self.ks, schema_id)]
+        stored, uses = await self.store.drive(together(calls))  # one round trip
+        if stored is None or uses <= 0:
             raise errors.schema_not_found(f"Schema {schema_id} not found")
         return stored
 

@@ -32,6 +32,11 @@ def schema_id(data: bytes | None) -> int | None:
     return int.from_bytes(data[1:HEADER], "big")
 
 
+def header(schema_id: int) -> bytes:
+    """The 5 bytes a record encoded with the schema starts with."""
+    return bytes([MAGIC]) + schema_id.to_bytes(4, "big")
+
+
 def topic_subject(topic: str, is_key: bool) -> str:
     return f"{topic}-{'key' if is_key else 'value'}"
 

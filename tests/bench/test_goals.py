@@ -15,6 +15,7 @@ def test_each_goal_is_judged_by_its_direction() -> None:
         "partitions": {"produce_ratio": 0.79},
         "memory": {"same_fields_ratio": 1.06},
         "multiproc": {"produce_ratio": 0.9, "fetch_ratio": 1.3},
+        "schemas": {"produce_ratio": 0.95, "lookups_per_s": 500},
         "tiering": {
             "tiering_archive_records_per_s": 120_000,
             "tiering_cold_vs_hot_fetch": 0.4,
@@ -37,6 +38,8 @@ def test_each_goal_is_judged_by_its_direction() -> None:
         "tiering: Redis bytes archived / untiered": "ok",
         "2 broker processes / 1, produce": "reported",
         "2 broker processes / 1, fetch": "reported",
+        "schema validation: produce validated / unvalidated": "ok",
+        "schema lookups by id per s": "reported",
     }
 
 

@@ -8,8 +8,11 @@ value prints as nothing (its size as -1). Keys and values are written as the byt
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import json
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,9 +101,10 @@ def _text(data: bytes | None, binary: str) -> tuple[str | None, str | None]:
         return (base64.b64encode(data).decode() if binary == "base64" else data.hex()), binary
 
 
-def as_json(record: Consumed, binary: str = "base64") -> str:
+def as_json(record: Consumed, binary: str = "base64", decoded: Mapping[str, object] | None = None) -> str:
     """One JSON object. A key, value or header value that is not UTF-8 is given in base64 (or hex), and
-    a `key_encoding`, `value_encoding` or header `encoding` field says so."""
+    a `key_encoding`, `value_encoding` or header `encoding` field says so. A key or value in `decoded`
+    (schema-encoded ones, decoded) is given as that data instead."""
     out: dict[str, Any] = {
         "topic": record.topic,
         "partition": record.partition,
@@ -109,6 +113,9 @@ def as_json(record: Consumed, binary: str = "base64") -> str:
         "timestamp_type": record.timestamp_type,
     }
     for name, data in (("key", record.key), ("value", record.value)):
+        if decoded is not None and name in decoded:
+            out[name] = decoded[name]
+            continue
         out[name], encoding = _text(data, binary)
         if encoding:
             out[f"{name}_encoding"] = encoding
@@ -117,4 +124,25 @@ def as_json(record: Consumed, binary: str = "base64") -> str:
         value, encoding = _text(data, binary)
         headers.append({"key": header, "value": value, **({"encoding": encoding} if encoding else {})})
     out["headers"] = headers
-    return json.dumps(out, ensure_ascii=False)
+    return json.dumps(out, ensure_ascii=False, default=_plain(binary))
+
+
+def data_json(data: object, binary: str = "base64") -> str:
+    """Decoded data (of a schema) as one line of JSON."""
+    return json.dumps(data, ensure_ascii=False, default=_plain(binary), separators=(",", ":"))
+
+
+def _plain(binary: str) -> Callable[[object], object]:
+    """What JSON lacks, as decoded Avro gives it: bytes in base64 (or hex); decimals, dates, times and uuids
+    as strings."""
+
+    def plain(value: object) -> object:
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode() if binary == "base64" else value.hex()
+        if isinstance(value, datetime.date | datetime.time):  # a datetime is a date
+            return value.isoformat()
+        if isinstance(value, decimal.Decimal | uuid.UUID):
+            return str(value)
+        raise TypeError(f"{type(value).__name__} is not JSON")
+
+    return plain

@@ -95,6 +95,12 @@ class Sender:
                 break
         self.producer.poll(0)
 
+    def reject(self, why: str) -> None:
+        """A record that could not even be made (a line that is not of its schema): counted as sent and
+        failed, so the summary reports it with the others."""
+        self.tally.sent += 1
+        self.tally.fail(why)
+
     def finish(self) -> Tally:
         """Waits for the outstanding acknowledgements; what never came counts as failed."""
         left = self.producer.flush(self.settings.timeout_s * 3 + 5)
