@@ -9,9 +9,11 @@ broker's: HTTP Basic as its SASL users, its ACLs, a tenant's own registry); with
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -68,6 +70,37 @@ class Open:
         return True
 
 
+# What the registry answers in, by preference, and what bodies it reads (Confluent's, as JAX-RS negotiates).
+_ANSWER_TYPES = (CONTENT_TYPE, "application/vnd.schemaregistry+json", "application/json")
+_BODY_TYPES = (*_ANSWER_TYPES, "application/octet-stream")
+
+
+def _answer_type(accept: str | None) -> str | None:
+    """The content type of the answer for the Accept header: the most wanted of ours (ties: ours first);
+    None when the client accepts none of them (406)."""
+    if not accept or not accept.strip():
+        return CONTENT_TYPE
+    best, best_q = None, 0.0
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for param in params:
+            if param.startswith("q="):
+                try:
+                    q = float(param[2:])
+                except ValueError:
+                    q = 0.0
+        media = media.lower()
+        offered = _ANSWER_TYPES if media in ("*/*", "application/*") else (media,) * (media in _ANSWER_TYPES)
+        if offered and q > best_q:
+            best, best_q = offered[0], q
+    return best
+
+
+def _readable_body(content_type: str | None) -> bool:
+    return content_type is None or content_type.split(";")[0].strip().lower() in _BODY_TYPES
+
+
 def _flag(request: Request, name: str) -> bool:
     # confluent-kafka's Python client sends Python's spelling ("True"/"False").
     return request.query_params.get(name, "false").lower() == "true"
@@ -84,20 +117,33 @@ def _error(e: RegistryError) -> Response:
     return response
 
 
-class _TrailingSlash:
-    """Confluent's registry (JAX-RS) serves /config/ as /config, and clients ask for it (the global config
-    of python-schema-registry-client): one trailing slash is dropped before routing, where Starlette would
-    answer a redirect. An encoded one (%2F, part of a subject) stays."""
+_SLASH = "\ue000"  # stands for an encoded "/" (%2F) of a subject while the path is routed
+
+
+class _Paths:
+    """Two path rules of Confluent's registry (JAX-RS) that Starlette's routing lacks: one trailing slash is
+    dropped (/config/ is /config; python-schema-registry-client asks for it), and an encoded slash (%2F) is
+    part of a subject, not a path separator. Starlette routes the decoded path, so %2F is routed as a
+    private-use character, which `_subject` turns back into "/"."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        raw = scope.get("raw_path") or path.encode()
-        if scope["type"] == "http" and len(path) > 1 and path.endswith("/") and raw.endswith(b"/"):
-            scope = {**scope, "path": path[:-1], "raw_path": raw[:-1]}
+        if scope["type"] == "http":
+            path = scope.get("path", "")
+            raw: bytes = scope.get("raw_path") or path.encode()
+            if b"%2f" in raw.lower():
+                path = unquote(re.sub("%2[fF]", _SLASH, raw.decode("latin-1")))
+            if len(path) > 1 and path.endswith("/"):
+                path, raw = path[:-1], raw.removesuffix(b"/")
+            scope = {**scope, "path": path, "raw_path": raw}
         await self.app(scope, receive, send)
+
+
+def _subject(request: Request) -> str:
+    """The subject the path names ("" for the global config and mode)."""
+    return str(request.path_params.get("subject", GLOBAL)).replace(_SLASH, "/")
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -130,11 +176,16 @@ def _schema_body(doc: dict[str, Any]) -> SchemaBody:
     schema = doc.get("schema")
     if not isinstance(schema, str):
         raise errors.invalid_schema('the body has no "schema" string')
+    if not schema.strip():
+        raise errors.RegistryError(422, 42201, "Empty schema")
     schema_type = doc.get("schemaType") or AVRO
     if schema_type not in SCHEMA_TYPES:
         raise errors.invalid_schema(f"unknown schema type {schema_type!r}: one of {', '.join(SCHEMA_TYPES)}")
+    listed = doc.get("references")
+    if listed is not None and not isinstance(listed, list):
+        raise errors.unprocessable(f'"references" must be a list of references: {listed!r}')
     references = []
-    for ref in doc.get("references") or ():
+    for ref in listed or ():
         try:
             references.append(Reference(str(ref["name"]), str(ref["subject"]), int(ref["version"])))
         except (KeyError, TypeError, ValueError):
@@ -254,8 +305,8 @@ class RegistryApp:
     def _id(request: Request) -> int:
         try:
             return int(request.path_params["id"])
-        except ValueError:
-            raise errors.schema_not_found(f"Schema {request.path_params['id']} not found") from None
+        except ValueError:  # not an id at all: no such resource, as JAX-RS answers for an Integer
+            raise errors.RegistryError(404, 404, "HTTP 404 Not Found") from None
 
     # -- subjects ------------------------------------------------------------------------------------
     async def subjects(self, request: Request, caller: Caller) -> Response:
@@ -268,7 +319,7 @@ class RegistryApp:
         return _answer([s for s in found if await self.access.allowed(caller, request, READ, s)])
 
     async def lookup(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, READ, subject)
         body = _schema_body(await _body(request))
         found = await caller.registry.lookup(
@@ -282,17 +333,17 @@ class RegistryApp:
         return _answer(_version_doc(found))
 
     async def delete_subject(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, DELETE, subject)
         return _answer(await caller.registry.delete_subject(subject, _flag(request, "permanent")))
 
     async def versions(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, READ, subject)
         return _answer(await caller.registry.versions(subject, _flag(request, "deleted")))
 
     async def register(self, request: Request, caller: Caller) -> Response:
-        subject = check_subject(request.path_params["subject"])
+        subject = check_subject(_subject(request))
         await self._need(caller, request, WRITE, subject)
         body = _schema_body(await _body(request))
         schema_id, version = await caller.registry.register(
@@ -307,7 +358,7 @@ class RegistryApp:
         return _answer({"id": schema_id, "version": version})
 
     async def version(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, READ, subject)
         found = await caller.registry.version(
             subject, parse_version(request.path_params["version"]), _flag(request, "deleted")
@@ -316,7 +367,7 @@ class RegistryApp:
         return _answer(_version_doc(found, text))
 
     async def version_schema(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, READ, subject)
         found = await caller.registry.version(
             subject, parse_version(request.path_params["version"]), _flag(request, "deleted")
@@ -324,13 +375,13 @@ class RegistryApp:
         return _raw_schema(found.stored)
 
     async def referenced_by(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, READ, subject)
         version = parse_version(request.path_params["version"])
         return _answer(await caller.registry.referenced_by(subject, version))
 
     async def delete_version(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, DELETE, subject)
         version = parse_version(request.path_params["version"])
         return _answer(await caller.registry.delete_version(subject, version, _flag(request, "permanent")))
@@ -345,7 +396,7 @@ class RegistryApp:
     async def _compatible(
         self, request: Request, caller: Caller, version: int | None, every: bool
     ) -> Response:
-        subject = request.path_params["subject"]
+        subject = _subject(request)
         await self._need(caller, request, READ, subject)
         body = _schema_body(await _body(request))
         issues = await caller.registry.check(
@@ -358,7 +409,7 @@ class RegistryApp:
 
     # -- config and mode -----------------------------------------------------------------------------
     async def get_config(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params.get("subject", GLOBAL)
+        subject = _subject(request)
         await self._need(caller, request, DESCRIBE_CONFIG, subject or None)
         if subject and not _flag(request, "defaultToGlobal"):
             own = await caller.registry.own_config(subject)
@@ -373,7 +424,7 @@ class RegistryApp:
         return _answer(doc)
 
     async def put_config(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params.get("subject", GLOBAL)
+        subject = _subject(request)
         await self._need(caller, request, CONFIGURE, subject or None)
         doc = await _body(request)
         config = await caller.registry.set_config(subject, doc.get("compatibility"), doc.get("normalize"))
@@ -383,13 +434,13 @@ class RegistryApp:
         return _answer(answer)
 
     async def delete_config(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params.get("subject", GLOBAL)
+        subject = _subject(request)
         await self._need(caller, request, CONFIGURE, subject or None)
         config = await caller.registry.delete_config(subject)
         return _answer({"compatibilityLevel": config.compatibility})
 
     async def get_mode(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params.get("subject", GLOBAL)
+        subject = _subject(request)
         await self._need(caller, request, DESCRIBE_CONFIG, subject or None)
         if subject and not _flag(request, "defaultToGlobal"):
             own = await caller.registry.own_mode(subject)
@@ -399,23 +450,32 @@ class RegistryApp:
         return _answer({"mode": await caller.registry.mode(subject)})
 
     async def put_mode(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params.get("subject", GLOBAL)
+        subject = _subject(request)
         await self._need(caller, request, CONFIGURE, subject or None)
         doc = await _body(request)
         mode = await caller.registry.set_mode(subject, doc.get("mode"), _flag(request, "force"))
         return _answer({"mode": mode})
 
     async def delete_mode(self, request: Request, caller: Caller) -> Response:
-        subject = request.path_params.get("subject", GLOBAL)
+        subject = _subject(request)
         await self._need(caller, request, CONFIGURE, subject or None)
         return _answer({"mode": await caller.registry.delete_mode(subject)})
 
     # -- the app -------------------------------------------------------------------------------------
     def _route(self, path: str, handler: Handler, *methods: str) -> Route:
         async def endpoint(request: Request) -> Response:
+            media = _answer_type(request.headers.get("accept"))
             try:
+                if media is None:
+                    raise RegistryError(406, 406, "HTTP 406 Not Acceptable")
+                if request.method in ("POST", "PUT") and not _readable_body(
+                    request.headers.get("content-type")
+                ):
+                    raise RegistryError(415, 415, "HTTP 415 Unsupported Media Type")
                 caller = await self.access.caller(request)
                 response = await handler(request, caller)
+                if media != CONTENT_TYPE and response.media_type == CONTENT_TYPE:
+                    response.headers["content-type"] = media
             except RegistryError as e:
                 response = _error(e)
             except _STORAGE_ERRORS as e:
@@ -475,6 +535,6 @@ class RegistryApp:
 
         return Starlette(
             routes=routes,
-            middleware=[Middleware(_TrailingSlash)],
+            middleware=[Middleware(_Paths)],
             exception_handlers={HTTPException: http_error, Exception: unexpected},
         )

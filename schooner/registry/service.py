@@ -254,6 +254,7 @@ class SchemaRegistry:
                 f"Subject {subject} is not in import mode: only IMPORT mode takes a schema id or version"
             )
         config = await self.config(subject)
+        references = await self._pinned(references)
         parsed = await self.parse_new(schema_type, text, references)
         normalize = normalize or config.normalize
         stored = StoredSchema(
@@ -281,6 +282,19 @@ class SchemaRegistry:
                 return self._registered(reply, subject)
         raise errors.store_error(f"subject {subject} kept changing while the schema was registered")
 
+    async def _pinned(self, references: Sequence[Reference]) -> list[Reference]:
+        """The references, each to a version number: one to version -1 names the subject's latest live
+        version, and is kept as that version (a later version of the subject changes nothing)."""
+        pinned = []
+        for ref in references:
+            if ref.version == -1:
+                try:
+                    ref = Reference(ref.name, ref.subject, (await self.version(ref.subject, None)).version)
+                except errors.RegistryError as e:
+                    raise errors.invalid_schema(f"reference {ref.name!r}: {e.message}") from None
+            pinned.append(ref)
+        return pinned
+
     def _registered(self, reply: state.Registered, subject: str) -> tuple[int, int]:
         if reply.outcome == "id-taken":
             raise errors.id_in_use(reply.schema_id)
@@ -301,6 +315,7 @@ class SchemaRegistry:
         every = [v for v in await self._versions(subject) if deleted or not v.deleted]
         if not every:
             raise errors.subject_not_found(subject)
+        references = await self._pinned(references)
         parsed = await self.parse_new(schema_type, text, references)
         prints = (
             {parsed.fingerprint_text(), parsed.normalized()} if normalize else {parsed.fingerprint_text()}
@@ -312,6 +327,12 @@ class SchemaRegistry:
                 ids.add(found)
         for v in reversed(every):
             if v.schema_id in ids:
+                return await self.version(subject, v.version, deleted=True)
+        # Written differently (another key order, say), the same schema: its normalized text says so.
+        wanted = parsed.normalized()
+        for v in reversed(every):
+            held = await self.parsed(v.schema_id)
+            if held.schema_type == schema_type and held.normalized() == wanted:
                 return await self.version(subject, v.version, deleted=True)
         raise errors.schema_not_found()
 
@@ -326,7 +347,7 @@ class SchemaRegistry:
     ) -> list[str]:
         """Why the schema may not be registered after the subject's version (or after each version its
         level names, when every_version); empty when it may."""
-        parsed = await self.parse_new(schema_type, text, references)
+        parsed = await self.parse_new(schema_type, text, await self._pinned(references))
         level = (await self.config(subject)).compatibility
         live = [v for v in await self._versions(subject) if not v.deleted]
         if every_version:
@@ -335,7 +356,7 @@ class SchemaRegistry:
         if not live:
             if version is None:
                 return []
-            raise errors.subject_not_found(subject)
+            raise errors.version_not_found(version)
         chosen = live[-1:] if version is None else [v for v in live if v.version == version]
         if not chosen:
             raise errors.version_not_found(version)

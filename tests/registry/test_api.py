@@ -254,7 +254,7 @@ def test_bad_input_gets_clear_errors_and_the_registry_keeps_serving(http: httpx.
     assert error(http.get("/no/such/path")) == (404, 404)
     assert error(http.patch("/subjects")) == (405, 405)
     assert error(http.get("/schemas/ids/424242")) == (404, 40403)
-    assert error(http.get("/schemas/ids/abc")) == (404, 40403)
+    assert error(http.get("/schemas/ids/abc")) == (404, 404)
     assert error(http.get("/subjects/none/versions/1")) == (404, 40401)
     huge = json.dumps({"type": "record", "name": "Huge", "fields": [
         {"name": f"f{i}_" + "x" * 200, "type": "string"} for i in range(50_000)]})  # fmt: skip
@@ -296,3 +296,58 @@ def test_registry_root_and_metadata(http: httpx.Client, registry: Registry) -> N
     assert http.get("/").json() == {}
     assert http.get("/contexts").json() == ["."]
     assert http.get("/v1/metadata/id").json()["scope"]["clusters"]["kafka-cluster"]
+
+
+def test_a_subject_with_an_encoded_slash(http: httpx.Client) -> None:
+    assert register(http, "team%2Forders-value", USER).json()["version"] == 1
+    assert http.get("/subjects").json() == ["team/orders-value"]
+    assert http.get("/subjects/team%2Forders-value/versions/latest").json()["subject"] == "team/orders-value"
+    assert http.put("/config/team%2Forders-value", json={"compatibility": "NONE"}).status_code == 200
+    assert http.delete("/subjects/team%2Forders-value").json() == [1]
+
+
+def test_a_reference_to_version_minus_one_is_the_latest_pinned(http: httpx.Client) -> None:
+    register(http, "address", json.dumps({"type": "record", "name": "Address", "fields": [
+        {"name": "street", "type": "string"}]}))  # fmt: skip
+    customer = json.dumps(
+        {"type": "record", "name": "Customer", "fields": [{"name": "a", "type": "Address"}]}
+    )
+    refs = [{"name": "Address", "subject": "address", "version": -1}]
+    answer = register(http, "customer", customer, references=refs)
+    assert answer.status_code == 200, answer.text
+    assert http.get("/subjects/customer/versions/1").json()["references"][0]["version"] == 1
+    assert (
+        http.post("/subjects/customer", json={"schema": customer, "references": refs}).json()["version"] == 1
+    )
+
+
+def test_more_answers_as_confluents(http: httpx.Client) -> None:
+    assert error(register(http, "s", USER, references=1)) == (422, 422)
+    assert error(register(http, "s", USER, references={"name": "x"})) == (422, 422)
+    empty = register(http, "s", "  ")
+    assert error(empty) == (422, 42201) and empty.json()["message"] == "Empty schema"
+    assert error(http.get("/schemas/ids/invalid")) == (404, 404)
+    assert error(http.post("/compatibility/subjects/none/versions/3", json={"schema": USER})) == (404, 40402)
+    # A JSON Schema written with another key order is found by a lookup.
+    register(http, "j", json.dumps({"type": "object", "title": "T"}), schemaType="JSON")
+    found = http.post(
+        "/subjects/j", json={"schema": json.dumps({"title": "T", "type": "object"}), "schemaType": "JSON"}
+    )
+    assert found.status_code == 200 and found.json()["version"] == 1
+
+
+def test_content_negotiation(http: httpx.Client) -> None:
+    assert (
+        http.get("/subjects", headers={"accept": "application/json"})
+        .headers["content-type"]
+        .startswith("application/json")
+    )
+    preferred = "application/json; q=0.5, application/vnd.schemaregistry+json; q=0.9"
+    answer = http.get("/subjects", headers={"accept": preferred})
+    assert answer.headers["content-type"].startswith("application/vnd.schemaregistry+json")
+    assert http.get("/subjects", headers={"accept": "*/*"}).headers["content-type"].startswith(CONTENT_TYPE)
+    for accept in ("text/html", "application/vnd.schemaregistry.v2+json"):
+        assert error(http.get("/subjects", headers={"accept": accept})) == (406, 406)
+    refused = http.put("/config", content=b'{"compatibility": "NONE"}', headers={"content-type": "text/html"})
+    assert error(refused) == (415, 415)
+    assert http.get("/config").json()["compatibilityLevel"] == "BACKWARD"  # nothing changed
