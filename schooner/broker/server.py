@@ -173,8 +173,8 @@ class Broker:
                     lambda route, status: requests.labels(route, str(status)).inc()
                 )
             self.registry_server.start()
-            log.info("schema registry at http://%s:%d", s.schema_registry_host or listeners[0].host,
-                     self.registry_server.port)  # fmt: skip
+            log.info("schema registry at %s://%s:%d", "https" if first_tls else "http",
+                     s.schema_registry_host or listeners[0].host, self.registry_server.port)  # fmt: skip
         for server in self.servers.values():
             await server.start_serving()
         for listener in listeners:
