@@ -32,6 +32,8 @@ from schooner.storage.mq import admin, dead_letters, leases, queue, retries
 from schooner.storage.mq.dead_letters import DeadLetter
 from schooner.storage.redis import scripts
 from schooner.storage.redis.calls import Call, Steps
+from schooner.storage.schemas import registry
+from schooner.storage.schemas.registry import StoredSchema
 from schooner.storage.security import acls as acl_store
 from schooner.storage.share import partition as share
 from schooner.storage.share.partition import AckBatch, Limits
@@ -104,6 +106,9 @@ CASES: dict[str, Build] = {
     "quotas_alter": lambda ks, t, g: quotas.alter(
         ks, (("user", g), ("client-id", g)), {"producer_byte_rate": 1}, []
     ),
+    # the schema registry (a subject is any string)
+    "schema_register": lambda ks, t, g: registry.register(ks, g, "fp", StoredSchema("AVRO", '"string"'), 0),
+    "schema_delete": lambda ks, t, g: registry.delete(ks, g, permanent=False),
     # ACLs (a resource name is any string)
     "acls_alter": lambda ks, t, g: acl_store.add(ks, [_group_acl(g)]),
     # consumer groups and their configs
