@@ -28,7 +28,7 @@ from ..storage.redis.calls import StorageError
 from ..storage.schemas.registry import Reference, StoredSchema
 from . import errors
 from .errors import RegistryError
-from .service import GLOBAL, SchemaRegistry, SubjectVersion, check_subject, parse_version
+from .service import GLOBAL, Config, SchemaRegistry, SubjectVersion, check_subject, parse_version
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 MAX_BODY = 8 * 1024 * 1024  # a schema bigger than this is refused before it is parsed
@@ -209,6 +209,15 @@ def _schema_fields(stored: StoredSchema, text: str | None = None) -> dict[str, A
         fields["references"] = [r.as_json() for r in stored.references]
     fields["schema"] = stored.schema if text is None else text
     return fields
+
+
+def _config_doc(config: Config, level_key: str) -> dict[str, Any]:
+    """A config as an answer: GET names the level compatibilityLevel, PUT compatibility; Confluent leaves
+    normalize out unless it is set."""
+    doc: dict[str, Any] = {level_key: config.compatibility}
+    if config.normalize:
+        doc["normalize"] = True
+    return doc
 
 
 def _version_doc(found: SubjectVersion, text: str | None = None) -> dict[str, Any]:
@@ -418,20 +427,14 @@ class RegistryApp:
             config = own
         else:
             config = await caller.registry.config(subject)
-        doc: dict[str, Any] = {"compatibilityLevel": config.compatibility}
-        if config.normalize:  # Confluent leaves unset fields out
-            doc["normalize"] = True
-        return _answer(doc)
+        return _answer(_config_doc(config, "compatibilityLevel"))
 
     async def put_config(self, request: Request, caller: Caller) -> Response:
         subject = _subject(request)
         await self._need(caller, request, CONFIGURE, subject or None)
         doc = await _body(request)
         config = await caller.registry.set_config(subject, doc.get("compatibility"), doc.get("normalize"))
-        answer: dict[str, Any] = {"compatibility": config.compatibility}
-        if config.normalize:
-            answer["normalize"] = True
-        return _answer(answer)
+        return _answer(_config_doc(config, "compatibility"))
 
     async def delete_config(self, request: Request, caller: Caller) -> Response:
         subject = _subject(request)
