@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 from ..log.entry import HEADERS, KEY, TIMESTAMP, VALUE, encode_headers, parse_fields
 from ..log.transactions import CONTROL, TXN, AbortedTransaction
 from ..offsets import OffsetCodec
+from ..topics.metadata import Topic
+from .source import ArchiveSlice
 
 PARTITION = "partition"
 OFFSET = "offset"
@@ -65,6 +67,17 @@ def to_table(
     if plain is not None:
         return plain
     return entry_by_entry(entries, offsets, partition, log_append_time, aborted, from_offset)
+
+
+def archive_rows(topic: Topic, partition: int, piece: ArchiveSlice, from_offset: int = 0) -> pa.Table:
+    """The table rows of an archive slice's records at or after from_offset, in every format's table."""
+    return to_table(piece.entries, topic.offsets, partition, topic.log_append_time, piece.aborted, from_offset)
+
+
+def kafka_rows(rows: pa.Table) -> pa.Table:
+    """Rows read from a table as to_entries takes them (the Kafka record's columns under READ_COLUMNS'
+    names), whatever else the table holds."""
+    return rows
 
 
 def entry_by_entry(

@@ -120,10 +120,7 @@ class ColdStore:
                     return Archived(0, done)
                 if done is not None and done < piece.start:
                     raise ArchiveConflict(f"{app_id}: slice starts at {piece.start}, table ends at {done}")
-                rows = layout.to_table(
-                    piece.entries, topic.offsets, partition, topic.log_append_time, piece.aborted,
-                    from_offset=done or 0,
-                )  # fmt: skip
+                rows = layout.archive_rows(topic, partition, piece, from_offset=done or 0)
                 commit = CommitProperties(app_transactions=[Transaction(app_id, piece.end)])
                 try:
                     self._write(table, rows, commit)

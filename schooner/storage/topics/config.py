@@ -14,6 +14,16 @@ TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 SEQUENCE_BITS = "schooner.sequence.bits"
 OFFSET_ENCODING = "schooner.offset.encoding"
 TRIM_APPROXIMATE = "schooner.trim.approximate"
+# The cold tier's table of a tiered topic (docs/tiered-storage.md), each fixed when the topic is created:
+# its format, and how its keys and values are held (raw bytes, or typed columns decoded by the schema id
+# each record carries or by the subject's latest schema, beside the raw bytes).
+TABLE_FORMAT = "schooner.table.format"
+TABLE_KEY_MODE = "schooner.table.key.mode"
+TABLE_VALUE_MODE = "schooner.table.value.mode"
+TABLE_FORMATS = ("delta", "iceberg")
+RAW, SCHEMA_ID_PREFIX, SCHEMA_LATEST = "raw", "schema_id_prefix", "schema_latest"
+TABLE_MODES = (RAW, SCHEMA_ID_PREFIX, SCHEMA_LATEST)
+TABLE_CONFIGS = (TABLE_FORMAT, TABLE_KEY_MODE, TABLE_VALUE_MODE)
 TIMESTAMP_BEFORE_MAX_MS = "message.timestamp.before.max.ms"
 TIMESTAMP_AFTER_MAX_MS = "message.timestamp.after.max.ms"
 TIMESTAMP_DIFFERENCE_MAX_MS = "message.timestamp.difference.max.ms"
@@ -187,6 +197,13 @@ _DOC = {
     "timestamp ((ms << bits) | seq); fixed when the topic is created.",
     SEQUENCE_BITS: "Low bits of a timestamp-encoded offset holding the ID's sequence; fixed at creation.",
     TRIM_APPROXIMATE: "Trim retention with '~' (approximate and cheaper) rather than exactly.",
+    TABLE_FORMAT: "The format of the topic's cold-tier table: delta (Delta Lake) or iceberg. Fixed at "
+    "creation.",
+    TABLE_KEY_MODE: "How the cold-tier table holds keys: raw bytes, or typed columns beside them, decoded by "
+    "the schema id each key carries (schema_id_prefix) or by the subject's latest schema (schema_latest). "
+    "Fixed at creation.",
+    TABLE_VALUE_MODE: "How the cold-tier table holds values: raw, schema_id_prefix or schema_latest, as "
+    f"{TABLE_KEY_MODE}. Fixed at creation.",
     REMOTE_STORAGE: "Archive the topic to the cold tier (Delta Lake tables) and serve old records "
     "from there; needs a broker with a cold store, and a topic whose cleanup.policy is delete. Cannot be "
     "turned off.",
@@ -252,6 +269,9 @@ _DEFS = [
         kind=ConfigType.INT,
     ),
     ConfigDef(TRIM_APPROXIMATE, "false", _boolean, True, kind=ConfigType.BOOLEAN),
+    ConfigDef(TABLE_FORMAT, "delta", _one_of(*TABLE_FORMATS), True, read_only=True, kind=ConfigType.STRING),
+    ConfigDef(TABLE_KEY_MODE, RAW, _one_of(*TABLE_MODES), True, read_only=True, kind=ConfigType.STRING),
+    ConfigDef(TABLE_VALUE_MODE, RAW, _one_of(*TABLE_MODES), True, read_only=True, kind=ConfigType.STRING),
     # Accepted so that tools which set them keep working; storage in Redis gives them no meaning.
     ConfigDef(
         "segment.bytes", "1073741824", _long(14), False, kind=ConfigType.INT, synonym="log.segment.bytes"

@@ -15,13 +15,19 @@ from ..keys import Keyspace
 from ..offsets import DEFAULT_SEQUENCE_BITS, DENSE, TIMESTAMP, OffsetCodec, codec_for
 from ..redis.calls import Call, Steps, command, script, text, together
 from .config import (
+    CONFIG_DEFS,
     LOCAL_RETENTION_BYTES,
     LOCAL_RETENTION_MS,
     MAX_DECOMPRESSED_BYTES,
     OFFSET_ENCODING,
     REMOTE_STORAGE,
     SEQUENCE_BITS,
+    TABLE_CONFIGS,
+    TABLE_FORMAT,
+    TABLE_KEY_MODE,
+    TABLE_VALUE_MODE,
     TRIM_APPROXIMATE,
+    ConfigDef,
     effective,
     valid_topic_name,
 )
@@ -57,7 +63,25 @@ class Topic:
     @property
     def fixed_configs(self) -> dict[str, str]:
         """The configs set once, when the topic was created."""
-        return {OFFSET_ENCODING: self.offsets.encoding, SEQUENCE_BITS: self.configs[SEQUENCE_BITS]}
+        return {
+            OFFSET_ENCODING: self.offsets.encoding,
+            SEQUENCE_BITS: self.configs[SEQUENCE_BITS],
+            **{name: self.configs[name] for name in TABLE_CONFIGS},
+        }
+
+    @property
+    def table_format(self) -> str:
+        """The cold tier's table format: delta or iceberg."""
+        return self.configs[TABLE_FORMAT]
+
+    @property
+    def table_key_mode(self) -> str:
+        """How the cold table holds keys: raw, schema_id_prefix or schema_latest."""
+        return self.configs[TABLE_KEY_MODE]
+
+    @property
+    def table_value_mode(self) -> str:
+        return self.configs[TABLE_VALUE_MODE]
 
     @property
     def cleanup_policy(self) -> frozenset[str]:
@@ -144,6 +168,8 @@ def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Top
     configs = effective(overrides, defaults)
     configs[SEQUENCE_BITS] = str(bits)
     configs[OFFSET_ENCODING] = encoding
+    for name in TABLE_CONFIGS:  # topics made before the configs existed have none: raw Delta tables
+        configs[name] = values.get(_TABLE_FIELDS[name], CONFIG_DEFS[name].default)
     cut = len(_LEADER_PREFIX)
     leaders = {int(k[cut:]): int(v) for k, v in values.items() if k.startswith(_LEADER_PREFIX)}
     return Topic(
@@ -157,11 +183,26 @@ def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Top
     )
 
 
+# The hash fields of the table configs: a topic keeps them as it was created, whatever the broker default
+# becomes.
+_TABLE_FIELDS = {
+    TABLE_FORMAT: "table_format",
+    TABLE_KEY_MODE: "table_key_mode",
+    TABLE_VALUE_MODE: "table_value_mode",
+}
+
+
+def _fixed_value(name: str, overrides: Mapping[str, str], defaults: Mapping[str, str]) -> str:
+    definition: ConfigDef = CONFIG_DEFS[name]
+    return overrides.get(name, defaults.get(name, definition.default))
+
+
 def fixed_configs(overrides: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str]:
     """What Topic.fixed_configs will be for a topic created with these overrides."""
     return {
         OFFSET_ENCODING: overrides.get(OFFSET_ENCODING, defaults.get(OFFSET_ENCODING, DENSE)),
         SEQUENCE_BITS: str(overrides.get(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS))),
+        **{name: _fixed_value(name, overrides, defaults) for name in TABLE_CONFIGS},
     }
 
 
@@ -187,6 +228,10 @@ def create(
     bits = int(overrides.pop(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
     encoding = overrides.pop(OFFSET_ENCODING, defaults.get(OFFSET_ENCODING, DENSE))
     codec_for(encoding, bits)  # refuses an unknown encoding before anything is written
+    tables = {name: _fixed_value(name, overrides, defaults) for name in TABLE_CONFIGS}
+    for name in TABLE_CONFIGS:
+        overrides.pop(name, None)
+        CONFIG_DEFS[name].check(tables[name])
     fields: list[Any] = [
         "partitions",
         partitions,
@@ -196,6 +241,7 @@ def create(
         bits,
         "created_ms",
         int(time.time() * 1000),
+        *(item for name, value in tables.items() for item in (_TABLE_FIELDS[name], value)),
     ]
     for key, value in overrides.items():
         fields += [_CONFIG_PREFIX + key, value]
@@ -212,6 +258,7 @@ def create(
             b"partitions": str(partitions).encode(),
             b"offset_encoding": encoding.encode(),
             b"sequence_bits": str(bits).encode(),
+            **{_TABLE_FIELDS[name].encode(): value.encode() for name, value in tables.items()},
             **{(_CONFIG_PREFIX + k).encode(): v.encode() for k, v in overrides.items()},
             **{f"{_LEADER_PREFIX}{p}".encode(): str(b).encode() for p, b in (leaders or {}).items()},
         },
