@@ -71,7 +71,9 @@ def to_table(
 
 def archive_rows(topic: Topic, partition: int, piece: ArchiveSlice, from_offset: int = 0) -> pa.Table:
     """The table rows of an archive slice's records at or after from_offset, in every format's table."""
-    return to_table(piece.entries, topic.offsets, partition, topic.log_append_time, piece.aborted, from_offset)
+    return to_table(
+        piece.entries, topic.offsets, partition, topic.log_append_time, piece.aborted, from_offset
+    )
 
 
 def kafka_rows(rows: pa.Table) -> pa.Table:
