@@ -168,8 +168,8 @@ def decode_topic(raw: Mapping[bytes, bytes], defaults: Mapping[str, str]) -> Top
     configs = effective(overrides, defaults)
     configs[SEQUENCE_BITS] = str(bits)
     configs[OFFSET_ENCODING] = encoding
-    for name in TABLE_CONFIGS:  # topics made before the configs existed have none: raw Delta tables
-        configs[name] = values.get(_TABLE_FIELDS[name], CONFIG_DEFS[name].default)
+    for config in TABLE_CONFIGS:  # topics made before the configs existed have none: raw Delta tables
+        configs[config] = values.get(_TABLE_FIELDS[config], CONFIG_DEFS[config].default)
     cut = len(_LEADER_PREFIX)
     leaders = {int(k[cut:]): int(v) for k, v in values.items() if k.startswith(_LEADER_PREFIX)}
     return Topic(
@@ -228,10 +228,10 @@ def create(
     bits = int(overrides.pop(SEQUENCE_BITS, defaults.get(SEQUENCE_BITS, DEFAULT_SEQUENCE_BITS)))
     encoding = overrides.pop(OFFSET_ENCODING, defaults.get(OFFSET_ENCODING, DENSE))
     codec_for(encoding, bits)  # refuses an unknown encoding before anything is written
-    tables = {name: _fixed_value(name, overrides, defaults) for name in TABLE_CONFIGS}
-    for name in TABLE_CONFIGS:
-        overrides.pop(name, None)
-        CONFIG_DEFS[name].check(tables[name])
+    tables = {config: _fixed_value(config, overrides, defaults) for config in TABLE_CONFIGS}
+    for config, value in tables.items():
+        overrides.pop(config, None)
+        CONFIG_DEFS[config].check(value)
     fields: list[Any] = [
         "partitions",
         partitions,
@@ -241,7 +241,7 @@ def create(
         bits,
         "created_ms",
         int(time.time() * 1000),
-        *(item for name, value in tables.items() for item in (_TABLE_FIELDS[name], value)),
+        *(item for config, value in tables.items() for item in (_TABLE_FIELDS[config], value)),
     ]
     for key, value in overrides.items():
         fields += [_CONFIG_PREFIX + key, value]
@@ -258,7 +258,7 @@ def create(
             b"partitions": str(partitions).encode(),
             b"offset_encoding": encoding.encode(),
             b"sequence_bits": str(bits).encode(),
-            **{_TABLE_FIELDS[name].encode(): value.encode() for name, value in tables.items()},
+            **{_TABLE_FIELDS[config].encode(): value.encode() for config, value in tables.items()},
             **{(_CONFIG_PREFIX + k).encode(): v.encode() for k, v in overrides.items()},
             **{f"{_LEADER_PREFIX}{p}".encode(): str(b).encode() for p, b in (leaders or {}).items()},
         },
