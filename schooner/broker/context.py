@@ -152,6 +152,7 @@ def open_context(
         base=base,
         metrics=metrics,
     )
+    topics.also_forget(ctx.data.reader.forget_topic)
     ctx.schemas = SchemaRegistry(store)
     ctx.schema_validation = SchemaValidation(ctx.schemas)
     ctx.groups = GroupCoordinator(

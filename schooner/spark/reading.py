@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..storage.blocking_store import BlockingStore
+from ..storage.cold import tiers
 from ..storage.keys import Keyspace
 from ..storage.log import transactions
 from ..storage.log.transactions import AbortedTransaction
@@ -99,7 +100,13 @@ def read_partition(
         # Redis no longer holds pos: the archived records from there. Looped, as the archiver may trim
         # Redis past the cold tier's end as we read (after archiving more).
         tier = cold_for(cold, keyspace)
-        resume = yield from _cold_batches(tier, part, pos, committed, include_headers, fail_on_data_loss)
+        (marks,) = store.tier_marks([(topic, p)])
+        span = tiers.cold_span(marks)
+        if span is None:
+            break  # the cold tier holds none of the partition: data loss, reported below
+        resume = yield from _cold_batches(
+            tier, part, pos, span[0], committed, include_headers, fail_on_data_loss
+        )
         if resume >= part.end:
             return
         if resume == pos:
@@ -138,28 +145,28 @@ def _cold_batches(
     cold: ColdStore,
     part: RangePartition,
     pos: int,
+    cold_start: int,
     committed: bool,
     include_headers: bool,
     fail_on_data_loss: bool,
 ) -> Generator[pa.RecordBatch, None, int]:
     """The range's records from pos that the cold tier holds, as batches; returns where Redis takes over
-    (the cold tier's end, or the range's end). The cold tier holds nothing at or past the last stable
+    (the cold tier's end, or the range's end). cold_start: the cold tier's first offset by the tier
+    marks (a row below it is one a trim removed). The cold tier holds nothing at or past the last stable
     offset of when it was archived, and settled transactions only, so its aborted list is complete."""
     topic, p, end = part.topic, part.partition, part.end
     offsets = topic.offsets
     ts_type = LOG_APPEND_TIME if topic.log_append_time else CREATE_TIME
-    first = True
+    if part.check_loss and pos < cold_start:
+        _lost(
+            data_loss_message(
+                f"{topic.name}-{p}: offsets from {pos} were to be read, but the cold tier now starts "
+                f"at {cold_start}"
+            ),
+            fail_on_data_loss,
+        )
     while pos < end:
-        read = cold.read(topic, p, pos, COLD_PAGE_BYTES, COLD_PAGE, committed)
-        if first and part.check_loss and pos < read.start_offset and read.entries:
-            _lost(
-                data_loss_message(
-                    f"{topic.name}-{p}: offsets from {pos} were to be read, but the cold tier now starts "
-                    f"at {read.start_offset}"
-                ),
-                fail_on_data_loss,
-            )
-        first = False
+        read = cold.read(topic, p, pos, COLD_PAGE_BYTES, COLD_PAGE, committed, start=cold_start)
         if not read.entries:
             return max(pos, read.end_offset)
         entries = read.entries

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .cold import marks as cold_marks
+from .cold.marks import TierMarks
 from .groups import commits, state
 from .groups.commits import CommittedOffset
 from .groups.lag import PartitionLag, partition_lag
@@ -105,6 +107,10 @@ class BlockingStore:
 
     def offset_for_timestamp(self, topic: Topic, partition: int, timestamp: int) -> tuple[int, int] | None:
         return self.drive(lookup.offset_for_timestamp(self.ks, topic, partition, timestamp))
+
+    def tier_marks(self, partitions: Sequence[tuple[Topic, int]]) -> list[TierMarks]:
+        """Each partition's tier marks (cold/marks.py), in one round trip: the cold tier's extent."""
+        return self.run_many(cold_marks.marks_of(self.ks, partitions)) if partitions else []
 
     def entries_in_ms(self, topic: Topic, partition: int, probes: Sequence[int], below: int) -> list[int]:
         return self.drive(read.entries_in_ms(self.ks, topic, partition, probes, below))

@@ -15,6 +15,7 @@ import pytest
 
 import apache_kafka
 from schooner.spark import ensure_topic, register
+from schooner.storage.cold import marks as cold_marks
 from schooner.storage.cold.location import ColdLocation
 from schooner.storage.cold.source import archive_slice
 from schooner.storage.cold.table import ColdStore
@@ -166,10 +167,20 @@ class Tiers:
         topic = self.log.load(name)
         start = self.cold.archived_end(topic, partition) or 0
         piece = drive_sync(self.log.redis, archive_slice(self.log.ks, topic, partition, start, max_records))
-        end = self.cold.archive(topic, partition, piece).end
+        done = self.cold.archive(topic, partition, piece)
+        end = done.end
+        # The tier marks, as the archiver records them: the readers' one source of the cold tier's extent.
+        first = topic.offsets.offset_of_id(piece.entries[0][0]) if done.records else None
+        run_sync(self.log.redis, cold_marks.record(self.log.ks, topic, partition, end, first))
         if trim:
             run_sync(self.log.redis, retention.delete_records(self.log.ks, topic, partition, end))
         return end
+
+    def trim(self, name: str, partition: int, below: int) -> None:
+        """Retention of the whole log, as the broker applies it: the table trimmed, then the marks."""
+        topic = self.log.load(name)
+        self.cold.trim(topic, partition, below)
+        run_sync(self.log.redis, cold_marks.record(self.log.ks, topic, partition, trimmed_below=below))
 
     def txn(self, name: str, partition: int, pid: int, seq: int, records: list[Rec]) -> None:
         batch = RecordBatch(records, pid, 0, seq)

@@ -97,7 +97,7 @@ def test_records_gone_from_the_cold_tier_are_data_loss(log: Log, tiers: Tiers) -
     tiers.archive("retained", 0, 30)
     topic = log.load("retained")
     cut = before[6]["offset"]
-    tiers.cold.trim(topic, 0, cut)  # retention of the whole log
+    tiers.trim("retained", 0, cut)  # retention of the whole log
     cold = ColdOptions(tiers.url)
     with pytest.raises(DataLossError, match="cold tier now starts at"):
         _rows(log, part, False, cold)

@@ -100,10 +100,11 @@ async def _lookup(
         if target == MAX_TIMESTAMP:
             found = await ctx.store.max_timestamp(topic, partition)
         elif target >= 0:
-            # The cold tier holds the older records: a match there comes before any in Redis.
-            found = await ctx.tiering.offset_for_timestamp(topic, partition, target) if tiered else None
-            if found is None:
-                found = await ctx.store.offset_for_timestamp(topic, partition, target)
+            found = (
+                await ctx.tiering.offset_for_timestamp(topic, partition, target)
+                if tiered
+                else await ctx.store.offset_for_timestamp(topic, partition, target)
+            )
         else:
             return ErrorCode.invalid_request, -1, -1
     except (*STORAGE_ERRORS, ColdStoreError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...storage.store import Store
@@ -39,6 +39,12 @@ class TopicCache:
         # Bumped whenever a cached topic is dropped: a load that overlapped the drop may have read the
         # old state, so it is not cached.
         self._generation = 0
+        self._also_forget: list[Callable[[str], None]] = []
+
+    def also_forget(self, forget: Callable[[str], None]) -> None:
+        """Another keeper of per-topic state (the cold reads' marks), told whenever a topic is dropped
+        from this cache: a deleted topic's state goes with it."""
+        self._also_forget.append(forget)
 
     def _ttl(self) -> float:
         if self._notices and not self._health.in_trouble():
@@ -122,6 +128,8 @@ class TopicCache:
         """The topic changed elsewhere (a notice) or is gone: the next load reads Redis."""
         self._topics.pop(name, None)
         self._generation += 1
+        for forget in self._also_forget:
+            forget(name)
 
     @property
     def hears_notices(self) -> bool:

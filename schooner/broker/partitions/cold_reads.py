@@ -14,13 +14,13 @@ start of answers from Redis.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...storage.cold.marks import TierMarks
 from ...storage.log.read import PartitionRead
 from ...storage.store import Store
-from ...storage.topic_partition import TopicPartition
 from ...storage.topics.metadata import Topic
 
 if TYPE_CHECKING:  # delta-rs and pyarrow load only with a cold store (broker/tiering/tiering.py)
@@ -39,8 +39,9 @@ class ColdReads:
         self._store = store
         self._cold = cold
         self._observe = metrics.cold_fetch_seconds.observe if metrics is not None else None
-        self._hot_starts: dict[TopicPartition, int] = {}  # first valid Redis offset, from the last read
-        self._marks: dict[TopicPartition, tuple[float, TierMarks]] = {}
+        # Kept per topic id, so that a topic made again under its name never sees its predecessor's.
+        self._hot_starts: dict[_Key, int] = {}  # first valid Redis offset, from the last read
+        self._marks: dict[_Key, tuple[float, TierMarks]] = {}
 
     def tiered(self, topic: Topic) -> bool:
         """Whether reads of the topic may go below Redis: it is tiered and this broker has a cold store."""
@@ -48,16 +49,16 @@ class ColdReads:
 
     def below_hot(self, topic: Topic, partition: int, offset: int) -> bool:
         """Whether the offset is below the partition's Redis start as last seen (which only moves up)."""
-        start = self._hot_starts.get(TopicPartition(topic.name, partition))
+        start = self._hot_starts.get(_key(topic, partition))
         return start is not None and offset < start
 
     def saw(self, topic: Topic, partition: int, read: PartitionRead) -> None:
-        self._hot_starts[TopicPartition(topic.name, partition)] = read.first_valid_offset
+        self._hot_starts[_key(topic, partition)] = read.first_valid_offset
 
     async def marks(self, partitions: Sequence[tuple[Topic, int]], fresh: bool) -> list[TierMarks]:
         """Each partition's tier marks: read in one round trip where not kept (or all, when fresh)."""
         now = time.monotonic()
-        keys = [TopicPartition(t.name, p) for t, p in partitions]
+        keys = [_key(t, p) for t, p in partitions]
         stale = [
             i for i, tp in enumerate(keys)
             if fresh or tp not in self._marks or now - self._marks[tp][0] > MARKS_TTL_SECONDS
@@ -79,7 +80,14 @@ class ColdReads:
                 self._observe(time.perf_counter() - began)
 
     def forget(self, topic: str) -> None:
-        """Drops what is kept of a topic (deleted, or made again)."""
+        """Drops what is kept of a topic (deleted, made again or changed: the topic cache's notices)."""
         for kept in (self._hot_starts, self._marks):
-            for tp in [tp for tp in kept if tp.topic == topic]:
-                del kept[tp]
+            for key in [key for key in kept if key[0] == topic]:
+                del kept[key]
+
+
+_Key = tuple[str, uuid.UUID, int]  # topic name, topic id, partition
+
+
+def _key(topic: Topic, partition: int) -> _Key:
+    return topic.name, topic.id, partition

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ...storage.cold import tiers
 from ...storage.cold.errors import ColdStoreError
+from ...storage.cold.tiers import Tier
 from ...storage.log.raw_entries import last_entry_id
 from ...storage.log.read import PartitionRead
 from ...storage.log.transactions import AbortedTransaction
@@ -105,6 +107,10 @@ class PartitionReader:
         self._tenant = tenant
         # Average entry size per partition, from its last read, to size the next XRANGE COUNT.
         self._sizes: dict[TopicPartition, int] = {}
+
+    def forget_topic(self, name: str) -> None:
+        """Drops what the reader keeps of the topic's cold tier (it was deleted, or changed)."""
+        self._cold.forget(name)
 
     async def long_poll(
         self,
@@ -240,7 +246,8 @@ class PartitionReader:
     async def _read_cold(
         self, low: list[tuple[PartitionAnswer, Topic, WantedPartition, int, PartitionRead]], committed: bool
     ) -> None:
-        """Tiered partitions fetched below their Redis start: from the cold tier, all at once."""
+        """Tiered partitions fetched below their Redis start: from the cold tier, all at once, where the
+        tier marks route them (storage/cold/tiers.py)."""
         cold = self._cold
         try:
             marks = await cold.marks([(t, r.partition) for _, t, r, _, _ in low], fresh=True)
@@ -248,37 +255,33 @@ class PartitionReader:
             for result, *_ in low:
                 result.error = LOG_UNAVAILABLE
             return
-        reads = await asyncio.gather(
-            *(
-                cold.read(t, r.partition, max(r.fetch_offset, 0), budget, committed)
-                for _, t, r, budget, _ in low
-            ),
-            return_exceptions=True,
-        )
         gaps: list[tuple[PartitionAnswer, Topic, WantedPartition, int, PartitionRead]] = []
-        for (result, topic, request, budget, hot), mark, got in zip(low, marks, reads, strict=True):
-            start = (
-                hot.first_valid_offset
-                if mark.cold_start is None
-                else min(mark.cold_start, hot.first_valid_offset)
-            )
+        colds: list[tuple[PartitionAnswer, Topic, WantedPartition, int, PartitionRead]] = []
+        for (result, topic, request, budget, hot), mark in zip(low, marks, strict=True):
+            offset = max(request.fetch_offset, 0)
+            where = tiers.route(offset, mark, hot.first_valid_offset)
+            start = tiers.log_start(mark, hot.first_valid_offset)
             # The whole log's start: below it the offset is out of range, as in Redis.
             hot = dataclasses.replace(hot, log_start_offset=start, first_valid_offset=start)
-            if request.fetch_offset < start:
+            if where is Tier.OUT_OF_RANGE or request.fetch_offset < 0:
                 self._fill(result, topic, request, hot, budget)
-            elif isinstance(got, ColdStoreError):
+            elif where is Tier.COLD:
+                colds.append((result, topic, request, budget, hot))
+            else:  # nothing archived from the offset up to the Redis start (a gap): Redis's records
+                gaps.append((result, topic, request, budget, hot))
+        reads = await asyncio.gather(
+            *(cold.read(t, r.partition, r.fetch_offset, budget, committed) for _, t, r, budget, _ in colds),
+            return_exceptions=True,
+        )
+        for (result, topic, request, budget, hot), got in zip(colds, reads, strict=True):
+            if isinstance(got, ColdStoreError):
                 result.error = LOG_UNAVAILABLE  # KAFKA_STORAGE_ERROR: retriable
             elif isinstance(got, BaseException):
                 raise got
             elif got.entries:
-                self._fill(
-                    result,
-                    topic,
-                    request,
-                    got.as_partition_read(hot.high_watermark, hot.last_stable_offset, start),
-                    budget,
-                )
-            else:  # nothing archived from the offset up to the Redis start (a gap): Redis's records
+                read = got.as_partition_read(hot.high_watermark, hot.last_stable_offset, hot.log_start_offset)
+                self._fill(result, topic, request, read, budget)
+            else:
                 gaps.append((result, topic, request, budget, hot))
         if not gaps:
             return
@@ -313,8 +316,7 @@ class PartitionReader:
         except STORAGE_ERRORS:
             return
         for (result, _, _), mark in zip(tiered, marks, strict=True):
-            if mark.cold_start is not None and mark.cold_start < result.log_start:
-                result.log_start = mark.cold_start
+            result.log_start = tiers.log_start(mark, result.log_start)
 
     def _fill(
         self,

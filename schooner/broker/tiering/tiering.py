@@ -10,9 +10,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from ...config import Settings
+from ...storage.cold import tiers
 from ...storage.cold.errors import ColdStoreError, ColdStoreUnavailable
 from ...storage.cold.marks import TierMarks
-from ...storage.log.entry import TIMESTAMP
 from ...storage.store import Store
 from ...storage.topics.metadata import Topic
 
@@ -68,51 +68,37 @@ class Tiering:
     async def marks(self, topic: Topic, partition: int) -> TierMarks:
         return (await self.store.tier_marks([(topic, partition)]))[0]
 
-    # -- ListOffsets --------------------------------------------------------------------------------
+    # -- ListOffsets: the rules are storage/cold/tiers.py's ----------------------------------------
     async def earliest(self, topic: Topic, partition: int, redis_start: int) -> int:
         """The whole log's first offset: the cold start when the cold tier holds any of it."""
-        cold_start = (await self.marks(topic, partition)).cold_start
-        return redis_start if cold_start is None else min(cold_start, redis_start)
+        return tiers.log_start(await self.marks(topic, partition), redis_start)
 
     async def latest_tiered(self, topic: Topic, partition: int) -> int:
         """KIP-1005: the last archived offset; -1 when nothing is archived."""
-        ended = (await self.marks(topic, partition)).archived_end
-        return -1 if ended is None else ended - 1
+        return tiers.latest_tiered(await self.marks(topic, partition))
 
     async def earliest_pending_upload(self, topic: Topic, partition: int, redis_start: int) -> int:
-        """KIP-1023: the first offset not archived yet (at least the Redis start: records deleted
-        before they were archived are pending nothing)."""
-        ended = (await self.marks(topic, partition)).archived_end
-        return redis_start if ended is None else max(ended, redis_start)
+        """KIP-1023: the first offset not archived yet."""
+        return tiers.earliest_pending_upload(await self.marks(topic, partition), redis_start)
 
     async def offset_for_timestamp(
         self, topic: Topic, partition: int, timestamp: int
     ) -> tuple[int, int] | None:
-        """Kafka's rule on the cold tier: (offset, timestamp) of its earliest record at or after the
-        target, or None (the caller looks in Redis then). Raises ColdStoreError."""
-        if self.cold is None:
-            return None
-        marks = await self.marks(topic, partition)
-        if marks.cold_start is None:
-            return None
-        found = await self.cold.offset_for_timestamp(topic, partition, timestamp, marks.archived_end)
-        if found is None or found[0] < marks.cold_start:
-            return (
-                None if found is None else await self._first_at_or_after(topic, partition, marks, timestamp)
-            )
-        return found
-
-    async def _first_at_or_after(
-        self, topic: Topic, partition: int, marks: TierMarks, timestamp: int
-    ) -> tuple[int, int] | None:
-        """A match below the cold start is a row a trim has not removed yet: read from the start."""
-        assert self.cold is not None and marks.cold_start is not None
-        read = await self.cold.read(topic, partition, marks.cold_start, 1 << 20, 10_000)
-        for entry_id, fields in read.entries:
-            stamp = _timestamp(fields)
-            if stamp is not None and stamp >= timestamp:
-                return topic.offsets.offset_of_id(entry_id), stamp
-        return None
+        """Kafka's rule over both tiers: (offset, timestamp) of the earliest record at or after the
+        target, or None. Raises ColdStoreError and StorageError."""
+        cold = None
+        if self.cold is not None and topic.remote_storage:
+            marks = await self.marks(topic, partition)
+            span = tiers.cold_span(marks)
+            if span is not None:
+                cold = await self.cold.offset_for_timestamp(
+                    topic, partition, timestamp, marks.archived_end, start=span[0]
+                )
+            if cold is not None:
+                hot_start = (await self.store.bounds(topic, partition)).first_valid_offset
+                if not tiers.needs_hot_lookup(cold, hot_start):
+                    return cold
+        return tiers.earliest_match(cold, await self.store.offset_for_timestamp(topic, partition, timestamp))
 
     # -- removing records ---------------------------------------------------------------------------
     async def trim_cold(self, topic: Topic, partition: int, below: int) -> TierMarks | None:
@@ -133,9 +119,10 @@ class Tiering:
         """DeleteRecords' cold side: trims the cold tier below the offset; the cold start after (None
         when the cold tier holds none of the partition). Raises ColdStoreError."""
         marks = await self.marks(topic, partition)
-        if self.cold is None or marks.cold_start is None or before <= marks.cold_start:
+        cut = tiers.cold_cut(marks, before)
+        if self.cold is None or cut is None:
             return marks.cold_start
-        after = await self.trim_cold(topic, partition, before)
+        after = await self.trim_cold(topic, partition, cut)
         return None if after is None else after.cold_start
 
     async def drop_topic(self, topic: Topic) -> None:
@@ -152,13 +139,6 @@ class Tiering:
     def close(self) -> None:
         if self.cold is not None:
             self.cold.close()
-
-
-def _timestamp(fields: list[bytes]) -> int | None:
-    for i in range(0, len(fields) - 1, 2):
-        if fields[i] == TIMESTAMP:
-            return int(fields[i + 1])
-    return None
 
 
 __all__ = ["ColdStoreError", "Tiering", "open_cold_store"]

@@ -51,9 +51,16 @@ class AsyncColdStore:
         return await self._run(self.cold.start_offset, topic, partition, archived_end)
 
     async def offset_for_timestamp(
-        self, topic: Topic, partition: int, timestamp: int, archived_end: int | None = None
+        self,
+        topic: Topic,
+        partition: int,
+        timestamp: int,
+        archived_end: int | None = None,
+        start: int | None = None,
     ) -> tuple[int, int] | None:
-        return await self._run(self.cold.offset_for_timestamp, topic, partition, timestamp, archived_end)
+        return await self._run(
+            self.cold.offset_for_timestamp, topic, partition, timestamp, archived_end, start
+        )
 
     async def trim(self, topic: Topic, partition: int, below: int, vacuum: bool = True) -> int:
         return await self._run(self.cold.trim, topic, partition, below, vacuum)

@@ -217,18 +217,26 @@ class ColdStore:
         return self._with_index(topic, partition, known, lambda index: index.start(partition))
 
     def offset_for_timestamp(
-        self, topic: Topic, partition: int, timestamp: int, archived_end: int | None = None
+        self,
+        topic: Topic,
+        partition: int,
+        timestamp: int,
+        archived_end: int | None = None,
+        start: int | None = None,
     ) -> tuple[int, int] | None:
         """Kafka's rule on the cold rows: the earliest offset whose timestamp is at or after the target,
         and that timestamp; None when no cold record qualifies. archived_end: the end the caller knows
         archived; a file index that does not reach it is read again (an index cached before another
-        broker archived knows fewer rows, and None would then say every record is older)."""
+        broker archived knows fewer rows, and None would then say every record is older). start: the
+        cold start the caller knows (the tier marks); rows below it, which a cached index may still
+        list after a trim, never match."""
+        wanted = pc.field(layout.TS) >= timestamp
+        if start is not None:
+            wanted = wanted & (pc.field(layout.OFFSET) >= start)
 
         def lookup(index: FileIndex) -> tuple[int, int] | None:
             for fragment in index.fragments_reaching(partition, timestamp):
-                rows = fragment.to_table(
-                    filter=pc.field(layout.TS) >= timestamp, columns=[layout.OFFSET, layout.TS]
-                )
+                rows = fragment.to_table(filter=wanted, columns=[layout.OFFSET, layout.TS])
                 if rows.num_rows:
                     first = pc.index(rows.column(layout.OFFSET), pc.min(rows.column(layout.OFFSET))).as_py()
                     return rows.column(layout.OFFSET)[first].as_py(), rows.column(layout.TS)[first].as_py()
