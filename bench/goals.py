@@ -74,10 +74,28 @@ GOALS: tuple[Goal, ...] = (
         note="100 B records, through the broker's archiver",
     ),
     Goal(
+        "tiering: archival records/s, typed columns",
+        lambda r: r["tiering"]["tiering_typed_archive_records_per_s"],
+        100_000,
+        note="100 B Avro records decoded by their schema ids into a Delta table",
+    ),
+    Goal(
+        "tiering: archival records/s, Iceberg",
+        lambda r: r["tiering"]["tiering_iceberg_archive_records_per_s"],
+        100_000,
+        note="100 B records, through the broker's archiver to an Iceberg table",
+    ),
+    Goal(
         "tiering: kcat fetch cold / hot",
         lambda r: r["tiering"]["tiering_cold_vs_hot_fetch"],
         0.5,
         note="the same topic read from the Delta table and from Redis",
+    ),
+    Goal(
+        "tiering: kcat fetch cold / hot, Iceberg",
+        lambda r: r["tiering"]["tiering_iceberg_cold_vs_hot_fetch"],
+        0.5,
+        note="the same records read from the Iceberg table and from Redis",
     ),
     Goal(
         "tiering: Redis bytes archived / untiered",

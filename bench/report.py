@@ -598,10 +598,31 @@ def tiering_rows(ti: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             f">= 100,000; {n}",
         ),
         (
+            "tiering: archival records/s, typed columns (Avro)",
+            _num(ti["tiering_typed_archive_records_per_s"]),
+            "",
+            "",
+            f">= 100,000; {n}, schema_id_prefix",
+        ),
+        (
+            "tiering: archival records/s, Iceberg",
+            _num(ti["tiering_iceberg_archive_records_per_s"]),
+            "",
+            "",
+            f">= 100,000; {n}",
+        ),
+        (
             "tiering: kcat fetch from the cold tier msgs/s",
             _num(ti["tiering_cold_fetch_msgs_per_s"]),
             f"{_num(ti['tiering_hot_fetch_msgs_per_s'])} (from Redis)",
             f"{ti['tiering_cold_vs_hot_fetch']:.3f}",
+            ">= 0.5; paired",
+        ),
+        (
+            "tiering: kcat fetch from an Iceberg cold tier msgs/s",
+            _num(ti["tiering_iceberg_cold_fetch_msgs_per_s"]),
+            f"{_num(ti['tiering_hot_fetch_msgs_per_s'])} (from Redis)",
+            f"{ti['tiering_iceberg_cold_vs_hot_fetch']:.3f}",
             ">= 0.5; paired",
         ),
         (
@@ -612,6 +633,13 @@ def tiering_rows(ti: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             "<= 0.05",
         ),
         ("tiering: Parquet bytes per record", f"{ti['tiering_parquet_bytes_per_record']:.2f}", "", "", n),
+        (
+            "tiering: Parquet bytes per record, typed / Iceberg",
+            f"{ti['tiering_typed_parquet_bytes_per_record']:.2f}",
+            f"{ti['tiering_iceberg_parquet_bytes_per_record']:.2f}",
+            "",
+            n,
+        ),
     ]
 
 

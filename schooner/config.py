@@ -16,7 +16,7 @@ Config file (TOML), all keys optional:
     metrics_port = 9404, metrics_host = "0.0.0.0" (Prometheus metrics; off unless metrics_port is set)
     schema_registry_port = 8081, schema_registry_host (the schema registry; 0 turns it off)
     cold_store_url = "s3://bucket/prefix", cold_store_endpoint, cold_store_region,
-    cold_store_access_key_id, cold_store_secret_access_key, cold_store_allow_http,
+    cold_store_access_key_id, cold_store_secret_access_key, cold_store_allow_http, cold_store_catalog,
     archive_interval_ms = 5000, archive_batch_records = 50000, archive_concurrency = 4 (tiered storage)
     processes = 2                  # broker processes on consecutive ports (one per core)
     (docs/configuration.md)
@@ -179,6 +179,9 @@ class Settings:
     cold_store_access_key_id: str | None = None
     cold_store_secret_access_key: str | None = None
     cold_store_allow_http: bool | None = None  # None: true when the endpoint is http://
+    # The catalog of topics whose table is Iceberg (schooner.table.format=iceberg): sql+sqlite:///path or
+    # postgresql://... (an SQL catalog), http(s)://... (a REST catalog); None (unset): kept in Redis.
+    cold_store_catalog: str | None = None
     # The archiver: a pass every archive_interval_ms over this broker's tiered partitions, up to
     # archive_batch_records records per Delta commit, archive_concurrency partitions at a time.
     archive_interval_ms: int = 5000

@@ -82,9 +82,12 @@ def never(
     return Rule(name, importers, forbidden=forbidden, exempt=exempt, allow=allow)
 
 
-def only(importers: str, *allowed: str) -> Rule:
+def only(importers: str, *allowed: str, exempt: tuple[str, ...] = ()) -> Rule:
     """A rule in one line: `only("schooner.mq", "schooner.storage")` (config is always allowed)."""
-    return Rule(f"{importers} imports only {' and '.join(allowed) or 'itself'}", importers, only=allowed)
+    name = f"{importers} imports only {' and '.join(allowed) or 'itself'}"
+    if exempt:
+        name += f" (except {', '.join(exempt)})"
+    return Rule(name, importers, only=allowed, exempt=exempt)
 
 
 def floors(package: str, *levels: str | tuple[str, ...]) -> list[Rule]:
@@ -155,6 +158,7 @@ def modules() -> tuple[str, ...]:
     return tuple(module_name(path) for path in sorted(PACKAGE.rglob("*.py")))
 
 
+_TYPED = "schooner.storage.cold.typed"
 LAYER_RULES = [
     *floors("schooner", *LAYERS),  # no layer imports one above it: the broker imports no mq, spark or ops
     # Layers that import less than everything below them.
@@ -165,7 +169,9 @@ LAYER_RULES = [
     # The registry is storage's state under Confluent's API: no broker, no coordinators, no protocol.
     only("schooner.registry", "schooner.storage", "schooner.schemas"),
     # Storage needs not even the protocol (records reach it as bytes); it keeps SCRAM credentials and ACLs.
-    only("schooner.storage", "schooner.security.scram", "schooner.security.acls"),
+    # The cold tier's typed columns alone parse schemas: they decode records into the table's columns.
+    only("schooner.storage", "schooner.security.scram", "schooner.security.acls", exempt=(_TYPED,)),
+    only(_TYPED, "schooner.storage", "schooner.schemas"),
     only("schooner.coordinators", "schooner.storage", "schooner.protocol"),
     only("schooner.mq", "schooner.storage"),  # the MQ library runs without a broker
     only("schooner.spark", "schooner.storage", "schooner.schemas"),  # so does the Spark connector
@@ -173,6 +179,7 @@ LAYER_RULES = [
     never("schooner", "redis", "hiredis", exempt=("schooner.storage",)),
     # Only the cold tier talks to the cold store.
     never("schooner", "deltalake", exempt=("schooner.storage.cold",)),
+    never("schooner", "pyiceberg", exempt=("schooner.storage.cold",)),
 ]
 
 # Within storage (its package docstring draws the map): floors redis/, keys, offsets, topic_partition ->

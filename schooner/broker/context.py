@@ -134,8 +134,10 @@ def open_context(
         cluster = ClusterView(store, me, health, s.session_ms)
         memory = RedisMemory(s.redis_memory_high_water, s.redis_memory_throttle_from)
     topics = TopicCache(store, s.topic_defaults, health)
-    # Each keyspace its own cold store: its tables live under the keyspace's folder (location.py).
-    tiering = Tiering(store, open_cold_store(s, store.ks.prefix))
+    # Each keyspace its own cold store: its tables live under the keyspace's folder (location.py), on the
+    # deployment's threads and file cache.
+    shared = None if base is None else base.tiering.cold
+    tiering = Tiering(store, open_cold_store(s, store.ks.prefix, store.redis, shared), metrics, tenant)
     ctx = BrokerContext(
         settings=s,
         store=store,

@@ -9,7 +9,9 @@ from typing import Any
 import click
 
 from ..storage.blocking_store import BlockingStore
+from ..storage.topics.config import TABLE_FORMAT, TABLE_KEY_MODE, TABLE_VALUE_MODE
 from .client_options import ClientSettings, with_client_options
+from .kafka import admin_client
 from .kafka import topics as kafka_topics
 from .output import emit, emit_object, with_output_option
 from .redis_options import redis_url_of, with_redis_options
@@ -71,8 +73,10 @@ def create(
 def describe(topic: str, all_configs: bool, client: ClientSettings, output: str) -> None:
     """TOPIC's partitions (leader, earliest and latest offsets) and the configs set on it. A tiered topic
     (remote.storage.enable) also shows where Redis starts (local_earliest) and the first offset not yet
-    archived to the cold tier (pending_upload)."""
+    archived to the cold tier (pending_upload), and its cold-tier table: format, key and value modes."""
     found = kafka_topics.describe_topic(client, topic, all_configs)
+    if found["tiered"]:
+        found["table"] = table_of(client, topic)
     if output == "json":
         emit_object(found, output)
         return
@@ -83,10 +87,24 @@ def describe(topic: str, all_configs: bool, client: ClientSettings, output: str)
         columns[4:4] = ["local_earliest", "pending_upload"]
     partitions = [{**p, "replicas": ",".join(map(str, p["replicas"]))} for p in found["partitions"]]
     emit(partitions, columns, output, title=topic)
+    if "table" in found:
+        click.echo(table_line(found["table"]))
     if found["configs"]:
         emit(found["configs"], ["name", "value", "source"], output, title="configs")
     else:
         click.echo("no configs set on the topic (--all-configs shows the defaults)")
+
+
+def table_of(client: ClientSettings, topic: str) -> dict[str, str]:
+    """A tiered topic's cold-tier table (schooner.table.*, fixed at creation), from DescribeConfigs."""
+    every = {c["name"]: c["value"] for c in kafka_topics.topic_configs(admin_client(client), client, topic)}
+    names = {"format": TABLE_FORMAT, "key_mode": TABLE_KEY_MODE, "value_mode": TABLE_VALUE_MODE}
+    return {field: every.get(name) or "-" for field, name in names.items()}
+
+
+def table_line(table: dict[str, str]) -> str:
+    """`table: iceberg (key raw, value schema_id_prefix)`."""
+    return f"table: {table['format']} (key {table['key_mode']}, value {table['value_mode']})"
 
 
 @topics.command("alter")

@@ -35,7 +35,7 @@ SOURCE_OPTIONS = (
     "includeHeaders", "failOnDataLoss", "maxRecordsPerPartition", "minPartitions",
     "isolation.level", "kafka.isolation.level",
     "coldStore", "coldStore.endpoint", "coldStore.region", "coldStore.accessKeyId",
-    "coldStore.secretAccessKey", "coldStore.allowHttp",
+    "coldStore.secretAccessKey", "coldStore.allowHttp", "coldStore.catalog",
     "keyFormat", "keySubject", "valueFormat", "valueSubject",
 )  # fmt: skip
 # The cold store options and the broker settings (SCHOONER_COLD_STORE_*) they default to, so a job
@@ -47,6 +47,7 @@ COLD_OPTIONS = {
     "coldstore.accesskeyid": "access_key_id",
     "coldstore.secretaccesskey": "secret_access_key",
     "coldstore.allowhttp": "allow_http",
+    "coldstore.catalog": "catalog",
 }
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 RAW = "raw"
@@ -98,6 +99,7 @@ class ColdOptions:
     access_key_id: str | None = None
     secret_access_key: str | None = field(default=None, repr=False)
     allow_http: bool | None = None
+    catalog: str | None = None  # Iceberg topics' catalog (cold_store_catalog); None: the one in Redis
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +262,7 @@ def parse_isolation(opts: Mapping[str, str]) -> bool:
 def parse_cold(opts: Mapping[str, str]) -> ColdOptions | None:
     """The coldStore options, each defaulting to the broker's setting in the environment
     (SCHOONER_COLD_STORE_URL, ..._ENDPOINT, ..._REGION, ..._ACCESS_KEY_ID, ..._SECRET_ACCESS_KEY,
-    ..._ALLOW_HTTP), resolved here on the driver as the Redis URL is. None: no cold store."""
+    ..._ALLOW_HTTP, ..._CATALOG), resolved here on the driver as the Redis URL is. None: no cold store."""
     given: dict[str, str] = {}
     for name, attr in COLD_OPTIONS.items():
         text = opts.get(name) or os.environ.get(f"SCHOONER_COLD_STORE_{attr.upper()}")

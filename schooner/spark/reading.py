@@ -22,7 +22,7 @@ from .schema import CREATE_TIME, LOG_APPEND_TIME, entries_to_batch
 from .tiers import COLD_PAGE, COLD_PAGE_BYTES, TieredLog, cold_for
 
 if TYPE_CHECKING:
-    from ..storage.cold.table import ColdStore
+    from ..storage.cold.formats import ColdTables
 
 PAGE = 10_000  # entries per XRANGE and per Arrow batch
 
@@ -41,7 +41,7 @@ def store_for(url: str, keyspace: str) -> BlockingStore:
 
 def log_for(opts: SourceOptions) -> TieredLog:
     """The log the driver plans on: Redis, and the cold tier when coldStore is set."""
-    cold = cold_for(opts.cold, opts.keyspace) if opts.cold is not None else None
+    cold = cold_for(opts.cold, opts.keyspace, opts.redis_url) if opts.cold is not None else None
     return TieredLog(store_for(opts.redis_url, opts.keyspace), cold)
 
 
@@ -99,7 +99,7 @@ def read_partition(
             break
         # Redis no longer holds pos: the archived records from there. Looped, as the archiver may trim
         # Redis past the cold tier's end as we read (after archiving more).
-        tier = cold_for(cold, keyspace)
+        tier = cold_for(cold, keyspace, url)
         (marks,) = store.tier_marks([(topic, p)])
         span = tiers.cold_span(marks)
         if span is None:
@@ -142,7 +142,7 @@ def read_partition(
 
 
 def _cold_batches(
-    cold: ColdStore,
+    cold: ColdTables,
     part: RangePartition,
     pos: int,
     cold_start: int,

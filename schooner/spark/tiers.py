@@ -11,6 +11,7 @@ micro-batch is planned and split as it was the first time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
@@ -23,21 +24,25 @@ from ..storage.topics.metadata import Topic
 from .options import ColdOptions
 
 if TYPE_CHECKING:
+    from ..storage.cold.formats import ColdTables
     from ..storage.cold.table import ColdStore
 
 COLD_PAGE = 32_768  # records per cold read: one Parquet row group of the archiver's files
 COLD_PAGE_BYTES = 64 << 20  # ... and at most this much key and value data
 
-_cold_stores: dict[tuple[ColdOptions, str], ColdStore] = {}
+_cold_stores: dict[tuple[ColdOptions, str, str], ColdTables] = {}
 
 
-def cold_for(cold: ColdOptions, keyspace: str) -> ColdStore:
-    """One ColdStore per cold store, keyspace and process: it caches each table's file index."""
-    found = _cold_stores.get((cold, keyspace))
+def cold_for(cold: ColdOptions, keyspace: str, redis_url: str) -> ColdTables:
+    """One cold store per cold store, keyspace and process: it caches each table's file index. Topics of
+    either table format (Delta, Iceberg); an Iceberg topic's catalog is coldStore.catalog's, or the one
+    kept in the Redis at redis_url."""
+    found = _cold_stores.get((cold, keyspace, redis_url))
     if found is None:
-        # Imported here: delta-rs loads only in the processes of queries that read a cold tier.
+        # Imported here: delta-rs (or pyiceberg) loads only in the processes of queries that read a cold tier.
+        from ..storage.cold.formats import ColdTables
+        from ..storage.cold.iceberg.clients import from_url
         from ..storage.cold.location import ColdLocation
-        from ..storage.cold.table import ColdStore
 
         location = ColdLocation.from_url(
             cold.url,
@@ -47,7 +52,8 @@ def cold_for(cold: ColdOptions, keyspace: str) -> ColdStore:
             secret_access_key=cold.secret_access_key,
             allow_http=cold.allow_http,
         )
-        found = _cold_stores[(cold, keyspace)] = ColdStore(location, keyspace)
+        tables = ColdTables(location, keyspace, cold.catalog, functools.partial(from_url, redis_url))
+        found = _cold_stores[(cold, keyspace, redis_url)] = tables
     return found
 
 
@@ -72,7 +78,7 @@ class PlanningLog(Protocol):
 class TieredLog:
     """BlockingStore's planning reads over both tiers; with no cold store, BlockingStore's answers."""
 
-    def __init__(self, store: BlockingStore, cold: ColdStore | None) -> None:
+    def __init__(self, store: BlockingStore, cold: ColdTables | ColdStore | None) -> None:
         self.store = store
         self.cold = cold
 

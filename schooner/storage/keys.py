@@ -330,6 +330,19 @@ class Keyspace:
         """Hash: group config name -> value, the overrides set for one group id (groups/configs.py)."""
         return f"{self.prefix}:group-configs:{group_tag(group_id)}"
 
+    # -- the cold tier's Iceberg catalog (storage/cold/iceberg/catalog.py): both keys share the tag {iceberg},
+    # so a commit's compare-and-swap is one script on one node.
+    @property
+    def iceberg_tables(self) -> str:
+        """Hash: "<namespace>\\x00<table>" -> the Iceberg table's current metadata file, moved by
+        compare-and-swap only (a commit against a stale metadata file fails)."""
+        return f"{self.prefix}:{{iceberg}}:tables"
+
+    @property
+    def iceberg_namespaces(self) -> str:
+        """Hash: Iceberg namespace ("." between its levels) -> JSON of its properties."""
+        return f"{self.prefix}:{{iceberg}}:namespaces"
+
     # -- acks=all ----------------------------------------------------------------------------------
     def acks_marker_for(self, key: str) -> str:
         """The acks marker in another key's slot: with that key's hash tag, or, for a key hashed whole

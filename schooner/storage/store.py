@@ -223,7 +223,9 @@ class Store(CoordinationCalls):
     async def archive_slice(self, topic: Topic, partition: int, start: int, max_records: int) -> ArchiveSlice:
         """Up to max_records committed entries from `start`, never past the LSO: a cold archive step's
         input (cold/source.py). On one Redis through the read lane, as fetches: redis-py's pipeline cost
-        the archiver more than the Delta write (a profile of a tiered topic fed at its archiver's pace)."""
+        the archiver more than the Delta write (a profile of a tiered topic fed at its archiver's pace).
+        A topic whose table decodes keys or values gets the schema documents its records name too (one
+        more round trip; none for a raw table)."""
         steps = cold_source.archive_slice(self.ks, topic, partition, start, max_records)
         if self.read_lane is None:
             return await self.drive(steps)

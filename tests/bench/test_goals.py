@@ -19,6 +19,9 @@ def test_each_goal_is_judged_by_its_direction() -> None:
         "tiering": {
             "tiering_archive_records_per_s": 120_000,
             "tiering_cold_vs_hot_fetch": 0.4,
+            "tiering_typed_archive_records_per_s": 99_000,
+            "tiering_iceberg_archive_records_per_s": 101_000,
+            "tiering_iceberg_cold_vs_hot_fetch": 0.6,
             "tiering_redis_bytes_ratio": 0.01,
         },
     }
@@ -34,7 +37,10 @@ def test_each_goal_is_judged_by_its_direction() -> None:
         "1,000 / 10 partitions": "MISSED",
         "bytes per record / raw entry, same fields": "MISSED",
         "tiering: archival records/s": "ok",
+        "tiering: archival records/s, typed columns": "MISSED",
+        "tiering: archival records/s, Iceberg": "ok",
         "tiering: kcat fetch cold / hot": "MISSED",
+        "tiering: kcat fetch cold / hot, Iceberg": "ok",
         "tiering: Redis bytes archived / untiered": "ok",
         "2 broker processes / 1, produce": "reported",
         "2 broker processes / 1, fetch": "reported",

@@ -55,6 +55,7 @@ def test_create_list_describe(broker: Any) -> None:
     assert {"retention.ms", "cleanup.policy", "max.message.bytes", "segment.bytes"} <= names
     table = text(schooner("topics", "describe", "orders", *b).stdout)
     assert "retention.ms" in table and "max.message.bytes" not in table
+    assert "table" not in described and "table:" not in table  # the cold-tier table: tiered topics only
     assert any(line.split()[:6] == ["1", str(broker.broker_id), str(broker.broker_id), "0", "4", "4"]
                for line in table.splitlines()), table  # fmt: skip
 

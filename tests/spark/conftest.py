@@ -16,9 +16,10 @@ import pytest
 import apache_kafka
 from schooner.spark import ensure_topic, register
 from schooner.storage.cold import marks as cold_marks
+from schooner.storage.cold.formats import ColdTables
+from schooner.storage.cold.iceberg.clients import from_url
 from schooner.storage.cold.location import ColdLocation
 from schooner.storage.cold.source import archive_slice
-from schooner.storage.cold.table import ColdStore
 from schooner.storage.keys import Keyspace
 from schooner.storage.log import append as log_append
 from schooner.storage.log import read as log_read
@@ -151,12 +152,13 @@ def log(redis_server: Any, keyspace: str, offset_encoding: str) -> Iterator[Log]
 
 class Tiers:
     """A cold store on a test folder beside the log: archives through the cold storage API, as the
-    broker's archiver does (a committed slice out of Redis, one Delta commit), then trims Redis."""
+    broker's archiver does (a committed slice out of Redis, one commit to the topic's Delta or Iceberg
+    table, the Iceberg catalog in the log's Redis), then trims Redis."""
 
     def __init__(self, log: Log, root: Path) -> None:
         self.log = log
         self.url = f"file://{root}"
-        self.cold = ColdStore(ColdLocation.from_url(self.url), log.keyspace)
+        self.cold = ColdTables(ColdLocation.from_url(self.url), log.keyspace, None, lambda: from_url(log.url))
 
     @property
     def options(self) -> dict[str, str]:

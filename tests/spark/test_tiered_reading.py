@@ -1,6 +1,6 @@
 """Both tiers without a SparkSession: the executor's read of an input partition that starts in the cold
-tier (Delta) and ends in Redis, and the driver's planning answers (bounds, counts, splits, timestamps),
-each compared with the same read or answer before the records were archived and trimmed."""
+tier (Delta or Iceberg) and ends in Redis, and the driver's planning answers (bounds, counts, splits,
+timestamps), each compared with the same read or answer before the records were archived and trimmed."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from tests.spark.conftest import BASE_MS, Log, Rec, Tiers
 pytestmark = pytest.mark.both_encodings
 
 
-def _fill(log: Log, tiers: Tiers, name: str) -> None:
+def _fill(log: Log, tiers: Tiers, name: str, **configs: str) -> None:
     """Plain records (nulls, headers), an aborted and a committed transaction interleaved, more plain
     records, and an aborted transaction at the end."""
-    log.topic(name, 1)
+    log.topic(name, 1, **configs)
     log.append(name, 0, [
         Rec(BASE_MS, None, b"no key"),
         Rec(BASE_MS + 1, b"tomb", None),
@@ -51,12 +51,13 @@ def _whole(log: Log, name: str) -> RangePartition:
     return RangePartition(log.load(name), 0, stored[0].offset, stored[-1].offset + 1, check_loss=True)
 
 
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
 @pytest.mark.parametrize("committed", [True, False])
 def test_a_range_reads_the_cold_tier_then_redis_the_same_records_once(
-    log: Log, tiers: Tiers, committed: bool, monkeypatch: pytest.MonkeyPatch
+    log: Log, tiers: Tiers, committed: bool, table_format: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(reading, "COLD_PAGE", 4)  # many cold pages, transactions across them
-    _fill(log, tiers, "mixed")
+    _fill(log, tiers, "mixed", **{"schooner.table.format": table_format})
     part = _whole(log, "mixed")
     before = _rows(log, part, committed, None)
     cold = ColdOptions(tiers.url)

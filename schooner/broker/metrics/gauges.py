@@ -1,4 +1,5 @@
-"""Gauges read at scrape time: connections per listener, partition end offsets, group lag and archive lag.
+"""Gauges read at scrape time: connections per listener, partition end offsets, group lag and archive lag
+(per tiered partition, and per topic as Kafka's RemoteCopyLag*).
 
 End offsets and lag come from Redis, with the functions `schooner groups lag` and `groups describe`
 use (storage/groups/lag.py, storage/share/partition.py), all partitions' calls pipelined together so a
@@ -81,6 +82,8 @@ class Snapshot:
     lags: list[tuple[str, str, int, int]] = field(default_factory=list)  # group, topic, partition, records
     lag_seconds: list[tuple[str, str, int, float]] = field(default_factory=list)  # classic/consumer only
     archive_lags: list[tuple[str, int, int]] = field(default_factory=list)  # topic, partition, records
+    # topic -> (records, bytes) not yet archived, over its led partitions (Kafka's RemoteCopyLag*)
+    copy_lags: dict[str, tuple[int, float]] = field(default_factory=dict)
     storage_up: bool = True
 
 
@@ -123,7 +126,11 @@ async def _read_keyspace(ctx: KeyspaceSource, snap: Snapshot) -> None:
         # Records not yet in the cold tier: from the archived end (or, before the first archive, the
         # log start) to the high watermark.
         archived = mark.archived_end if mark.archived_end is not None else b.log_start_offset
-        snap.archive_lags.append((topic_label(tenant, topic.name), p, max(b.high_watermark - archived, 0)))
+        label, behind = topic_label(tenant, topic.name), max(b.high_watermark - archived, 0)
+        snap.archive_lags.append((label, p, behind))
+        # Bytes: the records times the partition's average record size (its running totals, marks.py).
+        records, size = snap.copy_lags.get(label, (0, 0.0))
+        snap.copy_lags[label] = (records + behind, size + behind * mark.average_record_bytes)
     for group, lag in lags:
         g, t = topic_label(tenant, group), topic_label(tenant, lag.topic)
         snap.lags.append((g, t, lag.partition, lag.records or 0))  # partition_lag always counts
@@ -231,6 +238,20 @@ class ScrapeGauges(Collector):
             "Records of each tiered partition this broker leads not yet archived to the cold tier.",
             ["topic", "partition"],
             ((t, str(p), v) for t, p, v in snap.archive_lags),
+        )
+        yield _family(
+            "schooner_remote_copy_lag_records",
+            "Records of each tiered topic not yet archived, over the partitions this broker leads (Kafka's "
+            "RemoteCopyLagSegments, in records).",
+            ["topic"],
+            ((t, records) for t, (records, _) in sorted(snap.copy_lags.items())),
+        )
+        yield _family(
+            "schooner_remote_copy_lag_bytes",
+            "Bytes of those records, estimated as records x each partition's average record size (Kafka's "
+            "RemoteCopyLagBytes).",
+            ["topic"],
+            ((t, size) for t, (_, size) in sorted(snap.copy_lags.items())),
         )
         up = GaugeMetricFamily(
             "schooner_metrics_storage_up", "1 when this scrape read end offsets and lag from Redis, else 0."

@@ -133,6 +133,62 @@ class BrokerMetrics:
             ["topic"],
             registry=r,
         )
+        # Kafka's tiered-storage meters (KIP-405, KIP-963: BrokerTopicMetrics' Remote*PerSec, per topic),
+        # as counters: rate() gives Kafka's per-second figure. Remote copy is an archive commit, remote
+        # fetch a cold read for a fetch, remote delete a trim of the cold tier (retention, DeleteRecords).
+        self.remote_copy_requests = Counter(
+            "schooner_remote_copy_requests",
+            "Archive commits to the cold tier, by topic (Kafka's RemoteCopyRequestsPerSec).",
+            ["topic"],
+            registry=r,
+        )
+        self.remote_copy_bytes = Counter(
+            "schooner_remote_copy_bytes",
+            "Bytes archived to the cold tier (keys, values and headers), by topic (Kafka's "
+            "RemoteCopyBytesPerSec).",
+            ["topic"],
+            registry=r,
+        )
+        self.remote_copy_errors = Counter(
+            "schooner_remote_copy_errors",
+            "Archive steps of a partition that the cold store failed, by topic (Kafka's "
+            "RemoteCopyErrorsPerSec).",
+            ["topic"],
+            registry=r,
+        )
+        self.remote_fetch_requests = Counter(
+            "schooner_remote_fetch_requests",
+            "Reads of the cold tier for fetches, one per partition read, by topic (Kafka's "
+            "RemoteFetchRequestsPerSec).",
+            ["topic"],
+            registry=r,
+        )
+        self.remote_fetch_bytes = Counter(
+            "schooner_remote_fetch_bytes",
+            "Bytes of the records fetches read from the cold tier (their fields' values), by topic (Kafka's "
+            "RemoteFetchBytesPerSec).",
+            ["topic"],
+            registry=r,
+        )
+        self.remote_fetch_errors = Counter(
+            "schooner_remote_fetch_errors",
+            "Reads of the cold tier for fetches that failed, by topic (Kafka's RemoteFetchErrorsPerSec).",
+            ["topic"],
+            registry=r,
+        )
+        self.remote_delete_requests = Counter(
+            "schooner_remote_delete_requests",
+            "Trims of the cold tier (retention, DeleteRecords) and drops of a deleted topic's table, by "
+            "topic (Kafka's RemoteDeleteRequestsPerSec).",
+            ["topic"],
+            registry=r,
+        )
+        self.remote_delete_errors = Counter(
+            "schooner_remote_delete_errors",
+            "Trims and drops of the cold tier that failed, by topic (Kafka's RemoteDeleteErrorsPerSec).",
+            ["topic"],
+            registry=r,
+        )
         self.cold_fetch_seconds = Histogram(
             "schooner_cold_fetch_seconds",
             "Reads of the cold tier for fetches below a tiered partition's Redis start (one per partition).",

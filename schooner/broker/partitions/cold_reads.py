@@ -16,8 +16,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
+from ...storage.cold.errors import ColdStoreError
 from ...storage.cold.marks import TierMarks
 from ...storage.log.read import PartitionRead
 from ...storage.store import Store
@@ -34,10 +36,16 @@ COLD_MAX_RECORDS = 100_000  # records one cold read returns at most (besides the
 
 class ColdReads:
     def __init__(
-        self, store: Store, cold: AsyncColdStore | None, metrics: BrokerMetrics | None = None
+        self,
+        store: Store,
+        cold: AsyncColdStore | None,
+        metrics: BrokerMetrics | None = None,
+        tenant: str | None = None,
     ) -> None:
         self._store = store
         self._cold = cold
+        self._metrics = metrics
+        self._tenant = tenant  # labels the topics of the remote fetch meters (meters.topic_label)
         self._observe = metrics.cold_fetch_seconds.observe if metrics is not None else None
         # Kept per topic id, so that a topic made again under its name never sees its predecessor's.
         self._hot_starts: dict[_Key, int] = {}  # first valid Redis offset, from the last read
@@ -73,17 +81,38 @@ class ColdReads:
         """Cold records from the offset, up to the byte budget (the first always). Raises ColdStoreError."""
         assert self._cold is not None
         began = time.perf_counter()
+        metrics = self._metrics
         try:
-            return await self._cold.read(topic, partition, offset, budget, COLD_MAX_RECORDS, committed)
+            got = await self._cold.read(topic, partition, offset, budget, COLD_MAX_RECORDS, committed)
+        except ColdStoreError:
+            if metrics is not None:
+                label = _label(self._tenant, topic.name)
+                metrics.remote_fetch_requests.labels(label).inc()
+                metrics.remote_fetch_errors.labels(label).inc()
+            raise
         finally:
             if self._observe is not None:
                 self._observe(time.perf_counter() - began)
+        if metrics is not None:  # Kafka's RemoteFetch*PerSec: one request per partition read
+            label = _label(self._tenant, topic.name)
+            metrics.remote_fetch_requests.labels(label).inc()
+            metrics.remote_fetch_bytes.labels(label).inc(_size(got.entries))
+        return got
 
     def forget(self, topic: str) -> None:
         """Drops what is kept of a topic (deleted, made again or changed: the topic cache's notices)."""
         for kept in (self._hot_starts, self._marks):
             for key in [key for key in kept if key[0] == topic]:
                 del kept[key]
+
+
+def _label(tenant: str | None, name: str) -> str:
+    return name if tenant is None else f"{tenant}/{name}"  # meters.topic_label, without its imports
+
+
+def _size(entries: list[Any]) -> int:
+    """The bytes of the entries' field values (keys, values, headers, timestamps): [id, [f, v, ...]]."""
+    return sum(map(len, chain.from_iterable(fields[1::2] for _, fields in entries)))
 
 
 _Key = tuple[str, uuid.UUID, int]  # topic name, topic id, partition

@@ -55,5 +55,7 @@ def open_data_path(
     writer = PartitionWriter(
         store, sequencer, RetryOrder(), recent, waiters, metrics, tenant, stale_topic, memory
     )
-    reader = PartitionReader(store, recent, ends, waiters, metrics, tenant, ColdReads(store, cold, metrics))
+    reader = PartitionReader(
+        store, recent, ends, waiters, metrics, tenant, ColdReads(store, cold, metrics, tenant)
+    )
     return DataPath(writer, reader, waiters, sequencer, recent, ends)

@@ -170,7 +170,12 @@ class Archiver:
             self._held.discard(tp)
             return
         self._held.add(tp)
-        await self.archive(topic, partition)
+        try:
+            await self.archive(topic, partition)
+        except ColdStoreError:  # a conflict with another writer too: the step did not commit
+            if self._metrics is not None:
+                self._metrics.remote_copy_errors.labels(topic_label(self._tenant, topic.name)).inc()
+            raise
         await self.store.trim_tiered(topic, partition, self.filling)
         now = time.monotonic()
         interval = max(self.settings.log_retention_check_interval_ms, 1) / 1000
@@ -214,6 +219,8 @@ class Archiver:
                 label = topic_label(self._tenant, topic.name)
                 self._metrics.archived_records.labels(label).inc(done.records)
                 self._metrics.archived_bytes.labels(label).inc(done.bytes)
+                self._metrics.remote_copy_requests.labels(label).inc()  # a commit: rows were added
+                self._metrics.remote_copy_bytes.labels(label).inc(done.bytes)
             start = done.end
             if len(piece.entries) < batch:
                 break

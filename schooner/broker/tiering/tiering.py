@@ -6,8 +6,10 @@ AsyncColdStore."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...config import Settings
 from ...storage.cold import tiers
@@ -15,6 +17,7 @@ from ...storage.cold.errors import ColdStoreError, ColdStoreUnavailable
 from ...storage.cold.marks import TierMarks
 from ...storage.store import Store
 from ...storage.topics.metadata import Topic
+from ..metrics.meters import BrokerMetrics, topic_label
 
 if TYPE_CHECKING:  # delta-rs and pyarrow load only for a broker with a cold store (half a second at start)
     from ...storage.cold.aio import AsyncColdStore
@@ -43,22 +46,48 @@ def cold_location(settings: Settings) -> ColdLocation | None:
     )
 
 
-def open_cold_store(settings: Settings, namespace: str) -> AsyncColdStore | None:
-    """The keyspace's cold store (namespace: the keyspace prefix), or None without a cold_store_url."""
+def open_cold_store(
+    settings: Settings, namespace: str, redis: Any = None, deployment: AsyncColdStore | None = None
+) -> AsyncColdStore | None:
+    """The keyspace's cold store (namespace: the keyspace prefix), or None without a cold_store_url.
+    redis: the store's asyncio client, whose server keeps the Iceberg catalog unless cold_store_catalog
+    names one (the Iceberg store talks to it on a blocking client of its own, made when first needed).
+    deployment: the deployment's cold store, for a tenant's: its threads and decoded files are shared."""
     location = cold_location(settings)
     if location is None:
         return None
     from ...storage.cold.aio import AsyncColdStore
-    from ...storage.cold.table import ColdStore
+    from ...storage.cold.formats import ColdTables
+    from ...storage.cold.iceberg.clients import from_url, sync_twin
 
+    if redis is not None:
+        factory: Callable[[], Any] | None = functools.partial(sync_twin, redis)
+    elif settings.redis_url:
+        factory = functools.partial(from_url, settings.redis_url)
+    else:
+        factory = None
+    files = None if deployment is None else deployment.cold.files
+    tables = ColdTables(location, namespace, settings.cold_store_catalog, factory, files)
+    if deployment is not None:
+        return deployment.beside(tables)
     # Threads for the archive steps, and two more so that cold fetches never wait behind them all.
-    return AsyncColdStore(ColdStore(location, namespace), max(settings.archive_concurrency, 1) + 2)
+    return AsyncColdStore(tables, max(settings.archive_concurrency, 1) + 2)
 
 
 class Tiering:
-    def __init__(self, store: Store, cold: AsyncColdStore | None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        cold: AsyncColdStore | None,
+        metrics: BrokerMetrics | None = None,
+        tenant: str | None = None,
+    ) -> None:
+        """metrics: where trims and drops of the cold tier count (Kafka's RemoteDelete*PerSec), topics
+        labelled with the tenant."""
         self.store = store
         self.cold = cold
+        self._metrics = metrics
+        self._tenant = tenant
 
     @property
     def available(self) -> bool:
@@ -101,6 +130,13 @@ class Tiering:
         return tiers.earliest_match(cold, await self.store.offset_for_timestamp(topic, partition, timestamp))
 
     # -- removing records ---------------------------------------------------------------------------
+    def _deleted(self, topic: Topic, ok: bool) -> None:
+        if self._metrics is not None:
+            label = topic_label(self._tenant, topic.name)
+            self._metrics.remote_delete_requests.labels(label).inc()
+            if not ok:
+                self._metrics.remote_delete_errors.labels(label).inc()
+
     async def trim_cold(self, topic: Topic, partition: int, below: int) -> TierMarks | None:
         """Deletes the partition's cold records below the offset (Delta remove, then vacuum) and moves
         the cold start up. Raises ColdStoreError after TRIM_ATTEMPTS."""
@@ -111,8 +147,13 @@ class Tiering:
                 break
             except ColdStoreUnavailable:  # a commit conflict with an archive step looks the same
                 if attempt == TRIM_ATTEMPTS - 1:
+                    self._deleted(topic, ok=False)
                     raise
                 await asyncio.sleep(TRIM_RETRY_SECONDS)
+            except ColdStoreError:
+                self._deleted(topic, ok=False)
+                raise
+        self._deleted(topic, ok=True)
         return await self.store.record_tier(topic, partition, trimmed_below=below)
 
     async def delete_records(self, topic: Topic, partition: int, before: int) -> int | None:
@@ -133,7 +174,9 @@ class Tiering:
             return
         try:
             await self.cold.drop(topic)
+            self._deleted(topic, ok=True)
         except ColdStoreError as exc:
+            self._deleted(topic, ok=False)
             log.warning("deleting topic %s: its cold table stays in the cold store: %s", topic.name, exc)
 
     def close(self) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...storage.topics.config import TABLE_FORMAT, TABLE_KEY_MODE, TABLE_VALUE_MODE
 from ..kafka import KafkaFailure
 from .context import console_of, kafka, registry
 from .registry_data import RegistryFailure
@@ -92,6 +94,7 @@ async def topic_page(request: Request) -> Response:
     sizes = await run_in_threadpool(_sizes, request, tps)
     configs = await run_in_threadpool(side.topic_configs, name)
     tiered = any(c["name"] == "remote.storage.enable" and c["value"] == "true" for c in configs)
+    table = _table(configs) if tiered else None
     ids = [p.id for p in meta.partitions]
     tiers = await run_in_threadpool(side.tiers, name, ids) if tiered else {}
     subjects, registry_note = await run_in_threadpool(_schemas, request, name)
@@ -103,9 +106,24 @@ async def topic_page(request: Request) -> Response:
     ]  # fmt: skip
     return page(
         request, "topic.html", title=f"Topic {name}", name=name, partitions=rows, configs=configs,
-        throughput=sampler_of(request).throughput(name), tiered=tiered, subjects=subjects,
+        throughput=sampler_of(request).throughput(name), tiered=tiered, table=table, subjects=subjects,
         registry_note=registry_note,
     )  # fmt: skip
+
+
+TABLE_FORMAT_NAMES = {"delta": "Delta Lake", "iceberg": "Apache Iceberg"}
+
+
+def _table(configs: list[dict[str, Any]]) -> dict[str, str]:
+    """A tiered topic's cold-tier table, from its configs (schooner.table.*, fixed at creation)."""
+    by_name = {c["name"]: c["value"] or "-" for c in configs}
+    fmt = by_name.get(TABLE_FORMAT, "-")
+    return {
+        "format": fmt,
+        "format_name": TABLE_FORMAT_NAMES.get(fmt, fmt),
+        "key_mode": by_name.get(TABLE_KEY_MODE, "-"),
+        "value_mode": by_name.get(TABLE_VALUE_MODE, "-"),
+    }
 
 
 async def delete_topic(request: Request) -> Response:

@@ -1,5 +1,5 @@
-"""AsyncColdStore: the cold tier's blocking calls (delta-rs, pyarrow) run in threads of its own, so the
-event loop never waits on the cold store and cold work never takes the loop's default executor."""
+"""AsyncColdStore: the cold tier's blocking calls (delta-rs, pyiceberg, pyarrow) run in threads of its own,
+so the event loop never waits on the cold store and cold work never takes the loop's default executor."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..topics.metadata import Topic
+from .formats import ColdTables
 from .source import ArchiveSlice
 from .table import Archived, ColdRead, ColdStore
 
@@ -19,9 +20,17 @@ THREADS = 4  # delta-rs and pyarrow release the GIL while they read, write and d
 
 
 class AsyncColdStore:
-    def __init__(self, cold: ColdStore, threads: int = THREADS) -> None:
+    def __init__(self, cold: ColdTables | ColdStore, threads: int = THREADS) -> None:
         self.cold = cold
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="schooner-cold")
+        self._owns_executor = True
+
+    def beside(self, cold: ColdTables | ColdStore) -> AsyncColdStore:
+        """Another keyspace's cold store on this one's threads (a tenant's, on its deployment's): one pool
+        per deployment, however many tenants. Closing it leaves the threads to this one."""
+        other = AsyncColdStore.__new__(AsyncColdStore)
+        other.cold, other._executor, other._owns_executor = cold, self._executor, False
+        return other
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -73,4 +82,5 @@ class AsyncColdStore:
 
     def close(self) -> None:
         """Waits for running calls to end (a delta-rs call cannot be cancelled midway)."""
-        self._executor.shutdown(wait=True)
+        if self._owns_executor:
+            self._executor.shutdown(wait=True)

@@ -7,6 +7,11 @@ tier gives them. docs/tiered-storage.md describes the columns for readers withou
 Rows come back as stream entries, in XRANGE's shape ([id, [field, value, ...]]), with the fields the
 append script writes (log/entry.py, log/transactions.py), so that the fetch codec encodes them as it
 encodes entries read from Redis: the same records, byte for byte.
+
+A topic whose table decodes its keys or values (schooner.table.key.mode / value.mode not raw) has, for
+each decoded side, the struct under the side's own name (`value`, so that `SELECT value.name` reads a
+field), the raw bytes as `value_raw`, and `value_schema_id` and `value_error` (cold/typed/). kafka_rows
+maps such rows back to the raw names for the fetch path; a raw topic's table has today's columns only.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from ..log.entry import HEADERS, KEY, TIMESTAMP, VALUE, encode_headers, parse_fi
 from ..log.transactions import CONTROL, TXN, AbortedTransaction
 from ..offsets import OffsetCodec
 from ..topics.metadata import Topic
-from .source import ArchiveSlice
+from .source import ArchiveSlice, decoded_sides
 
 PARTITION = "partition"
 OFFSET = "offset"
@@ -69,17 +74,72 @@ def to_table(
     return entry_by_entry(entries, offsets, partition, log_append_time, aborted, from_offset)
 
 
+RAW_SUFFIX = "_raw"
+SCHEMA_ID_SUFFIX = "_schema_id"
+ERROR_SUFFIX = "_error"
+
+
 def archive_rows(topic: Topic, partition: int, piece: ArchiveSlice, from_offset: int = 0) -> pa.Table:
-    """The table rows of an archive slice's records at or after from_offset, in every format's table."""
-    return to_table(
+    """The table rows of an archive slice's records at or after from_offset, in every format's table:
+    SCHEMA's columns, with each decoded side's typed columns (the struct left out while no schema types
+    it: a table written with schema merging reads it as null there)."""
+    rows = to_table(
         piece.entries, topic.offsets, partition, topic.log_append_time, piece.aborted, from_offset
     )
+    sides = decoded_sides(topic)
+    if not sides:
+        return rows
+    from .typed import decode_column  # the parsers load only for topics that decode
+
+    docs = piece.schemas
+    for side, mode in sides:
+        raw = rows.column(side)
+        found = decode_column(raw.to_pylist(), mode, docs.by_id, docs.references, docs.latest.get(side))
+        rows = rows.set_column(rows.schema.get_field_index(side), side + RAW_SUFFIX, raw)
+        if found.typed is not None:
+            rows = rows.append_column(pa.field(side, found.typed.type), found.typed)
+        rows = rows.append_column(side + SCHEMA_ID_SUFFIX, found.schema_ids)
+        rows = rows.append_column(side + ERROR_SUFFIX, found.errors)
+    return rows
+
+
+def table_schema(topic: Topic) -> pa.Schema:
+    """The columns a topic's table is made with: SCHEMA for a raw topic; for a decoded one, the raw bytes
+    renamed and the schema id and error columns (the structs join with the first rows that have them)."""
+    sides = [side for side, _ in decoded_sides(topic)]
+    if not sides:
+        return SCHEMA
+    fields = [f.with_name(f.name + RAW_SUFFIX) if f.name in sides else f for f in SCHEMA]
+    for side in sides:
+        fields += [pa.field(side + SCHEMA_ID_SUFFIX, pa.int32()), pa.field(side + ERROR_SUFFIX, pa.string())]
+    return pa.schema(fields)
+
+
+def read_columns(topic: Topic) -> list[str]:
+    """The columns a read takes from the topic's table (READ_COLUMNS, decoded sides' raw bytes)."""
+    sides = [side for side, _ in decoded_sides(topic)]
+    return [name + RAW_SUFFIX if name in sides else name for name in READ_COLUMNS] if sides else READ_COLUMNS
 
 
 def kafka_rows(rows: pa.Table) -> pa.Table:
     """Rows read from a table as to_entries takes them (the Kafka record's columns under READ_COLUMNS'
-    names), whatever else the table holds."""
+    names, in their places), whatever else the table holds: a decoded side's raw bytes under its name,
+    its typed columns left out."""
+    names = rows.schema.names
+    for side in ("key", "value"):
+        raw = side + RAW_SUFFIX
+        if raw in names:
+            typed = [n for n in (side, side + SCHEMA_ID_SUFFIX, side + ERROR_SUFFIX) if n in names]
+            rows = rows.drop_columns(typed)
+            rows = rows.rename_columns([side if n == raw else n for n in rows.schema.names])
+            names = rows.schema.names
     return rows
+
+
+def _raw(table: pa.Table, side: str) -> pa.ChunkedArray:
+    """A side's raw bytes, in either naming."""
+    raw = side + RAW_SUFFIX
+    return table.column(raw if raw in table.schema.names else side)
 
 
 def entry_by_entry(
@@ -241,8 +301,8 @@ def payload_bytes(table: pa.Table) -> int:
     archived)."""
     headers = pc.list_flatten(table.column("headers"))
     parts = [
-        table.column("key"),
-        table.column("value"),
+        _raw(table, "key"),
+        _raw(table, "value"),
         pc.struct_field(headers, "key"),
         pc.struct_field(headers, "value"),
     ]
@@ -251,8 +311,8 @@ def payload_bytes(table: pa.Table) -> int:
 
 def fetch_sizes(table: pa.Table) -> pa.Array:
     """Each row's estimated cost in a fetch response (RECORD_OVERHEAD_BYTES plus key and value)."""
-    key = pc.fill_null(pc.binary_length(table.column("key")), 0)
-    value = pc.fill_null(pc.binary_length(table.column("value")), 0)
+    key = pc.fill_null(pc.binary_length(_raw(table, "key")), 0)
+    value = pc.fill_null(pc.binary_length(_raw(table, "value")), 0)
     return pc.add(pc.add(key, value), RECORD_OVERHEAD_BYTES)
 
 

@@ -40,7 +40,7 @@ from .errors import ArchiveConflict, ColdDataCorrupt, ColdStoreUnavailable
 from .file_cache import FileCache
 from .index import FileIndex
 from .location import ColdLocation
-from .source import ArchiveSlice
+from .source import ArchiveSlice, decoded_sides
 
 T = TypeVar("T")
 
@@ -86,14 +86,25 @@ class _TopicTable:
 
 
 class ColdStore:
-    def __init__(self, location: ColdLocation, namespace: str, row_group_rows: int = ROW_GROUP_ROWS) -> None:
+    def __init__(
+        self,
+        location: ColdLocation,
+        namespace: str,
+        row_group_rows: int = ROW_GROUP_ROWS,
+        files: FileCache | None = None,
+    ) -> None:
+        """files: the decoded files' cache, which the stores of one deployment's keyspaces share."""
         self.location = location
         self.namespace = namespace
         self._options = dict(location.storage_options)
         self._writer = WriterProperties(compression="ZSTD", max_row_group_size=row_group_rows)
         self._tables: dict[tuple[str, str], _TopicTable] = {}
         self._tables_lock = threading.Lock()
-        self._files = FileCache()
+        self._files = FileCache() if files is None else files
+
+    @property
+    def files(self) -> FileCache:
+        return self._files
 
     def table_uri(self, topic: Topic) -> str:
         return self.location.table_uri(self.namespace, topic.name, topic.id)
@@ -123,7 +134,7 @@ class ColdStore:
                 rows = layout.archive_rows(topic, partition, piece, from_offset=done or 0)
                 commit = CommitProperties(app_transactions=[Transaction(app_id, piece.end)])
                 try:
-                    self._write(table, rows, commit)
+                    self._write(table, rows, commit, merge=bool(decoded_sides(topic)))
                 except CommitFailedError:
                     # Another writer committed first: the next attempt sees what it holds.
                     if attempt == COMMIT_ATTEMPTS - 1:
@@ -132,9 +143,13 @@ class ColdStore:
                 return Archived(rows.num_rows, piece.end, layout.payload_bytes(rows))
         raise AssertionError("unreachable")
 
-    def _write(self, table: DeltaTable, rows: pa.Table, commit: CommitProperties) -> None:
+    def _write(
+        self, table: DeltaTable, rows: pa.Table, commit: CommitProperties, merge: bool = False
+    ) -> None:
         # Always through a loaded table: Delta's conflict check compares app transactions against the
-        # snapshot the writer read, and a write from a bare path has none to compare with.
+        # snapshot the writer read, and a write from a bare path has none to compare with. A table with
+        # typed columns merges schemas: a schema version's new field (or the first struct) adds a column.
+        extra: dict[str, Any] = {"schema_mode": "merge"} if merge else {}
         write_deltalake(
             table,
             rows,
@@ -143,6 +158,7 @@ class ColdStore:
             storage_options=self._options,
             writer_properties=self._writer,
             commit_properties=commit,
+            **extra,
         )
 
     def _create(self, state: _TopicTable, topic: Topic) -> DeltaTable:
@@ -151,7 +167,7 @@ class ColdStore:
         with contextlib.suppress(CommitFailedError):  # another writer made it first
             DeltaTable.create(
                 state.uri,
-                layout.SCHEMA,
+                layout.table_schema(topic),
                 mode="ignore",
                 partition_by=[layout.PARTITION],
                 name=topic.name,
@@ -186,15 +202,16 @@ class ColdStore:
         marks, which a trim moves): no row below it is returned, whatever is kept."""
         if start is not None:
             offset = max(offset, start)
+        columns = layout.read_columns(topic)
+        renamed = columns is not layout.READ_COLUMNS  # a decoded table: its raw columns, renamed
 
         def from_index(index: FileIndex) -> ColdRead:
             picked: list[pa.Table] = []
             budget_bytes, budget_rows = max_bytes, max_records
             for path, fragment in index.fragments_from(partition, offset):
                 # A file a delete rewrote (DataFusion) holds view types: the cache casts them back.
-                rows = self._files.rows_from(
-                    path, offset, partial(fragment.to_table, columns=layout.READ_COLUMNS)
-                )
+                load = partial(fragment.to_table, columns=columns)
+                rows = self._files.rows_from(path, offset, partial(_renamed, load) if renamed else load)
                 rows, budget_bytes, full = _within(rows, budget_bytes, budget_rows, not picked)
                 if rows.num_rows:
                     picked.append(rows)
@@ -349,6 +366,10 @@ class ColdStore:
             index = state.index = FileIndex.of(table, state.topic)
         state.loaded_at = time.monotonic()
         return index
+
+
+def _renamed(load: Callable[[], pa.Table]) -> pa.Table:
+    return layout.kafka_rows(load())
 
 
 def _remove(fs: pafs.FileSystem, path: str) -> None:

@@ -1,5 +1,5 @@
 """The console's topic page of a tiered topic, in headless chromium: besides its offsets, where Redis
-starts, how far the cold tier goes, and the records archived."""
+starts, how far the cold tier goes, the records archived, and the cold-tier table's format and modes."""
 
 from __future__ import annotations
 
@@ -21,7 +21,12 @@ def test_a_tiered_topic_shows_its_two_tiers(
     broker_factory: Any, console_factory: Any, page: Any, shots: Path, tmp_path: Path, redis_client: Any
 ) -> None:
     broker = broker_factory(cold_store_url=str(tmp_path / "cold"), archive_interval_ms=150)
-    configs = {"remote.storage.enable": "true", "local.retention.ms": "1000"}
+    # Key mode schema_id_prefix: the records have no key, so there is nothing to decode.
+    configs = {
+        "remote.storage.enable": "true",
+        "local.retention.ms": "1000",
+        "schooner.table.key.mode": "schema_id_prefix",
+    }
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("archived", 1, 1, config=configs)])["archived"].result(15)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
@@ -42,4 +47,6 @@ def test_a_tiered_topic_shows_its_two_tiers(
     # Earliest 0 (the cold tier), latest N; Redis from N; archived below N; N records in the cold tier.
     assert [cells[i] for i in (0, 2, 3, 4)] == ["0", "0", str(N), str(N)]
     assert cells[-3:] == [str(N), str(N), str(N)]
+    table = page.locator("#topic-table").inner_text()
+    assert table == "Table: delta (key schema_id_prefix, value raw)", table
     shot(page, shots, "topic-tiered")
