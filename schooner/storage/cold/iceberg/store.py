@@ -124,7 +124,7 @@ class IcebergColdStore:
         state = self._state(topic)
         with state.lock, _errors():
             for attempt in range(COMMIT_ATTEMPTS):
-                table = self._load(state) or self._create(state)
+                table = self._load(state) or self._create(state, topic)
                 done = _prop(table, END, partition)
                 if done is not None and done >= piece.end:
                     return Archived(0, done)
@@ -169,9 +169,10 @@ class IcebergColdStore:
         state.schemas.add(rows.schema)
         state.loaded_at = time.monotonic()
 
-    def _create(self, state: _TopicTable) -> Table:
-        """The topic's table, made empty (a writer that loses the race to make it loads the winner's)."""
-        schema = assign_fresh_schema_ids(self.catalog._convert_schema_if_needed(layout.SCHEMA))
+    def _create(self, state: _TopicTable, topic: Topic) -> Table:
+        """The topic's table, made empty (a writer that loses the race to make it loads the winner's), with
+        the topic's columns (typed columns' structs join with the first rows that have them)."""
+        schema = assign_fresh_schema_ids(self.catalog._convert_schema_if_needed(layout.table_schema(topic)))
         source = schema.find_field(layout.PARTITION).field_id
         spec = PartitionSpec(PartitionField(source, 1000, IdentityTransform(), layout.PARTITION))
         with suppress(TableAlreadyExistsError):
@@ -199,11 +200,13 @@ class IcebergColdStore:
         if start is not None:
             offset = max(offset, start)
 
+        columns = layout.read_columns(topic)
+
         def from_index(index: FileIndex) -> ColdRead:
             picked: list[pa.Table] = []
             budget_bytes, budget_rows = max_bytes, max_records
             for path, fragment in index.fragments_from(partition, offset):
-                rows = self._files.rows_from(path, offset, partial(_decode, fragment))
+                rows = self._files.rows_from(path, offset, partial(_decode, fragment, columns))
                 rows, budget_bytes, full = _within(rows, budget_bytes, budget_rows, not picked)
                 if rows.num_rows:
                     picked.append(rows)
@@ -379,12 +382,10 @@ class IcebergColdStore:
         return index
 
 
-def _decode(fragment: Any) -> pa.Table:
-    """A data file's rows in the read columns (whatever else the table holds)."""
-    rows = fragment.to_table()
-    if layout.PARTITION in rows.column_names:
-        rows = rows.drop_columns([layout.PARTITION])
-    return layout.kafka_rows(rows).select(layout.READ_COLUMNS)
+def _decode(fragment: Any, columns: list[str]) -> pa.Table:
+    """A data file's rows in the read columns: the Kafka record's, a decoded side's raw bytes under its
+    name (its typed columns are not read)."""
+    return layout.kafka_rows(fragment.to_table(columns=columns)).select(layout.READ_COLUMNS)
 
 
 def _below(partition: int, offset: int) -> Any:
