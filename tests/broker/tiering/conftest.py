@@ -3,6 +3,7 @@ helpers that create tiered topics and look at the hot and cold tiers."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from schooner.storage.cold.iceberg.catalog import RedisCatalog
+from schooner.storage.keys import Keyspace
 from tests.conftest import RunningBroker
 
 # Short intervals by settings, so that records leave Redis within a second or two.
@@ -75,3 +78,13 @@ def parquet_files(cold_dir: Path, keyspace: str, topic: str) -> list[Path]:
     if not (cold_dir / keyspace / topic).exists():
         return []
     return sorted(cold_table(cold_dir, keyspace, topic).rglob("*.parquet"))
+
+
+def iceberg_offsets(redis_client: Any, keyspace: str, topic: str) -> list[tuple[int, int]]:
+    """(partition, offset) of every row of the topic's table, read by plain pyiceberg through the
+    catalog kept in Redis."""
+    catalog = RedisCatalog("check", redis_client, Keyspace(keyspace))
+    pattern = re.compile(re.sub(r"[^A-Za-z0-9_]", "_", topic) + "_[0-9a-f]{32}")
+    (name,) = [t for t in catalog.list_tables(keyspace.replace(":", "_")) if pattern.fullmatch(t[-1])]
+    rows = catalog.load_table(name).scan(selected_fields=("partition", "offset")).to_arrow()
+    return sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist(), strict=True))

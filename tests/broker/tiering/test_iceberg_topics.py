@@ -1,33 +1,20 @@
 """Topics whose cold table is Iceberg (schooner.table.format=iceberg): the broker archives them to
 Iceberg with the catalog in Redis; plain, group and read_committed consumers read every record from
-offset 0 as produced after Redis was trimmed; a broker SIGKILLed while archiving leaves each offset once;
-retention frees the disk."""
+offset 0 as produced after Redis was trimmed; retention frees the disk (a broker SIGKILLed while archiving:
+test_archiver_failover.py)."""
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
-from schooner.storage.cold.iceberg.catalog import RedisCatalog
-from schooner.storage.keys import Keyspace
 from tests.broker.helpers import wait
-from tests.broker.tiering.conftest import hot_state, parquet_files, tiered
+from tests.broker.tiering.conftest import hot_state, iceberg_offsets, parquet_files, tiered
 from tests.clients import SAMPLE, consume
 
 ICEBERG = {"schooner.table.format": "iceberg"}
-
-
-def iceberg_offsets(redis_client: Any, keyspace: str, topic: str) -> list[tuple[int, int]]:
-    """(partition, offset) of every row of the topic's table, read by plain pyiceberg through the
-    catalog kept in Redis."""
-    catalog = RedisCatalog("check", redis_client, Keyspace(keyspace))
-    pattern = re.compile(re.sub(r"[^A-Za-z0-9_]", "_", topic) + "_[0-9a-f]{32}")
-    (name,) = [t for t in catalog.list_tables(keyspace.replace(":", "_")) if pattern.fullmatch(t[-1])]
-    rows = catalog.load_table(name).scan(selected_fields=("partition", "offset")).to_arrow()
-    return sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist(), strict=True))
 
 
 def _group_read(bootstrap: str, topic: str, count: int, isolation: str) -> list[Any]:
@@ -114,44 +101,3 @@ def test_consumers_read_every_record_and_retention_frees_disk(
     # Retention: after retention.ms the records leave the cold tier, files and all.
     wait(lambda: not parquet_files(cold_dir, keyspace, "ice-ret") and iceberg_offsets(
         redis_client, keyspace, "ice-ret") == [], 30, "cold files deleted")  # fmt: skip
-
-
-def test_sigkill_while_archiving_leaves_each_offset_once(
-    broker_factory, redis_client, keyspace, cold_dir
-) -> None:
-    partitions, per_partition = 2, 3000
-    env = {
-        "SCHOONER_COLD_STORE_URL": str(cold_dir),
-        "SCHOONER_ARCHIVE_INTERVAL_MS": "100",
-        "SCHOONER_ARCHIVE_BATCH_RECORDS": "200",  # many small steps: a kill lands between or inside one
-        "SCHOONER_LOG_RETENTION_CHECK_INTERVAL_MS": "300",
-    }
-    first, second = (broker_factory(process=True, **env) for _ in range(2))
-    tiered("icekill", first.bootstrap, partitions, **ICEBERG)
-
-    def produce(producer: Producer, offsets: range) -> None:
-        for i in offsets:
-            for p in range(partitions):
-                producer.produce("icekill", value=b"%d-%d" % (p, i), partition=p)
-        assert producer.flush(60) == 0
-
-    def archived(p: int) -> int:
-        return int(hot_state(redis_client, keyspace, "icekill", p)[1].get("archived_end", "0"))
-
-    # Half the records, then a kill as soon as archiving has begun (the rest comes to the other broker).
-    produce(Producer({"bootstrap.servers": second.bootstrap, "linger.ms": 20}), range(per_partition // 2))
-    wait(lambda: any(archived(p) > 0 for p in range(partitions)), 30, "archiving under way")
-    first.kill()
-    produce(
-        Producer({"bootstrap.servers": second.bootstrap, "linger.ms": 20}),
-        range(per_partition // 2, per_partition),
-    )
-    wait(lambda: all(archived(p) == per_partition for p in range(partitions)), 60, "every partition archived")
-    rows = iceberg_offsets(redis_client, keyspace, "icekill")
-    assert rows == [(p, i) for p in range(partitions) for i in range(per_partition)]  # each offset once
-    wait(lambda: hot_state(redis_client, keyspace, "icekill", 0)[0] < per_partition, 20, "Redis trimmed")
-    got = consume(
-        second.bootstrap, [("icekill", p, 0) for p in range(partitions)], partitions * per_partition, 60
-    )
-    assert len({(m.partition(), m.offset()) for m in got}) == len(got) == partitions * per_partition
-    assert all(m.value() == b"%d-%d" % (m.partition(), m.offset()) for m in got)
