@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
 CONNECT_POM = HERE / "connect" / "pom.xml"  # Kafka Connect and MirrorMaker 2, of an older release
 SPARK_POM = HERE / "spark" / "pom.xml"  # Spark's Kafka connector, of the pinned PySpark's release
+SPARK_TABLES_POM = HERE / "spark_tables" / "pom.xml"  # Delta Lake's Spark reader, for the pinned PySpark
 LOG_CONFIG = HERE / "log4j2.xml"
 CACHE = HERE.parent / ".cache" / "apache-kafka"
 
@@ -111,6 +112,14 @@ def spark_connector_jars(provided: Path) -> list[str]:
     have = {re.sub(r"-\d[\w.\-]*\.jar$", "", jar.name) for jar in provided.glob("*.jar")}
     jars = classpath(SPARK_POM).split(os.pathsep)
     return [jar for jar in jars if Path(jar).parent.parent.name not in have]  # .../<artifact>/<version>/
+
+
+def spark_table_jars(provided: Path) -> list[str]:
+    """The jars of Delta Lake's own Spark reader (format("delta")) for spark.jars, as spark_connector_jars
+    gives the connector's: those whose artifact the `provided` folder (PySpark's jars) lacks."""
+    have = {re.sub(r"-\d[\w.\-]*\.jar$", "", jar.name) for jar in provided.glob("*.jar")}
+    jars = classpath(SPARK_TABLES_POM).split(os.pathsep)
+    return [jar for jar in jars if Path(jar).parent.parent.name not in have]
 
 
 def spark_connector_version() -> str:

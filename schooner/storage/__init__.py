@@ -25,8 +25,10 @@ Layout, bottom to top (a module imports only from its own floor or the floors be
   transactions/ the transaction coordinator's state (state.py) and transactional offsets (offsets.py)
   share/     share groups (KIP-932): partition.py, share partitions on Redis consumer groups
   mq/        the MQ library's queue state: queue.py, leases.py, retries.py, dead_letters.py, admin.py
-  cold/      the cold tier: one Delta Lake table per topic (a local folder or S3), written exactly once
-             from the log's committed entries (source.py, table.py) and read back as stream entries;
+  cold/      the cold tier: one Delta Lake or Iceberg table per topic (a local folder or S3), written
+             exactly once from the log's committed entries (source.py, table.py, iceberg/) and read back
+             as stream entries; tiers.py (the tiered log's rules), typed/ (typed columns from the
+             registry's schemas: the one part of storage that imports schooner.schemas), formats.py,
              location.py, layout.py (the columns), index.py (files by offset), aio.py, errors.py
   store.py   Store: the broker's list of every round trip it makes, on one client and keyspace
              (store_coordination.py: the coordinators' and security's part of it, which Store inherits)

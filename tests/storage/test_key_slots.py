@@ -22,6 +22,7 @@ from redis.cluster import key_slot
 from schooner.security.acls import AclBinding, AclOperation, PatternType, PermissionType, ResourceType
 from schooner.storage import cluster, quotas
 from schooner.storage.cold import marks
+from schooner.storage.cold.iceberg import pointers
 from schooner.storage.groups import commits, configs, lag, state
 from schooner.storage.groups.commits import Owner
 from schooner.storage.keys import Keyspace
@@ -156,6 +157,7 @@ CASES: dict[str, Build] = {
     "retry_moved": lambda ks, t, g: retries.confirm(ks, t.name, 3, 0, 1),
     "dead_letter": lambda ks, t, g: dead_letters.add(ks, g, b"1-0", _letter(t)),
     "dead_letter_replay": lambda ks, t, g: dead_letters.replay_to_origin(ks, _letter(t), RECORD),
+    "iceberg_swap": lambda ks, t, g: pointers.swap(ks, pointers.table_field("ns", t.name), None, "meta.json"),
 }
 
 # Sharded pub/sub channels scripts are given in ARGV, not KEYS: SPUBLISH needs one in the script's slot.

@@ -2,7 +2,8 @@
 (and a Spark job) shares it without another server; or a standard one (SQL, REST) by URL.
 
 An Iceberg catalog holds one fact per table: where its current metadata file is. RedisCatalog keeps it
-in a hash (Keyspace.iceberg_tables) and moves it by compare-and-swap (one script): a commit names the
+in a hash (Keyspace.iceberg_tables, pointers.py) and moves it by compare-and-swap (scripts/iceberg_swap.lua,
+run on a blocking client: the cold store's calls run in threads): a commit names the
 metadata file it was built on, and a commit built on any other (another writer committed first) fails
 with CommitFailedException, which the writer answers by loading the table again. Everything else
 (schemas, snapshots, properties) is in the metadata files, which every Iceberg reader reads.
@@ -10,7 +11,6 @@ with CommitFailedException, which the writer answers by loading the table again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,20 +37,8 @@ from pyiceberg.typedef import EMPTY_DICT, Identifier, Properties
 from pyiceberg.view import View
 
 from ...keys import Keyspace
-
-# KEYS[1] the tables hash; ARGV[1] the table's field, ARGV[2] the location the commit was built on ("":
-# none, a create), ARGV[3] the new location ("": drop). 1 when swapped, 0 when the table was elsewhere.
-_SWAP = """
-local current = redis.call('HGET', KEYS[1], ARGV[1])
-if current == false then current = '' end
-if current ~= ARGV[2] then return 0 end
-if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-end
-return 1
-"""
+from ...redis.calls import Call, run_sync
+from . import pointers
 
 
 class RedisCatalog(MetastoreCatalog):
@@ -60,21 +48,23 @@ class RedisCatalog(MetastoreCatalog):
         super().__init__(name, **properties)
         self.redis = redis
         self.ks = keyspace
-        self._swap = redis.register_script(_SWAP)
+
+    def _run(self, call: Call[Any]) -> Any:
+        return run_sync(self.redis, call)
 
     # -- tables -------------------------------------------------------------------------------------
     def _field(self, identifier: str | Identifier) -> tuple[str, str, str]:
         """(namespace, table name, hash field) of an identifier."""
         namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
         table = Catalog.table_name_from(identifier)
-        return namespace, table, f"{namespace}\x00{table}"
+        return namespace, table, pointers.table_field(namespace, table)
 
     def _swapped(self, field: str, expected: str | None, new: str | None) -> bool:
-        return bool(self._swap(keys=[self.ks.iceberg_tables], args=[field, expected or "", new or ""]))
+        return bool(self._run(pointers.swap(self.ks, field, expected, new)))
 
     def _location(self, field: str) -> str | None:
-        found = self.redis.hget(self.ks.iceberg_tables, field)
-        return None if found is None else found.decode() if isinstance(found, bytes) else str(found)
+        found: str | None = self._run(pointers.location(self.ks, field))
+        return found
 
     def create_table(
         self,
@@ -124,7 +114,7 @@ class RedisCatalog(MetastoreCatalog):
 
     def drop_table(self, identifier: str | Identifier) -> None:
         namespace, table_name, field = self._field(identifier)
-        if self.redis.hdel(self.ks.iceberg_tables, field) == 0:
+        if not self._run(pointers.drop(self.ks, field)):
             raise NoSuchTableError(f"Table does not exist: {namespace}.{table_name}")
 
     def rename_table(self, from_identifier: str | Identifier, to_identifier: str | Identifier) -> Table:
@@ -157,32 +147,32 @@ class RedisCatalog(MetastoreCatalog):
         name = Catalog.namespace_to_string(Catalog.identifier_to_tuple(namespace))
         if not self.namespace_exists(name):
             raise NoSuchNamespaceError(f"Namespace does not exist: {name}")
-        found = []
-        for raw in self.redis.hkeys(self.ks.iceberg_tables):
-            ns, _, table = (raw.decode() if isinstance(raw, bytes) else raw).partition("\x00")
-            if ns == name:
-                found.append((*Catalog.identifier_to_tuple(ns), table))
+        found = [
+            (*Catalog.identifier_to_tuple(ns), t)
+            for ns, t in self._run(pointers.tables(self.ks))
+            if ns == name
+        ]
         return sorted(found)
 
     # -- namespaces ---------------------------------------------------------------------------------
     def _namespaces(self) -> dict[str, Properties]:
-        raw = self.redis.hgetall(self.ks.iceberg_namespaces)
-        return {_text(k): json.loads(v) for k, v in raw.items()}
+        found: dict[str, Properties] = self._run(pointers.namespaces(self.ks))
+        return found
 
     def create_namespace(self, namespace: str | Identifier, properties: Properties = EMPTY_DICT) -> None:
         name = Catalog.namespace_to_string(Catalog.identifier_to_tuple(namespace))
-        if not self.redis.hsetnx(self.ks.iceberg_namespaces, name, json.dumps(dict(properties))):
+        if not self._run(pointers.create_namespace(self.ks, name, dict(properties))):
             raise NamespaceAlreadyExistsError(f"Namespace {name} already exists")
 
     def namespace_exists(self, namespace: str | Identifier) -> bool:
         name = Catalog.namespace_to_string(Catalog.identifier_to_tuple(namespace))
-        return bool(self.redis.hexists(self.ks.iceberg_namespaces, name))
+        return self._run(pointers.namespace(self.ks, name)) is not None
 
     def drop_namespace(self, namespace: str | Identifier) -> None:
         if self.list_tables(namespace):
             raise NamespaceNotEmptyError(f"Namespace {namespace} is not empty")
         name = Catalog.namespace_to_string(Catalog.identifier_to_tuple(namespace))
-        self.redis.hdel(self.ks.iceberg_namespaces, name)
+        self._run(pointers.drop_namespace(self.ks, name))
 
     def list_namespaces(self, namespace: str | Identifier = ()) -> list[Identifier]:
         parent = Catalog.identifier_to_tuple(namespace)
@@ -193,10 +183,10 @@ class RedisCatalog(MetastoreCatalog):
 
     def load_namespace_properties(self, namespace: str | Identifier) -> Properties:
         name = Catalog.namespace_to_string(Catalog.identifier_to_tuple(namespace))
-        raw = self.redis.hget(self.ks.iceberg_namespaces, name)
-        if raw is None:
+        found = self._run(pointers.namespace(self.ks, name))
+        if found is None:
             raise NoSuchNamespaceError(f"Namespace does not exist: {name}")
-        return dict(json.loads(raw))
+        return dict(found)
 
     def update_namespace_properties(
         self, namespace: str | Identifier, removals: set[str] | None = None, updates: Properties = EMPTY_DICT
@@ -204,7 +194,7 @@ class RedisCatalog(MetastoreCatalog):
         name = Catalog.namespace_to_string(Catalog.identifier_to_tuple(namespace))
         current = self.load_namespace_properties(name)
         summary, updated = self._get_updated_props_and_update_summary(current, removals, updates)
-        self.redis.hset(self.ks.iceberg_namespaces, name, json.dumps(updated))
+        self._run(pointers.put_namespace(self.ks, name, dict(updated)))
         return summary
 
     # -- views: none --------------------------------------------------------------------------------
@@ -226,10 +216,6 @@ class RedisCatalog(MetastoreCatalog):
 
 def _response(metadata: Any, location: str) -> CommitTableResponse:
     return CommitTableResponse(metadata=metadata, metadata_location=location)  # type: ignore[call-arg]
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def open_catalog(
