@@ -165,8 +165,8 @@ class BrokerMetrics:
         )
         self.remote_fetch_bytes = Counter(
             "schooner_remote_fetch_bytes",
-            "Bytes of the records fetches read from the cold tier (their fields' values), by topic (Kafka's "
-            "RemoteFetchBytesPerSec).",
+            "Bytes of the records fetches read from the cold tier (keys, values and headers, as archived "
+            "bytes count them), by topic (Kafka's RemoteFetchBytesPerSec).",
             ["topic"],
             registry=r,
         )

@@ -16,8 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...storage.cold.errors import ColdStoreError
 from ...storage.cold.marks import TierMarks
@@ -96,7 +95,7 @@ class ColdReads:
         if metrics is not None:  # Kafka's RemoteFetch*PerSec: one request per partition read
             label = _label(self._tenant, topic.name)
             metrics.remote_fetch_requests.labels(label).inc()
-            metrics.remote_fetch_bytes.labels(label).inc(_size(got.entries))
+            metrics.remote_fetch_bytes.labels(label).inc(got.bytes)
         return got
 
     def forget(self, topic: str) -> None:
@@ -108,11 +107,6 @@ class ColdReads:
 
 def _label(tenant: str | None, name: str) -> str:
     return name if tenant is None else f"{tenant}/{name}"  # meters.topic_label, without its imports
-
-
-def _size(entries: list[Any]) -> int:
-    """The bytes of the entries' field values (keys, values, headers, timestamps): [id, [f, v, ...]]."""
-    return sum(map(len, chain.from_iterable(fields[1::2] for _, fields in entries)))
 
 
 _Key = tuple[str, uuid.UUID, int]  # topic name, topic id, partition

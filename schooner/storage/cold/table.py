@@ -65,6 +65,7 @@ class ColdRead:
     next_offset: int  # after the last entry (the start offset when there is none)
     start_offset: int  # the cold tier's first offset of the partition
     end_offset: int  # its archived end
+    bytes: int = 0  # the entries' keys, values and headers (layout.payload_bytes: the remote fetch bytes)
 
     def as_partition_read(
         self, high_watermark: int, last_stable_offset: int, log_start_offset: int | None = None
@@ -222,7 +223,8 @@ class ColdStore:
             start, end = index.bounds(partition)
             next_offset = rows.column(layout.OFFSET)[-1].as_py() + 1 if rows.num_rows else max(offset, start)
             aborted = layout.aborted_in(rows, next_offset) if committed else ()
-            return ColdRead(layout.to_entries(rows, topic.offsets), aborted, next_offset, start, end)
+            entries = layout.to_entries(rows, topic.offsets)
+            return ColdRead(entries, aborted, next_offset, start, end, layout.payload_bytes(rows))
 
         return self._with_index(topic, partition, offset, from_index)
 

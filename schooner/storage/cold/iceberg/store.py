@@ -217,7 +217,8 @@ class IcebergColdStore:
             first, end = index.bounds(partition)
             next_offset = rows.column(layout.OFFSET)[-1].as_py() + 1 if rows.num_rows else max(offset, first)
             aborted = layout.aborted_in(rows, next_offset) if committed else ()
-            return ColdRead(layout.to_entries(rows, topic.offsets), aborted, next_offset, first, end)
+            entries = layout.to_entries(rows, topic.offsets)
+            return ColdRead(entries, aborted, next_offset, first, end, layout.payload_bytes(rows))
 
         return self._with_index(topic, partition, offset, from_index)
 
