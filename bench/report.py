@@ -621,7 +621,7 @@ def tiering_rows(ti: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         (
             "tiering: kcat fetch from an Iceberg cold tier msgs/s",
             _num(ti["tiering_iceberg_cold_fetch_msgs_per_s"]),
-            f"{_num(ti['tiering_hot_fetch_msgs_per_s'])} (from Redis)",
+            f"{_num(ti['tiering_iceberg_hot_fetch_msgs_per_s'])} (from Redis)",
             f"{ti['tiering_iceberg_cold_vs_hot_fetch']:.3f}",
             ">= 0.5; paired",
         ),
