@@ -46,10 +46,8 @@ def spark() -> Iterator[Any]:
     import pyspark
     from pyspark.sql import SparkSession
 
-    # Spark's own Kafka connector (format("kafka")) and Delta Lake's reader (format("delta")), their jars
-    # resolved by the project, not by Spark.
-    provided = Path(pyspark.__file__).parent / "jars"
-    jars = apache_kafka.spark_connector_jars(provided) + apache_kafka.spark_table_jars(provided)
+    # Spark's own Kafka connector (format("kafka")), its jars resolved by the project, not by Spark.
+    connector = apache_kafka.spark_connector_jars(Path(pyspark.__file__).parent / "jars")
     session = (
         SparkSession.builder.master("local[2]")
         .appName("schooner-tests")
@@ -64,11 +62,7 @@ def spark() -> Iterator[Any]:
         # failed to connect back ... Authentication failed" as another test's client, still retrying a
         # killed broker's port, could connect to a listener that took the freed port.
         .config("spark.python.unix.domain.socket.enabled", "true")
-        .config("spark.jars", ",".join(jars))
-        # Delta's path reads, without its SQL extension and catalog in place of the session's (which no
-        # path read needs and which would change every other test's catalog); Delta-only settings.
-        .config("spark.databricks.delta.requiredSparkConfsCheck.enabled", "false")
-        .config("spark.databricks.delta.snapshotPartitions", "1")
+        .config("spark.jars", ",".join(connector))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
