@@ -206,25 +206,15 @@ class ColdStore:
         columns = layout.read_columns(topic)
         renamed = columns is not layout.READ_COLUMNS  # a decoded table: its raw columns, renamed
 
+        def load(fragment: Any) -> pa.Table:
+            # A file a delete rewrote (DataFusion) holds view types: the cache casts them back.
+            rows = fragment.to_table(columns=columns)
+            return layout.kafka_rows(rows) if renamed else rows
+
         def from_index(index: FileIndex) -> ColdRead:
-            picked: list[pa.Table] = []
-            budget_bytes, budget_rows = max_bytes, max_records
-            for path, fragment in index.fragments_from(partition, offset):
-                # A file a delete rewrote (DataFusion) holds view types: the cache casts them back.
-                load = partial(fragment.to_table, columns=columns)
-                rows = self._files.rows_from(path, offset, partial(_renamed, load) if renamed else load)
-                rows, budget_bytes, full = _within(rows, budget_bytes, budget_rows, not picked)
-                if rows.num_rows:
-                    picked.append(rows)
-                    budget_rows -= rows.num_rows
-                if full or budget_rows <= 0:
-                    break
-            rows = pa.concat_tables(picked) if picked else layout.READ_SCHEMA.empty_table()
-            start, end = index.bounds(partition)
-            next_offset = rows.column(layout.OFFSET)[-1].as_py() + 1 if rows.num_rows else max(offset, start)
-            aborted = layout.aborted_in(rows, next_offset) if committed else ()
-            entries = layout.to_entries(rows, topic.offsets)
-            return ColdRead(entries, aborted, next_offset, start, end, layout.payload_bytes(rows))
+            return read_index(
+                index, self._files, topic, partition, offset, max_bytes, max_records, committed, load
+            )
 
         return self._with_index(topic, partition, offset, from_index)
 
@@ -249,17 +239,9 @@ class ColdStore:
         broker archived knows fewer rows, and None would then say every record is older). start: the
         cold start the caller knows (the tier marks); rows below it, which a cached index may still
         list after a trim, never match."""
-        wanted = pc.field(layout.TS) >= timestamp
-        if start is not None:
-            wanted = wanted & (pc.field(layout.OFFSET) >= start)
 
         def lookup(index: FileIndex) -> tuple[int, int] | None:
-            for fragment in index.fragments_reaching(partition, timestamp):
-                rows = fragment.to_table(filter=wanted, columns=[layout.OFFSET, layout.TS])
-                if rows.num_rows:
-                    first = pc.index(rows.column(layout.OFFSET), pc.min(rows.column(layout.OFFSET))).as_py()
-                    return rows.column(layout.OFFSET)[first].as_py(), rows.column(layout.TS)[first].as_py()
-            return None
+            return earliest_in_index(index, partition, timestamp, start)
 
         known = None if archived_end is None or archived_end <= 0 else archived_end - 1
         return self._with_index(topic, partition, known, lookup)
@@ -370,10 +352,6 @@ class ColdStore:
         return index
 
 
-def _renamed(load: Callable[[], pa.Table]) -> pa.Table:
-    return layout.kafka_rows(load())
-
-
 def _remove(fs: pafs.FileSystem, path: str) -> None:
     if fs.get_file_info(path).type != pafs.FileType.NotFound:
         fs.delete_dir(path)
@@ -385,6 +363,53 @@ def _app_id(topic: Topic, partition: int) -> str:
 
 def _start_id(topic: Topic, partition: int) -> str:
     return f"{topic.name}/{partition}/start"
+
+
+def read_index(
+    index: FileIndex,
+    files: FileCache,
+    topic: Topic,
+    partition: int,
+    offset: int,
+    max_bytes: int,
+    max_records: int,
+    committed: bool,
+    load: Callable[[Any], pa.Table],
+) -> ColdRead:
+    """A cold read through a file index, for every table format: the files from the offset on, decoded
+    once (FileCache) by load(fragment) into the Kafka record's columns, within the byte budget and row cap."""
+    picked: list[pa.Table] = []
+    budget_bytes, budget_rows = max_bytes, max_records
+    for path, fragment in index.fragments_from(partition, offset):
+        rows = files.rows_from(path, offset, partial(load, fragment))
+        rows, budget_bytes, full = _within(rows, budget_bytes, budget_rows, not picked)
+        if rows.num_rows:
+            picked.append(rows)
+            budget_rows -= rows.num_rows
+        if full or budget_rows <= 0:
+            break
+    rows = pa.concat_tables(picked) if picked else layout.READ_SCHEMA.empty_table()
+    start, end = index.bounds(partition)
+    next_offset = rows.column(layout.OFFSET)[-1].as_py() + 1 if rows.num_rows else max(offset, start)
+    aborted = layout.aborted_in(rows, next_offset) if committed else ()
+    entries = layout.to_entries(rows, topic.offsets)
+    return ColdRead(entries, aborted, next_offset, start, end, layout.payload_bytes(rows))
+
+
+def earliest_in_index(
+    index: FileIndex, partition: int, timestamp: int, start: int | None
+) -> tuple[int, int] | None:
+    """Kafka's timestamp rule on a partition's files, for every table format: the earliest offset (not
+    below `start`) whose timestamp is at or after the target, and that timestamp."""
+    wanted = pc.field(layout.TS) >= timestamp
+    if start is not None:
+        wanted = wanted & (pc.field(layout.OFFSET) >= start)
+    for fragment in index.fragments_reaching(partition, timestamp):
+        rows = fragment.to_table(filter=wanted, columns=[layout.OFFSET, layout.TS])
+        if rows.num_rows:
+            first = pc.index(rows.column(layout.OFFSET), pc.min(rows.column(layout.OFFSET))).as_py()
+            return rows.column(layout.OFFSET)[first].as_py(), rows.column(layout.TS)[first].as_py()
+    return None
 
 
 def _within(rows: pa.Table, budget: int, max_rows: int, first: bool) -> tuple[pa.Table, int, bool]:

@@ -44,7 +44,15 @@ from ..file_cache import FileCache
 from ..index import FileIndex
 from ..location import ColdLocation
 from ..source import ArchiveSlice
-from ..table import COMMIT_ATTEMPTS, INDEX_MAX_AGE_SECONDS, ROW_GROUP_ROWS, Archived, ColdRead, _within
+from ..table import (
+    COMMIT_ATTEMPTS,
+    INDEX_MAX_AGE_SECONDS,
+    ROW_GROUP_ROWS,
+    Archived,
+    ColdRead,
+    earliest_in_index,
+    read_index,
+)
 from . import files
 from .catalog import RedisCatalog, open_catalog
 from .files import END, START, Listed, ManifestCache
@@ -203,22 +211,10 @@ class IcebergColdStore:
         columns = layout.read_columns(topic)
 
         def from_index(index: FileIndex) -> ColdRead:
-            picked: list[pa.Table] = []
-            budget_bytes, budget_rows = max_bytes, max_records
-            for path, fragment in index.fragments_from(partition, offset):
-                rows = self._files.rows_from(path, offset, partial(_decode, fragment, columns))
-                rows, budget_bytes, full = _within(rows, budget_bytes, budget_rows, not picked)
-                if rows.num_rows:
-                    picked.append(rows)
-                    budget_rows -= rows.num_rows
-                if full or budget_rows <= 0:
-                    break
-            rows = pa.concat_tables(picked) if picked else layout.READ_SCHEMA.empty_table()
-            first, end = index.bounds(partition)
-            next_offset = rows.column(layout.OFFSET)[-1].as_py() + 1 if rows.num_rows else max(offset, first)
-            aborted = layout.aborted_in(rows, next_offset) if committed else ()
-            entries = layout.to_entries(rows, topic.offsets)
-            return ColdRead(entries, aborted, next_offset, first, end, layout.payload_bytes(rows))
+            load = partial(_decode, columns=columns)
+            return read_index(
+                index, self._files, topic, partition, offset, max_bytes, max_records, committed, load
+            )
 
         return self._with_index(topic, partition, offset, from_index)
 
@@ -235,17 +231,9 @@ class IcebergColdStore:
         start: int | None = None,
     ) -> tuple[int, int] | None:
         """ColdStore.offset_for_timestamp: the earliest cold offset at or after the timestamp."""
-        wanted = pc.field(layout.TS) >= timestamp
-        if start is not None:
-            wanted = wanted & (pc.field(layout.OFFSET) >= start)
 
         def lookup(index: FileIndex) -> tuple[int, int] | None:
-            for fragment in index.fragments_reaching(partition, timestamp):
-                rows = fragment.to_table(filter=wanted, columns=[layout.OFFSET, layout.TS])
-                if rows.num_rows:
-                    first = pc.index(rows.column(layout.OFFSET), pc.min(rows.column(layout.OFFSET))).as_py()
-                    return rows.column(layout.OFFSET)[first].as_py(), rows.column(layout.TS)[first].as_py()
-            return None
+            return earliest_in_index(index, partition, timestamp, start)
 
         known = None if archived_end is None or archived_end <= 0 else archived_end - 1
         return self._with_index(topic, partition, known, lookup)
