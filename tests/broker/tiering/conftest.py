@@ -4,11 +4,13 @@ helpers that create tiered topics and look at the hot and cold tiers."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schooner.storage.cold.iceberg.catalog import RedisCatalog
@@ -88,3 +90,30 @@ def iceberg_offsets(redis_client: Any, keyspace: str, topic: str) -> list[tuple[
     (name,) = [t for t in catalog.list_tables(keyspace.replace(":", "_")) if pattern.fullmatch(t[-1])]
     rows = catalog.load_table(name).scan(selected_fields=("partition", "offset")).to_arrow()
     return sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist(), strict=True))
+
+
+def group_read(bootstrap: str, topic: str, count: int, **conf: Any) -> list[Any]:
+    """A consumer group's records of the topic from the beginning, until `count` came (or 40 s)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{topic}-{conf.get('isolation.level', 'u')}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": True,
+            **conf,
+        }
+    )
+    consumer.subscribe([topic])
+    out: list[Any] = []
+    deadline = time.monotonic() + 40
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            out.append(msg)
+    finally:
+        consumer.close()
+    return out

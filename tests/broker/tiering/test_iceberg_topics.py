@@ -6,41 +6,14 @@ test_archiver_failover.py)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Producer
 
 from tests.broker.helpers import wait
-from tests.broker.tiering.conftest import hot_state, iceberg_offsets, parquet_files, tiered
+from tests.broker.tiering.conftest import group_read, hot_state, iceberg_offsets, parquet_files, tiered
 from tests.clients import SAMPLE, consume
 
 ICEBERG = {"schooner.table.format": "iceberg"}
-
-
-def _group_read(bootstrap: str, topic: str, count: int, isolation: str) -> list[Any]:
-    """A consumer group's records of the topic from the beginning, until `count` came (or 40 s)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{topic}-{isolation}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": isolation,
-        }
-    )
-    consumer.subscribe([topic])
-    out: list[Any] = []
-    deadline = time.monotonic() + 40
-    try:
-        while len(out) < count and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise KafkaException(msg.error())
-            out.append(msg)
-    finally:
-        consumer.close()
-    return out
 
 
 def test_consumers_read_every_record_and_retention_frees_disk(
@@ -92,10 +65,10 @@ def test_consumers_read_every_record_and_retention_frees_disk(
     for msg, (rec, ts) in zip(plain, sent, strict=True):
         assert (msg.key(), msg.value(), msg.timestamp()) == (rec.key, rec.value, (1, ts))
         assert [(k, None if v is None else bytes(v)) for k, v in (msg.headers() or [])] == list(rec.headers)
-    group = _group_read(b.bootstrap, "ice", len(sent) + 80, "read_uncommitted")
+    group = group_read(b.bootstrap, "ice", len(sent) + 80, **{"isolation.level": "read_uncommitted"})
     assert [m.value() for m in group][: len(sent)] == [rec.value for rec, _ in sent]
     assert len({m.offset() for m in group}) == len(group) == len(sent) + 80
-    read_committed = _group_read(b.bootstrap, "ice", len(sent) + 40, "read_committed")
+    read_committed = group_read(b.bootstrap, "ice", len(sent) + 40, **{"isolation.level": "read_committed"})
     assert [m.value() for m in read_committed][len(sent) :] == committed
 
     # Retention: after retention.ms the records leave the cold tier, files and all.

@@ -7,10 +7,10 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, Producer
 
 from tests.broker.helpers import wait
-from tests.broker.tiering.conftest import hot_state, tiered
+from tests.broker.tiering.conftest import group_read, hot_state, tiered
 from tests.clients import SAMPLE, Rec, kcat
 
 pytestmark = pytest.mark.both_encodings
@@ -36,32 +36,6 @@ def _produce_for(bootstrap: str, topic: str, seconds: float) -> list[tuple[Rec, 
     return sent
 
 
-def _group_read(bootstrap: str, topic: str, count: int, **conf: Any) -> list[Any]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{topic}-{conf.get('isolation.level', 'u')}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": True,
-            **conf,
-        }
-    )
-    consumer.subscribe([topic])
-    out: list[Any] = []
-    deadline = time.monotonic() + 40
-    try:
-        while len(out) < count and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise KafkaException(msg.error())
-            out.append(msg)
-    finally:
-        consumer.close()
-    return out
-
-
 def _wait_archived_and_trimmed(redis_client: Any, keyspace: str, topic: str, produced: int) -> None:
     """Until the cold tier holds all and Redis keeps a small tail."""
 
@@ -77,7 +51,7 @@ def test_group_and_kcat_read_every_record_across_tiers(tiered_broker, redis_clie
     tiered("across", b.bootstrap)
     sent = _produce_for(b.bootstrap, "across", 2.5)
     _wait_archived_and_trimmed(redis_client, keyspace, "across", len(sent))
-    got = _group_read(b.bootstrap, "across", len(sent))
+    got = group_read(b.bootstrap, "across", len(sent))
     assert len(got) == len(sent)
     offsets = [m.offset() for m in got]
     assert len(set(offsets)) == len(offsets), "an offset came twice"
@@ -122,9 +96,9 @@ def test_read_committed_hides_aborted_transactions_in_both_tiers(
     expected.append(b"after")
     _wait_archived_and_trimmed(redis_client, keyspace, "txns", 240)
 
-    committed = _group_read(b.bootstrap, "txns", len(expected), **{"isolation.level": "read_committed"})
+    committed = group_read(b.bootstrap, "txns", len(expected), **{"isolation.level": "read_committed"})
     assert [m.value() for m in committed] == expected
-    everything = _group_read(b.bootstrap, "txns", 241, **{"isolation.level": "read_uncommitted"})
+    everything = group_read(b.bootstrap, "txns", 241, **{"isolation.level": "read_uncommitted"})
     assert len(everything) == 241  # the aborted records are there for read_uncommitted
 
 
